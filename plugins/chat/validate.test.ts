@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { GatewayError } from '../../src/errors.js';
+import { parseChatRequest } from './validate.js';
+
+const ok = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+
+describe('parseChatRequest', () => {
+  it('accepts a minimal request', () => {
+    const r = parseChatRequest(ok);
+    expect(r).toMatchObject({ model: 'gpt-4o-mini', stream: false, includeUsage: false, maxTokens: undefined, prompt: 'hi' });
+  });
+
+  it('reads stream, include_usage and max_tokens', () => {
+    const r = parseChatRequest({ ...ok, stream: true, stream_options: { include_usage: true }, max_tokens: 5 });
+    expect(r).toMatchObject({ stream: true, includeUsage: true, maxTokens: 5 });
+  });
+
+  it.each([
+    ['not an object', [], ''],
+    ['missing model', { messages: ok.messages }, 'model'],
+    ['empty model', { ...ok, model: '' }, 'model'],
+    ['numeric model', { ...ok, model: 4 }, 'model'],
+    ['empty messages', { ...ok, messages: [] }, 'messages'],
+    ['messages not an array', { ...ok, messages: 'hi' }, 'messages'],
+    ['wrong role', { ...ok, messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role'],
+    ['numeric content', { ...ok, messages: [{ role: 'user', content: 5 }] }, 'messages[0].content'],
+    ['missing content', { ...ok, messages: [{ role: 'user' }] }, 'messages[0].content'],
+    ['bad part', { ...ok, messages: [{ role: 'user', content: [{ text: 'x' }] }] }, 'messages[0].content[0]'],
+    ['max_tokens 0', { ...ok, max_tokens: 0 }, 'max_tokens'],
+    ['max_tokens float', { ...ok, max_tokens: 1.5 }, 'max_tokens'],
+    ['max_tokens string', { ...ok, max_tokens: '10' }, 'max_tokens'],
+    ['stream string', { ...ok, stream: 'yes' }, 'stream'],
+  ])('refuses %s naming the field', (_name, body, param) => {
+    try {
+      parseChatRequest(body);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(GatewayError);
+      expect((err as GatewayError).status).toBe(400);
+      expect((err as GatewayError).toBody().error.param).toBe(param || null);
+    }
+  });
+
+  it('accepts an assistant message with tool calls and no content', () => {
+    expect(() => parseChatRequest({ ...ok, messages: [...ok.messages, { role: 'assistant', content: null, tool_calls: [] }] })).not.toThrow();
+  });
+});

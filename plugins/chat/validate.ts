@@ -1,0 +1,78 @@
+import { invalidField } from '../../src/errors.js';
+import type { ModelRequest } from '../../src/plugin.js';
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+
+export interface ChatMessage {
+  role: string;
+  content: unknown;
+  [key: string]: unknown;
+}
+
+/** A validated chat request; `body` is the client's object, passed on as-is where the dialect allows. */
+export interface ChatRequest extends ModelRequest {
+  body: Record<string, unknown> & { messages: ChatMessage[] };
+  stream: boolean;
+  includeUsage: boolean;
+  maxTokens: number | undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Validates an OpenAI chat completion request; every failure names its field (400). */
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (!isObject(body)) throw invalidField('', 'The request body must be a JSON object');
+  const { model, messages, stream, stream_options: streamOptions } = body;
+  if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');
+  if (!Array.isArray(messages) || messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array');
+  messages.forEach((m, i) => validateMessage(m, i));
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
+  if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw invalidField('stream_options', 'stream_options must be an object');
+  const maxTokens = positiveInt(body, 'max_tokens') ?? positiveInt(body, 'max_completion_tokens');
+  return {
+    model,
+    body: body as ChatRequest['body'],
+    stream: stream === true,
+    includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
+    maxTokens,
+    prompt: promptText(messages as ChatMessage[]),
+  };
+}
+
+function validateMessage(m: unknown, i: number): void {
+  const param = `messages[${i}]`;
+  if (!isObject(m)) throw invalidField(param, `${param} must be an object with role and content`);
+  if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
+    throw invalidField(`${param}.role`, `${param}.role must be one of ${[...ROLES].join(', ')}`);
+  }
+  const c = m.content;
+  const assistantWithTools = m.role === 'assistant' && (c === null || c === undefined) && Array.isArray(m.tool_calls);
+  if (typeof c === 'string' || assistantWithTools) return;
+  if (Array.isArray(c) && (m.role === 'user' || m.role === 'system' || m.role === 'developer' || m.role === 'assistant' || m.role === 'tool')) {
+    c.forEach((part, j) => {
+      if (!isObject(part) || typeof part.type !== 'string') throw invalidField(`${param}.content[${j}]`, `${param}.content[${j}] must be a content part with a type`);
+      if (part.type === 'text' && typeof part.text !== 'string') throw invalidField(`${param}.content[${j}].text`, 'a text part needs a string text');
+    });
+    return;
+  }
+  throw invalidField(`${param}.content`, `${param}.content must be a string or an array of content parts`);
+}
+
+function positiveInt(body: Record<string, unknown>, field: string): number | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw invalidField(field, `${field} must be an integer of at least 1`);
+  return v;
+}
+
+/** The text of every message, for the request log and for the prompt-size bound. */
+export function promptText(messages: ChatMessage[]): string {
+  const parts: string[] = [];
+  for (const m of messages) {
+    if (typeof m.content === 'string') parts.push(m.content);
+    else if (Array.isArray(m.content)) {
+      for (const p of m.content) if (isObject(p) && typeof p.text === 'string') parts.push(p.text);
+    }
+  }
+  return parts.join('\n');
+}

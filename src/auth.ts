@@ -1,0 +1,74 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { GatewayError } from './errors.js';
+import { randomBase62 } from './ids.js';
+import type { ApiKeyRecord, Org, Store } from './store/types.js';
+
+const KEY_PATTERN = /^tg_[A-Za-z0-9]{40}$/;
+/** `tg_` and the first 8 random characters: readable, unique, kept in the database. */
+const PREFIX_LENGTH = 11;
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** A new API key. The whole key is shown once; only its prefix and hash are stored. */
+export function generateApiKey(): { key: string; prefix: string; hash: string } {
+  const key = `tg_${randomBase62(40)}`;
+  return { key, prefix: key.slice(0, PREFIX_LENGTH), hash: hashKey(key) };
+}
+
+/** The key from `Authorization: Bearer <key>` (or, for Anthropic SDKs, `x-api-key`). */
+export function extractKey(headers: Record<string, string | string[] | undefined>, allowXApiKey: boolean): string | undefined {
+  const auth = headers.authorization;
+  if (typeof auth === 'string' && auth.length > 0) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    return m ? m[1] : '';
+  }
+  const x = headers['x-api-key'];
+  if (allowXApiKey && typeof x === 'string') return x;
+  return undefined;
+}
+
+interface CachedKey { key: ApiKeyRecord; org: Org; expires: number }
+
+/**
+ * Resolves bearer keys to their org. Lookups are cached for `ttlMs` (default 1 s), so
+ * a revocation made by the CLI on the shared database takes effect within that time
+ * without a database read on every request.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, CachedKey>();
+
+  constructor(private readonly store: Store, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+
+  async authenticate(key: string | undefined): Promise<{ key: ApiKeyRecord; org: Org }> {
+    if (key === undefined) throw new GatewayError('missing_api_key');
+    if (!KEY_PATTERN.test(key)) throw new GatewayError('invalid_api_key');
+    const prefix = key.slice(0, PREFIX_LENGTH);
+    const t = this.now();
+    let entry = this.cache.get(prefix);
+    if (!entry || entry.expires <= t) {
+      entry = await this.load(prefix, t);
+      if (!entry) throw new GatewayError('invalid_api_key');
+    }
+    const expected = Buffer.from(entry.key.hash, 'hex');
+    const actual = createHash('sha256').update(key).digest();
+    if (expected.length !== actual.length || !timingSafeEqual(expected, actual) || entry.key.revokedAt !== null) {
+      throw new GatewayError('invalid_api_key');
+    }
+    return { key: entry.key, org: entry.org };
+  }
+
+  private async load(prefix: string, t: number): Promise<CachedKey | undefined> {
+    const key = await this.store.findApiKey(prefix);
+    const org = key && (await this.store.getOrg(key.orgId));
+    if (!key || !org) {
+      this.cache.delete(prefix);
+      return undefined;
+    }
+    const entry = { key, org, expires: t + this.ttlMs };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(prefix, entry);
+    return entry;
+  }
+}

@@ -1,0 +1,170 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from './admin.js';
+import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
+import { compileSchemas } from './config/schemas.js';
+import { ConfigError } from './config/yaml-file.js';
+import { createGateway, modalityRules, selectPlugins } from './gateway.js';
+import { formatUsd } from './money.js';
+import { packageVersion } from './paths.js';
+import { loadCatalog, type ProviderCatalog } from './providers/catalog.js';
+import { startSimulator } from './simulator/server.js';
+import { openStore } from './store/index.js';
+import type { Retention, Store } from './store/types.js';
+
+const DEFAULT_CONFIG = 'gateway.yaml';
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return n;
+}
+
+function loadConfig(file: string): GatewayConfig {
+  return loadGatewayConfig(file, compileSchemas());
+}
+
+/** Loads the config and every provider file: what `validate` checks and `serve` needs. */
+function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
+  const config = loadConfig(file);
+  const catalog = loadCatalog({
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, modalities: modalityRules(selectPlugins(config)),
+  });
+  return { config, catalog };
+}
+
+async function withStore<T>(file: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(loadConfig(file).database.url);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serve(opts: { config: string; port?: number }): Promise<void> {
+  const config = loadConfig(opts.config);
+  if (config.simulator) {
+    const sim = await startSimulator({ port: config.simulator.port });
+    console.log(`provider simulator listening on ${sim.url}`);
+  }
+  const gateway = await createGateway({ config });
+  if (config.bootstrap) {
+    const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
+    if (demo) {
+      console.log(`First start: created organization "${demo.org.name}" with $${formatUsd(demo.org.balanceMicros)} of credits.`);
+      console.log('Its API key is shown once, here (create more with `gateway keys create --org NAME`):');
+      console.log(demo.key);
+    }
+  }
+  const url = await gateway.listen(opts.port);
+  console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: finishing in-flight requests and flushing the request log…`);
+    const force = setTimeout(() => {
+      console.error(`still busy after ${config.server.shutdownTimeoutMs} ms; exiting`);
+      process.exit(1);
+    }, config.server.shutdownTimeoutMs);
+    force.unref();
+    gateway.close().then(() => {
+      console.log('stopped');
+      process.exit(0);
+    }, (err: unknown) => {
+      console.error(`shutdown failed: ${(err as Error).message}`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+export function buildProgram(): Command {
+  const program = new Command('gateway')
+    .description('Tollgate: one base URL and one key in front of many AI model providers, metered in USD.')
+    .version(packageVersion())
+    .showHelpAfterError();
+  const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
+
+  program.command('serve').description('Start the gateway (and the simulator, when gateway.yaml enables it).')
+    .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port', port)
+    .action(serve);
+  program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault.')
+    .addOption(configOption())
+    .action((opts: { config: string }) => {
+      const { catalog } = loadAll(opts.config);
+      console.log(`${opts.config}: valid (${catalog.providers.size} providers, ${catalog.allRoutes().length} model routes)`);
+    });
+  program.command('simulate').description('Run the provider simulator alone (fake OpenAI, Anthropic, Gemini, ElevenLabs, Deepgram upstreams).')
+    .option('-p, --port <n>', 'port to listen on', port, 8790).option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--latency-ms <n>', 'delay added to every response', (v) => Number(v), 0)
+    .action(async (opts: { port: number; host: string; latencyMs: number }) => {
+      const sim = await startSimulator({ port: opts.port, host: opts.host, latencyMs: opts.latencyMs });
+      console.log(`provider simulator listening on ${sim.url}`);
+    });
+
+  const orgs = program.command('orgs').description('Manage organizations (prepaid credit balance, retention mode).');
+  orgs.command('create <name>').description('Create an organization with a starting credit balance.')
+    .requiredOption('--credits <usd>', 'starting balance in USD, e.g. 25 or 10.50')
+    .addOption(new Option('--retention <mode>', 'keep generated media (standard) or never store it (none)').choices(['standard', 'none']).default('standard'))
+    .addOption(configOption())
+    .action(async (name: string, opts: { credits: string; retention: Retention; config: string }) => {
+      const org = await withStore(opts.config, (s) => createOrg(s, name, opts.credits, opts.retention));
+      console.log(`created organization "${org.name}" (${org.id}) with $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+    });
+  orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
+    .action(async (name: string, opts: { config: string }) => {
+      const org = await withStore(opts.config, (s) => requireOrg(s, name));
+      console.log(`${org.name} (${org.id}): balance $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+    });
+
+  const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
+  keys.command('create').description('Create an API key for an organization; prints the key alone on the last line.')
+    .requiredOption('--org <name>', 'organization name').addOption(configOption())
+    .action(async (opts: { org: string; config: string }) => {
+      const r = await withStore(opts.config, (s) => createKey(s, opts.org));
+      console.log(`created key ${r.prefix}… for "${r.org.name}"; store it now, it is not shown again:`);
+      console.log(r.key);
+    });
+  keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); takes effect within a second.')
+    .addOption(configOption())
+    .action(async (prefix: string, opts: { config: string }) => {
+      await withStore(opts.config, (s) => revokeKey(s, prefix.slice(0, 11)));
+      console.log(`revoked key ${prefix.slice(0, 11)}…`);
+    });
+
+  program.command('credits').description('Manage prepaid credits.')
+    .command('add <usd>').description('Add USD credits to an organization.')
+    .requiredOption('--org <name>', 'organization name').addOption(configOption())
+    .action(async (usd: string, opts: { org: string; config: string }) => {
+      const balance = await withStore(opts.config, (s) => addCredits(s, opts.org, usd));
+      console.log(`added $${usd} to "${opts.org}"; balance is now $${balance}`);
+    });
+
+  program.command('provider-keys').description("Manage an organization's own provider keys (bring your own key).")
+    .command('set').description('Use this key for the provider on this org\'s requests; such requests are not debited.')
+    .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id from providers/*.yaml')
+    .requiredOption('--key <key>', 'the provider API key').addOption(configOption())
+    .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
+      const known = loadAll(opts.config).catalog.providers;
+      if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
+      await withStore(opts.config, async (s) => s.setProviderKey((await requireOrg(s, opts.org)).id, opts.provider, opts.key));
+      console.log(`set "${opts.org}"'s own key for provider ${opts.provider}`);
+    });
+  return program;
+}
+
+/** Entry point of bin/gateway.js: config faults print file:line: path: message and exit 2, never a stack. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration refused:\n${err.message}`);
+      process.exit(2);
+    }
+    console.error(`gateway: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,88 @@
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parseUsdToMicros, type Micros } from '../money.js';
+import { assertValid, type ConfigSchemas } from './schemas.js';
+import { readYamlFile } from './yaml-file.js';
+
+export interface S3Config {
+  bucket: string;
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+}
+
+export interface ProviderOverride {
+  base_url?: string;
+  api_key?: string;
+  enabled?: boolean;
+}
+
+/** gateway.yaml after validation, with defaults applied and paths made absolute. */
+export interface GatewayConfig {
+  file: string;
+  server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; trustProxy: boolean };
+  database: { url: string };
+  redis: { url: string } | undefined;
+  storage: { s3: S3Config | undefined };
+  providersDir: string;
+  plugins: string[] | undefined;
+  providers: Record<string, ProviderOverride>;
+  log: { flushIntervalMs: number; batchSize: number; level: string };
+  simulator: { port: number } | undefined;
+  bootstrap: { org: string; credits: Micros } | undefined;
+}
+
+interface RawGatewayConfig {
+  server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
+  database?: { url: string };
+  redis?: { url: string };
+  storage?: { s3?: { bucket: string; endpoint?: string; region?: string; access_key_id?: string; secret_access_key?: string; force_path_style?: boolean } };
+  providers_dir?: string;
+  plugins?: string[];
+  providers?: Record<string, ProviderOverride>;
+  log?: { flush_interval_ms?: number; batch_size?: number; level?: string };
+  simulator?: { enabled?: boolean; port?: number };
+  bootstrap?: { org: string; credits_usd: string };
+}
+
+/** Reads and validates gateway.yaml; relative paths resolve against the file's folder. */
+export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const yamlFile = readYamlFile(file, env);
+  if (yamlFile.data === null || yamlFile.data === undefined) yamlFile.data = {};
+  assertValid(schemas.gateway, yamlFile);
+  const raw = yamlFile.data as RawGatewayConfig;
+  const dir = dirname(resolve(file));
+  const at = (p: string): string => (isAbsolute(p) ? p : resolve(dir, p));
+  const dbUrl = raw.database?.url ?? 'sqlite:./data/tollgate.db';
+  const s3 = raw.storage?.s3;
+  return {
+    file: resolve(file),
+    server: {
+      host: raw.server?.host ?? '127.0.0.1',
+      port: raw.server?.port ?? 8787,
+      bodyLimitBytes: raw.server?.body_limit_bytes ?? 1024 * 1024,
+      shutdownTimeoutMs: raw.server?.shutdown_timeout_ms ?? 30_000,
+      trustProxy: raw.server?.trust_proxy ?? false,
+    },
+    // A relative SQLite path is relative to the config file, like every other path in it.
+    database: { url: dbUrl.startsWith('sqlite:') && dbUrl !== 'sqlite::memory:' ? `sqlite:${at(dbUrl.slice(7))}` : dbUrl },
+    redis: raw.redis,
+    storage: {
+      s3: s3 && {
+        bucket: s3.bucket,
+        endpoint: s3.endpoint,
+        region: s3.region ?? 'us-east-1',
+        accessKeyId: s3.access_key_id,
+        secretAccessKey: s3.secret_access_key,
+        forcePathStyle: s3.force_path_style ?? false,
+      },
+    },
+    providersDir: at(raw.providers_dir ?? './providers'),
+    plugins: raw.plugins,
+    providers: raw.providers ?? {},
+    log: { flushIntervalMs: raw.log?.flush_interval_ms ?? 200, batchSize: raw.log?.batch_size ?? 500, level: raw.log?.level ?? 'info' },
+    simulator: raw.simulator && raw.simulator.enabled !== false ? { port: raw.simulator.port ?? 8790 } : undefined,
+    bootstrap: raw.bootstrap && { org: raw.bootstrap.org, credits: parseUsdToMicros(raw.bootstrap.credits_usd) },
+  };
+}

@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { packageRoot } from '../paths.js';
+import { ConfigError, type ConfigProblem, type YamlFile } from './yaml-file.js';
+
+/** The JSON Schemas in `config/`, compiled once per process use. */
+export interface ConfigSchemas {
+  gateway: ValidateFunction;
+  provider: ValidateFunction;
+}
+
+export function compileSchemas(): ConfigSchemas {
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  const dir = join(packageRoot(), 'config');
+  const load = (name: string): object => JSON.parse(readFileSync(join(dir, name), 'utf8')) as object;
+  return { gateway: ajv.compile(load('gateway.schema.json')), provider: ajv.compile(load('provider.schema.json')) };
+}
+
+/** Validates a parsed file; throws ConfigError naming file, line, path and what was expected. */
+export function assertValid(validate: ValidateFunction, file: YamlFile): void {
+  if (validate(file.data)) return;
+  const problems: ConfigProblem[] = (validate.errors ?? []).map((e) => toProblem(e, file));
+  throw new ConfigError(problems);
+}
+
+function toProblem(e: ErrorObject, file: YamlFile): ConfigProblem {
+  let path = e.instancePath;
+  let message = e.message ?? 'is invalid';
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties') {
+    path = `${path}/${String(params.additionalProperty)}`;
+    message = 'is not a known setting';
+  } else if (e.keyword === 'enum') {
+    message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+  } else if (e.keyword === 'required') {
+    message = `must have the field "${String(params.missingProperty)}"`;
+  }
+  return { file: file.file, line: file.lineOf(path), path, message };
+}

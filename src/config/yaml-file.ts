@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
+
+/** A problem in a config file, located by file, line and JSON path. */
+export interface ConfigProblem {
+  file: string;
+  line: number | undefined;
+  path: string;
+  message: string;
+}
+
+/** Refusal of a config: every problem found, formatted for humans, never a stack trace. */
+export class ConfigError extends Error {
+  readonly problems: ConfigProblem[];
+  constructor(problems: ConfigProblem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.problems = problems;
+  }
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  const where = p.line !== undefined ? `${p.file}:${p.line}` : p.file;
+  return `${where}: ${p.path || '(root)'}: ${p.message}`;
+}
+
+export interface YamlFile {
+  file: string;
+  data: unknown;
+  /** Line (1-based) of the node at a JSON pointer such as `/server/port`, or of its nearest parent. */
+  lineOf(pointer: string): number | undefined;
+}
+
+const ENV_REF = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/**
+ * Reads a YAML file keeping line positions, and replaces `${env:NAME}` (or
+ * `${env:NAME:-default}`) in string values so that secrets never live in the file.
+ * An unset variable without a default is a problem at that line.
+ */
+export function readYamlFile(file: string, env: NodeJS.ProcessEnv = process.env): YamlFile {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([{ file, line: undefined, path: '', message: `cannot read file: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }]);
+  }
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(doc.errors.map((e) => ({
+      file, line: lineCounter.linePos(e.pos[0]).line, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`,
+    })));
+  }
+  const problems: ConfigProblem[] = [];
+  visit(doc, {
+    Scalar(_key, node, path) {
+      if (typeof node.value !== 'string' || !node.value.includes('${env:')) return;
+      node.value = node.value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+        const value = env[name];
+        if (value !== undefined && value !== '') return value;
+        if (fallback !== undefined) return fallback;
+        problems.push({
+          file, line: node.range ? lineCounter.linePos(node.range[0]).line : undefined,
+          path: pointerOf(path), message: `environment variable ${name} is not set`,
+        });
+        return '';
+      });
+    },
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { file, data: doc.toJS() as unknown, lineOf: (pointer) => lineOfPointer(doc, lineCounter, pointer) };
+}
+
+function pointerOf(path: readonly unknown[]): string {
+  const keys: string[] = [];
+  for (const step of path) {
+    if (step && typeof step === 'object' && 'key' in step) {
+      const key = (step as { key: unknown }).key;
+      keys.push(isScalar(key) ? String(key.value) : String(key));
+    } else if (step && typeof step === 'object' && 'items' in step) {
+      continue;
+    }
+  }
+  return keys.length ? `/${keys.join('/')}` : '';
+}
+
+function lineOfPointer(doc: Document, lc: LineCounter, pointer: string): number | undefined {
+  const keys = pointer.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((k) => (/^\d+$/.test(k) ? Number(k) : k));
+  for (let n = keys.length; n >= 0; n--) {
+    const node = n === 0 ? doc.contents : doc.getIn(keys.slice(0, n), true);
+    const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
+    if (range) return lc.linePos(range[0]).line;
+  }
+  return undefined;
+}

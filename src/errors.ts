@@ -1,0 +1,112 @@
+/**
+ * Every error a client can see is declared here once, with a stable code, an HTTP
+ * status and an OpenAI-style `type`. `docs/errors.md` lists the same codes; a test
+ * keeps the two in sync (the way fastify checks its FST_ERR_* table).
+ */
+
+export interface ErrorDefinition {
+  readonly code: string;
+  readonly status: number;
+  readonly type: string;
+  readonly message: string;
+}
+
+function define(code: string, status: number, type: string, message: string): ErrorDefinition {
+  return { code, status, type, message };
+}
+
+export const ERRORS = {
+  invalid_json: define('invalid_json', 400, 'invalid_request_error', 'The request body is not valid JSON: %s'),
+  invalid_request: define('invalid_request', 400, 'invalid_request_error', '%s'),
+  unsupported_media_type: define('unsupported_media_type', 415, 'invalid_request_error', 'Unsupported Content-Type %s; send application/json'),
+  body_too_large: define('body_too_large', 413, 'invalid_request_error', 'The request body exceeds the limit of %s bytes'),
+  missing_api_key: define('missing_api_key', 401, 'authentication_error', 'Missing API key: send it as "Authorization: Bearer <key>"'),
+  invalid_api_key: define('invalid_api_key', 401, 'authentication_error', 'Invalid API key'),
+  insufficient_credits: define('insufficient_credits', 402, 'insufficient_quota', 'Insufficient credits: this request may cost up to $%s and the balance is $%s'),
+  model_not_found: define('model_not_found', 404, 'invalid_request_error', 'The model `%s` does not exist or is not served at this endpoint'),
+  model_deactivated: define('model_deactivated', 410, 'invalid_request_error', 'The model `%s` was deactivated on %s'),
+  route_not_found: define('route_not_found', 404, 'invalid_request_error', 'No route %s %s'),
+  method_not_allowed: define('method_not_allowed', 405, 'invalid_request_error', 'Method %s is not allowed on %s; allowed: %s'),
+  not_found: define('not_found', 404, 'invalid_request_error', '%s'),
+  gone: define('gone', 410, 'invalid_request_error', '%s'),
+  range_not_satisfiable: define('range_not_satisfiable', 416, 'invalid_request_error', '%s'),
+  content_blocked: define('content_blocked', 422, 'content_filter', 'The upstream provider blocked this request: %s'),
+  upstream_rate_limited: define('upstream_rate_limited', 429, 'rate_limit_error', 'The upstream provider rate-limited the request: %s'),
+  upstream_error: define('upstream_error', 502, 'upstream_error', 'The upstream provider failed: %s'),
+  upstream_timeout: define('upstream_timeout', 504, 'upstream_error', 'The upstream provider did not answer within %s ms'),
+  upstream_unauthorized: define('upstream_unauthorized', 502, 'upstream_error', 'The upstream provider refused the gateway\'s credentials: %s'),
+  gateway_error: define('gateway_error', 400, 'gateway_error', '%s'),
+  client_closed_request: define('client_closed_request', 499, 'invalid_request_error', 'The client closed the connection before the reply'),
+  service_unavailable: define('service_unavailable', 503, 'server_error', 'The gateway is shutting down; retry on another instance'),
+  internal_error: define('internal_error', 500, 'server_error', 'Internal gateway error (request %s)'),
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorExtras {
+  param?: string | null;
+  requestedModel?: string;
+  usedProvider?: string;
+  /** Extra headers to send with the error (e.g. Retry-After). */
+  headers?: Record<string, string>;
+  /** Overrides the definition's status, for codes that mirror an upstream status (gateway_error). */
+  status?: number;
+}
+
+function format(template: string, args: readonly (string | number)[]): string {
+  let i = 0;
+  return template.replace(/%s/g, () => String(args[i++] ?? ''));
+}
+
+/** A client-visible error: carries the stable code, status and the OpenAI-style body. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly extras: ErrorExtras;
+
+  constructor(code: ErrorCode, args: readonly (string | number)[] = [], extras: ErrorExtras = {}) {
+    const def = ERRORS[code];
+    super(format(def.message, args));
+    this.code = code;
+    this.status = extras.status ?? def.status;
+    this.type = def.type;
+    this.extras = extras;
+  }
+
+  /** Same error, with the routing context an upstream failure reports. */
+  withContext(ctx: { requestedModel?: string; usedProvider?: string }): GatewayError {
+    Object.assign(this.extras, Object.fromEntries(Object.entries(ctx).filter(([, v]) => v !== undefined)));
+    return this;
+  }
+
+  toBody(): ErrorBody {
+    const { param = null, requestedModel, usedProvider } = this.extras;
+    return {
+      error: {
+        message: this.message,
+        type: this.type,
+        code: this.code,
+        param,
+        ...(usedProvider !== undefined ? { usedProvider } : {}),
+        ...(requestedModel !== undefined ? { requestedModel } : {}),
+      },
+    };
+  }
+}
+
+export interface ErrorBody {
+  error: {
+    message: string;
+    type: string;
+    code: string;
+    param: string | null;
+    usedProvider?: string;
+    requestedModel?: string;
+  };
+}
+
+/** Shorthand for the most common client mistake: a field that is missing or of the wrong type. */
+export function invalidField(param: string, message: string): GatewayError {
+  return new GatewayError('invalid_request', [message], { param: param || null });
+}

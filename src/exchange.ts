@@ -1,0 +1,49 @@
+import type { Micros } from './money.js';
+import type { ModelRoute } from './providers/types.js';
+import type { ApiKeyRecord, Org, UpstreamAttempt } from './store/types.js';
+
+/**
+ * Everything the gateway knows about one request as it moves through the stages.
+ * Created when the request arrives; the log row is built from it when the reply ends.
+ */
+export interface Exchange {
+  readonly id: string;
+  readonly startedAt: number;
+  /** High-resolution start, for durations. */
+  readonly startedHr: bigint;
+  modality: string;
+  org: Org | undefined;
+  apiKey: ApiKeyRecord | undefined;
+  requestedModel: string | undefined;
+  /** The route that answered (or last tried). */
+  route: ModelRoute | undefined;
+  attempts: UpstreamAttempt[];
+  /** Micro-USD held for this request; 0 when nothing was reserved. */
+  reservedMicros: Micros;
+  /** True when the org's own provider key serves the request (not debited). */
+  byok: boolean;
+  costMicros: Micros;
+  costEstimated: boolean;
+  /** Set when the request has been billed, so that it is never billed twice. */
+  settled: boolean;
+  errorCode: string | undefined;
+  ttfbMs: number | undefined;
+  prompt: string | undefined;
+  extra: Record<string, unknown> | undefined;
+  /** Aborted when the client goes away or the server shuts down; cancels the upstream call. */
+  readonly abort: AbortController;
+}
+
+export function newExchange(id: string, modality: string, now: number): Exchange {
+  return {
+    id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined,
+    requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
+    costEstimated: false, settled: false, errorCode: undefined, ttfbMs: undefined, prompt: undefined, extra: undefined,
+    abort: new AbortController(),
+  };
+}
+
+/** Milliseconds since the exchange started. */
+export function elapsedMs(ex: Exchange): number {
+  return Number(process.hrtime.bigint() - ex.startedHr) / 1e6;
+}

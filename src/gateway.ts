@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { builtinPlugins } from '../plugins/index.js';
+import { Authenticator } from './auth.js';
+import type { GatewayConfig } from './config/gateway-config.js';
+import { compileSchemas } from './config/schemas.js';
+import { registerHealthRoute } from './health.js';
+import { HookRegistry } from './hooks.js';
+import type { GatewayPlugin, PluginApi } from './plugin.js';
+import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
+import { RequestLogWriter } from './request-log.js';
+import { addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/types.js';
+import { UpstreamClient } from './upstream.js';
+
+export interface GatewayOptions {
+  config: GatewayConfig;
+  /** Plugins beyond the built-in ones named by `plugins:` in gateway.yaml (tests, embedders). */
+  extraPlugins?: GatewayPlugin[];
+  /** Injectable clock (ms since epoch) for tests. */
+  now?: () => number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Gateway {
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly catalog: ProviderCatalog;
+  readonly log: RequestLogWriter;
+  /** Starts listening; returns the base URL (`http://host:port`). */
+  listen(port?: number): Promise<string>;
+  /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
+  close(): Promise<void>;
+}
+
+/** Picks the plugins named in config (all built-ins when unset) plus any extra ones. */
+export function selectPlugins(config: GatewayConfig, extra: GatewayPlugin[] = []): GatewayPlugin[] {
+  const names = config.plugins ?? Object.keys(builtinPlugins);
+  const unknown = names.filter((n) => !(n in builtinPlugins));
+  if (unknown.length > 0) throw new Error(`${config.file}: plugins: unknown plugin ${unknown.join(', ')} (known: ${Object.keys(builtinPlugins).join(', ')})`);
+  return [...names.map((n) => builtinPlugins[n] as GatewayPlugin), ...extra];
+}
+
+/** Modality rules of every plugin; two plugins claiming one modality is a boot error. */
+export function modalityRules(plugins: GatewayPlugin[]): Map<string, ModalityRules> {
+  const rules = new Map<string, ModalityRules>();
+  const owner = new Map<string, string>();
+  for (const p of plugins) {
+    for (const [modality, r] of Object.entries(p.modalities)) {
+      if (owner.has(modality)) throw new Error(`plugins "${owner.get(modality)}" and "${p.name}" both serve modality "${modality}"`);
+      owner.set(modality, p.name);
+      rules.set(modality, r);
+    }
+  }
+  return rules;
+}
+
+/** Loads providers, opens the store and wires the core and the plugins into one app. */
+export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
+  const { config } = opts;
+  const now = opts.now ?? Date.now;
+  const plugins = selectPlugins(config, opts.extraPlugins);
+  const catalog = loadCatalog({
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, modalities: modalityRules(plugins), env: opts.env,
+  });
+  const store = openStore(config.database.url, now);
+  const redis = config.redis
+    ? new Redis(config.redis.url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 })
+    : undefined;
+  redis?.on('error', () => undefined); // reported by the health check, not thrown at the process
+  const hooks = new HookRegistry();
+  const closers: Array<() => Promise<void> | void> = [];
+  const log = new RequestLogWriter(store, {
+    flushIntervalMs: config.log.flushIntervalMs,
+    batchSize: config.log.batchSize,
+    onError: (err, rows) => app.log.error({ err, rows }, 'request log write failed; will retry'),
+  });
+  const upstream = new UpstreamClient();
+  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, auth: new Authenticator(store, 1000, now), log };
+  const app = createServer(deps);
+  registerHealthRoute(app, { store, redis });
+  for (const plugin of plugins) {
+    const api: PluginApi = {
+      config, catalog, store,
+      hook: (stage, fn) => hooks.add(plugin.name, stage, fn),
+      modelRoute: (def) => addModelRoute(app, deps, def),
+      route: (def) => addPlainRoute(app, def),
+      onClose: (fn) => closers.push(fn),
+    };
+    await plugin.register(api);
+  }
+  await store.releaseStaleReservations(now() - 60 * 60 * 1000);
+  let closed: Promise<void> | undefined;
+  return {
+    app, store, catalog, log,
+    async listen(port) {
+      await app.listen({ host: config.server.host, port: port ?? config.server.port });
+      const addr = app.server.address();
+      const p = typeof addr === 'object' && addr ? addr.port : port;
+      return `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
+    },
+    close() {
+      closed ??= (async () => {
+        await app.close();
+        for (const fn of closers) await fn();
+        await log.close();
+        await upstream.close();
+        redis?.disconnect();
+        await store.close();
+      })();
+      return closed;
+    },
+  };
+}

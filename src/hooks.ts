@@ -1,0 +1,22 @@
+import type { Exchange } from './exchange.js';
+import { isStage, STAGES, type Stage } from './stages.js';
+
+export type StageHook = (ex: Exchange) => void | Promise<void>;
+
+/** Stage hooks registered by plugins, validated against STAGES at registration (boot). */
+export class HookRegistry {
+  private readonly hooks = new Map<Stage, StageHook[]>(STAGES.map((s) => [s, []]));
+
+  add(plugin: string, stage: string, hook: StageHook): void {
+    if (!isStage(stage)) {
+      throw new Error(`plugin "${plugin}" registers a hook on unknown stage "${stage}"; stages are: ${STAGES.join(', ')}`);
+    }
+    this.hooks.get(stage)?.push(hook);
+  }
+
+  async run(stage: Stage, ex: Exchange): Promise<void> {
+    const list = this.hooks.get(stage);
+    if (!list || list.length === 0) return;
+    for (const hook of list) await hook(ex);
+  }
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { formatUsd, microsToUsd, parseUsdToMicros, parseUsdToPicos, picosToMicros, picosToMicrosCeil } from './money.js';
+
+describe('money', () => {
+  it.each([
+    ['0.00000015', 150_000n],
+    ['0.05', 50_000_000_000n],
+    ['1', 1_000_000_000_000n],
+    ['0.000000000001', 1n],
+  ])('parses %s USD to pico-USD', (usd, picos) => {
+    expect(parseUsdToPicos(usd)).toBe(picos);
+  });
+
+  it.each(['-1', '1e-6', '0.0000000000001', 'abc', ''])('refuses %j as a price', (usd) => {
+    expect(() => parseUsdToPicos(usd)).toThrow(RangeError);
+  });
+
+  it.each([
+    [1_500_000n, 2], [2_500_000n, 2], [2_500_001n, 3], [999_999n, 1], [0n, 0], [499_999n, 0],
+  ])('rounds %s picos half-even to %s micros', (picos, micros) => {
+    expect(picosToMicros(picos)).toBe(micros);
+  });
+
+  it('rounds reservations up', () => {
+    expect(picosToMicrosCeil(1n)).toBe(1);
+    expect(picosToMicrosCeil(1_000_000n)).toBe(1);
+    expect(picosToMicrosCeil(1_000_001n)).toBe(2);
+  });
+
+  it('parses credits and formats them back', () => {
+    expect(parseUsdToMicros('10.5')).toBe(10_500_000);
+    expect(formatUsd(10_500_000)).toBe('10.500000');
+    expect(formatUsd(-5)).toBe('-0.000005');
+    expect(microsToUsd(80_000)).toBe(0.08);
+    expect(() => parseUsdToMicros('1.1234567')).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * Money. Balances and costs are integer micro-USD (1e-6 USD). Per-token prices are
+ * far below a micro-dollar, so prices are held as bigint pico-USD (1e-12) and a cost
+ * is rounded to micro-USD once, half to even, when it is computed.
+ */
+
+export type Micros = number;
+export const MICROS_PER_USD = 1_000_000;
+const PICOS_PER_MICRO = 1_000_000n;
+
+/** Parses a decimal USD string ("0.00000015") into pico-USD; refuses more than 12 decimals. */
+export function parseUsdToPicos(usd: string): bigint {
+  const m = /^(\d+)(?:\.(\d{1,12}))?$/.exec(usd.trim());
+  if (!m) throw new RangeError(`not a USD amount with at most 12 decimals: ${JSON.stringify(usd)}`);
+  const whole = BigInt(m[1] ?? '0');
+  const frac = BigInt((m[2] ?? '').padEnd(12, '0'));
+  return whole * 1_000_000_000_000n + frac;
+}
+
+/** Parses a decimal USD string with at most 6 decimals into micro-USD (for credits). */
+export function parseUsdToMicros(usd: string): Micros {
+  const m = /^(\d+)(?:\.(\d{1,6}))?$/.exec(usd.trim());
+  if (!m) throw new RangeError(`not a USD amount with at most 6 decimals: ${JSON.stringify(usd)}`);
+  const micros = BigInt(m[1] ?? '0') * 1_000_000n + BigInt((m[2] ?? '').padEnd(6, '0'));
+  if (micros > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`amount too large: ${usd}`);
+  return Number(micros);
+}
+
+/** Rounds pico-USD to micro-USD, half to even, so that rounding errors do not drift one way. */
+export function picosToMicros(picos: bigint): Micros {
+  const q = picos / PICOS_PER_MICRO;
+  const r = picos % PICOS_PER_MICRO;
+  const half = PICOS_PER_MICRO / 2n;
+  const up = r > half || (r === half && q % 2n === 1n);
+  return Number(up ? q + 1n : q);
+}
+
+/** Rounds pico-USD up to micro-USD: for reservations, which must never be below the cost. */
+export function picosToMicrosCeil(picos: bigint): Micros {
+  return Number((picos + PICOS_PER_MICRO - 1n) / PICOS_PER_MICRO);
+}
+
+/** Micro-USD as the USD number the API shows (`usage.cost_usd`). */
+export function microsToUsd(micros: Micros): number {
+  return micros / MICROS_PER_USD;
+}
+
+/** Micro-USD as a fixed 6-decimal string for humans (CLI output, error messages). */
+export function formatUsd(micros: Micros): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  return `${sign}${Math.floor(abs / MICROS_PER_USD)}.${String(abs % MICROS_PER_USD).padStart(6, '0')}`;
+}

@@ -1,0 +1,207 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from './errors.js';
+import { elapsedMs, type Exchange } from './exchange.js';
+import type { HookRegistry } from './hooks.js';
+import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
+import type { ModalityHandler, ModelRequest } from './plugin.js';
+import type { ProviderCatalog } from './providers/catalog.js';
+import type { ModelRoute } from './providers/types.js';
+import type { Store } from './store/types.js';
+import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+
+export interface PipelineServices {
+  catalog: ProviderCatalog;
+  store: Store;
+  hooks: HookRegistry;
+  upstream: UpstreamClient;
+  now: () => number;
+}
+
+/** A route chosen for this request, with the key the gateway will send upstream. */
+interface PlannedRoute {
+  route: ModelRoute;
+  apiKey: string | undefined;
+  byok: boolean;
+}
+
+/**
+ * The model-request pipeline after auth: validate (pre-upstream), resolve the model,
+ * reserve credit, call upstream with the route's retry and fallback policy (upstream),
+ * let the plugin reply (post-upstream), settle the bill (billing). Every failure
+ * settles the reservation to zero before it reaches the client.
+ */
+export async function runModelRequest<P extends ModelRequest>(
+  svc: PipelineServices, handler: ModalityHandler<P>, request: FastifyRequest, reply: FastifyReply,
+): Promise<void> {
+  const ex = request.exchange;
+  try {
+    const parsed = await handler.parse(request.body, request);
+    ex.requestedModel = parsed.model;
+    ex.prompt = parsed.prompt;
+    const routes = resolveRoutes(svc, parsed.model, handler.modality, svc.now());
+    for (const r of routes) handler.checkRoute?.(parsed, r);
+    const plan = await reserveCredit(svc, ex, await planRoutes(svc.store, ex, routes), handler, parsed);
+    await svc.hooks.run('pre-upstream', ex);
+    const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
+    ex.byok = planned.byok;
+    await svc.hooks.run('upstream', ex);
+    await svc.hooks.run('post-upstream', ex);
+    const metered = await handler.respond({ ex, parsed, route: planned.route, upstream: response, request, reply });
+    ex.costMicros = picosToMicros(metered.costPicos);
+    ex.costEstimated = metered.estimated ?? false;
+    await settle(svc, ex, ex.costMicros);
+    await svc.hooks.run('billing', ex);
+  } catch (err) {
+    await settle(svc, ex, 0);
+    if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
+    if (!reply.sent) throw err;
+    request.log.error({ err, requestId: ex.id }, 'model request failed after the reply started');
+  }
+}
+
+/** Charges `cost` against the reservation (BYOK requests are never debited) exactly once. */
+export async function settle(svc: Pick<PipelineServices, 'store'>, ex: Exchange, cost: number): Promise<void> {
+  if (ex.settled) return;
+  ex.settled = true;
+  if (ex.reservedMicros > 0) {
+    const charged = await svc.store.settle(ex.id, ex.byok ? 0 : cost);
+    if (!ex.byok && charged < cost) ex.extra = { ...ex.extra, uncharged_micros: cost - charged };
+  }
+}
+
+function resolveRoutes(svc: PipelineServices, model: string, modality: string, now: number): ModelRoute[] {
+  const all = svc.catalog.routesFor(model).filter((r) => r.model.modality === modality);
+  if (all.length === 0) throw new GatewayError('model_not_found', [model], { param: 'model' });
+  const active = all.filter((r) => !r.model.deactivatedAt || Date.parse(r.model.deactivatedAt) > now);
+  if (active.length === 0) {
+    throw new GatewayError('model_deactivated', [model, all[0]?.model.deactivatedAt ?? ''], { param: 'model' });
+  }
+  return active;
+}
+
+async function planRoutes(store: Store, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {
+  const org = ex.org;
+  const own = org ? new Set(await store.listProviderKeyProviders(org.id)) : new Set<string>();
+  return Promise.all(routes.map(async (route) => {
+    const byok = own.has(route.provider.id);
+    const apiKey = byok && org ? await store.getProviderKey(org.id, route.provider.id) : route.provider.apiKey;
+    return { route, apiKey, byok };
+  }));
+}
+
+/**
+ * Holds the most the request can cost on any route it may use. When the balance
+ * cannot cover it, the request may still go through the routes where the org's own
+ * provider key is used (spec §5); otherwise it is refused with 402.
+ */
+async function reserveCredit<P extends ModelRequest>(
+  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], handler: ModalityHandler<P>, parsed: P,
+): Promise<PlannedRoute[]> {
+  const org = ex.org;
+  if (!org) throw new GatewayError('missing_api_key');
+  const paid = plan.filter((p) => !p.byok);
+  if (paid.length === 0) return plan;
+  let max = 0n;
+  for (const p of paid) {
+    const c = handler.maxCostPicos(parsed, p.route);
+    if (c > max) max = c;
+  }
+  const amount = Math.max(picosToMicrosCeil(max), 0);
+  if (amount === 0 || (await svc.store.reserve(org.id, ex.id, amount))) {
+    ex.reservedMicros = amount;
+    return plan;
+  }
+  const own = plan.filter((p) => p.byok);
+  if (own.length > 0) return own;
+  const balance = (await svc.store.getOrg(org.id))?.balanceMicros ?? 0;
+  throw new GatewayError('insufficient_credits', [formatUsd(amount), formatUsd(balance)]);
+}
+
+async function callUpstream<P extends ModelRequest>(
+  svc: PipelineServices, handler: ModalityHandler<P>, parsed: P, plan: PlannedRoute[], ex: Exchange,
+): Promise<{ response: UpstreamResponse; planned: PlannedRoute }> {
+  let last: { failure: UpstreamFailure; planned: PlannedRoute } | undefined;
+  for (const planned of plan) {
+    const { route } = planned;
+    ex.route = route;
+    if (last && !(last.planned.route.endpoint.fallback && isFallbackable(last.failure))) break;
+    const timeout = handler.timeoutMs?.(route) ?? route.endpoint.timeoutMs;
+    for (let attempt = 1; attempt <= route.endpoint.retry.attempts; attempt++) {
+      const started = elapsedMs(ex);
+      const record = (status: number | null, error: string | null): void => {
+        ex.attempts.push({ provider: route.provider.id, model: route.model.upstreamId, status, error, durationMs: Math.round(elapsedMs(ex) - started) });
+      };
+      try {
+        const response = await svc.upstream.send(route, await handler.buildUpstream(parsed, route), planned.apiKey, ex.abort.signal, timeout);
+        const kind = statusKind(response.statusCode);
+        if (!kind) {
+          record(response.statusCode, null);
+          return { response, planned };
+        }
+        const body = await readCapped(response, 64 * 1024);
+        record(response.statusCode, providerMessage(body) || kind);
+        throw new UpstreamFailure(kind, `status ${response.statusCode}`, response.statusCode, body);
+      } catch (err) {
+        if (!(err instanceof UpstreamFailure)) throw err;
+        if (err.status === null) record(null, err.message);
+        last = { failure: err, planned };
+        if (err.kind === 'aborted' || attempt === route.endpoint.retry.attempts || !isRetryable(err, route)) break;
+        await sleep(route.endpoint.retry.backoffMs * attempt);
+      }
+    }
+  }
+  if (!last) throw new GatewayError('model_not_found', [parsed.model]);
+  ex.route = last.planned.route;
+  const timeout = handler.timeoutMs?.(last.planned.route) ?? last.planned.route.endpoint.timeoutMs;
+  throw upstreamError(last.failure, providerMessage(last.failure.body), timeout);
+}
+
+function isRetryable(f: UpstreamFailure, route: ModelRoute): boolean {
+  return (route.endpoint.retry.on as readonly string[]).includes(f.kind);
+}
+
+/** Fallback to the next route only before any byte reached the client, and only for provider-side faults. */
+function isFallbackable(f: UpstreamFailure): boolean {
+  return f.kind === 'connect_error' || f.kind === '5xx' || f.kind === 'timeout';
+}
+
+async function readCapped(response: UpstreamResponse, cap: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body) {
+      const buf = chunk as Buffer;
+      if (size < cap) chunks.push(buf.subarray(0, cap - size));
+      size += buf.length;
+    }
+  } catch {
+    // A body that breaks while reading an error is still an error; what arrived is enough.
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The human message inside a provider's error body, whatever its shape: OpenAI,
+ * Anthropic and Gemini use error.message, ElevenLabs detail.message, Deepgram err_msg.
+ */
+export function providerMessage(body: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body.slice(0, 500).trim();
+  }
+  const o = parsed as { error?: { message?: unknown } | string; detail?: { message?: unknown } | string; err_msg?: unknown; message?: unknown };
+  const candidates = [
+    typeof o.error === 'object' ? o.error?.message : o.error,
+    typeof o.detail === 'object' ? o.detail?.message : o.detail,
+    o.err_msg,
+    o.message,
+  ];
+  const found = candidates.find((c) => typeof c === 'string' && c.length > 0);
+  return typeof found === 'string' ? found : body.slice(0, 500).trim();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

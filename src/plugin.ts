@@ -1,0 +1,94 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayConfig } from './config/gateway-config.js';
+import type { Exchange } from './exchange.js';
+import type { StageHook } from './hooks.js';
+import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
+import type { ModelRoute } from './providers/types.js';
+import type { Store } from './store/types.js';
+import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
+
+/** What every model request tells the core once its plugin has validated it. */
+export interface ModelRequest {
+  /** The model id as the client asked for it (may be `provider/model`). */
+  model: string;
+  /** Text kept in the request log (prompt), where the modality has one. */
+  prompt?: string;
+}
+
+/** The metered cost of a served request, computed from the upstream's usage and YAML prices. */
+export interface Metered {
+  costPicos: bigint;
+  /** True when usage was counted by the gateway, not reported by the upstream. */
+  estimated?: boolean;
+}
+
+export interface RespondContext<P extends ModelRequest> {
+  ex: Exchange;
+  parsed: P;
+  route: ModelRoute;
+  upstream: UpstreamResponse;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/**
+ * A modality's part of a model request, called by the core at its stages:
+ * `parse` (pre-upstream: validation), `maxCostPicos` (before reservation),
+ * `buildUpstream` (upstream), `respond` (post-upstream: reply and metering).
+ */
+export interface ModalityHandler<P extends ModelRequest> {
+  readonly modality: string;
+  /** Validates the client's body; throws a GatewayError (400) on bad input. Nothing is charged. */
+  parse(body: unknown, request: FastifyRequest): P | Promise<P>;
+  /** Checks the request against the chosen model (e.g. a parameter the model refuses); throws a GatewayError. */
+  checkRoute?(parsed: P, route: ModelRoute): void;
+  /** The most this request can cost on this route, in pico-USD: what is reserved before the call. */
+  maxCostPicos(parsed: P, route: ModelRoute): bigint;
+  buildUpstream(parsed: P, route: ModelRoute): UpstreamRequest | Promise<UpstreamRequest>;
+  /** Writes the reply from a successful (2xx) upstream response and returns what it cost. */
+  respond(ctx: RespondContext<P>): Promise<Metered>;
+  /** Upstream timeout override for this request (ms), e.g. a test-configurable music wait. */
+  timeoutMs?(route: ModelRoute): number | undefined;
+}
+
+export interface ModelRouteDef<P extends ModelRequest> {
+  method: 'POST';
+  url: string;
+  /** Body limit for this route, when it differs from `server.body_limit_bytes`. */
+  bodyLimit?: number;
+  /** Also accept `x-api-key` for auth (Anthropic-style clients). */
+  acceptXApiKey?: boolean;
+  handler: ModalityHandler<P>;
+}
+
+export interface PlainRouteDef {
+  method: 'GET' | 'POST' | 'DELETE';
+  url: string;
+  /** Modality recorded in the request log for this route. */
+  modality: string;
+  /** Whether the route needs a bearer key (every /v1 route does, unless it says otherwise). */
+  auth: boolean;
+  handler(ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+}
+
+/** The services a plugin may use, handed to it at registration. */
+export interface PluginApi {
+  readonly config: GatewayConfig;
+  readonly catalog: ProviderCatalog;
+  readonly store: Store;
+  /** Registers a hook on a named stage; an unknown stage name fails the boot. */
+  hook(stage: string, fn: StageHook): void;
+  /** A route that calls a model upstream through the core's full pipeline. */
+  modelRoute<P extends ModelRequest>(def: ModelRouteDef<P>): void;
+  /** A route that does not call upstream (history lists, downloads, catalogues). */
+  route(def: PlainRouteDef): void;
+  /** Work to do when the gateway stops (after in-flight requests finished). */
+  onClose(fn: () => Promise<void> | void): void;
+}
+
+export interface GatewayPlugin {
+  readonly name: string;
+  /** The modalities this plugin serves, with what a provider file needs to serve them. */
+  readonly modalities: Readonly<Record<string, ModalityRules>>;
+  register(api: PluginApi): void | Promise<void>;
+}

@@ -1,0 +1,224 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ProviderOverride } from '../config/gateway-config.js';
+import { assertValid, type ConfigSchemas } from '../config/schemas.js';
+import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
+import { parseUsdToPicos } from '../money.js';
+import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef } from './types.js';
+
+/** What the core needs to know about each modality to accept a provider file. */
+export interface ModalityRules {
+  /** Prices a model of this modality must declare, so nothing is ever billed at $0 by omission. */
+  requiredPricing: readonly PriceKey[];
+  /** Dialect names this modality can speak, when its endpoints use one. */
+  dialects: readonly string[];
+  /** Compiles an endpoint's declarative transforms once at load; throws a message on a bad transform. */
+  compileTransforms?(endpoint: EndpointDef): void;
+}
+
+/**
+ * Every provider and model from providers/*.yaml, indexed for routing. The same model
+ * id may be served by several providers; their routes are tried in file-name order.
+ */
+export class ProviderCatalog {
+  readonly providers: ReadonlyMap<string, ProviderDef>;
+  private readonly routes: ReadonlyMap<string, readonly ModelRoute[]>;
+
+  constructor(providers: ProviderDef[], models: Array<{ provider: ProviderDef; model: ModelDef }>) {
+    this.providers = new Map(providers.map((p) => [p.id, p]));
+    const routes = new Map<string, ModelRoute[]>();
+    for (const { provider, model } of models) {
+      const endpoint = provider.endpoints[model.modality];
+      if (!endpoint) continue;
+      for (const name of [model.id, ...model.aliases]) {
+        const list = routes.get(name) ?? [];
+        list.push({ provider, endpoint, model });
+        routes.set(name, list);
+      }
+    }
+    this.routes = routes;
+  }
+
+  /**
+   * Routes for a requested model id, or `provider/model` to pin one provider.
+   * Returns an empty list when nothing serves it.
+   */
+  routesFor(requested: string): readonly ModelRoute[] {
+    const direct = this.routes.get(requested);
+    if (direct) return direct;
+    const slash = requested.indexOf('/');
+    if (slash <= 0) return [];
+    const providerId = requested.slice(0, slash);
+    const modelId = requested.slice(slash + 1);
+    return (this.routes.get(modelId) ?? []).filter((r) => r.provider.id === providerId);
+  }
+
+  /** Every (provider, model) pair, for the model catalogue. */
+  allRoutes(): ModelRoute[] {
+    const seen = new Set<ModelRoute>();
+    for (const list of this.routes.values()) for (const r of list) seen.add(r);
+    return [...seen];
+  }
+}
+
+interface RawEndpoint {
+  method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
+  retry?: { attempts: number; backoff_ms?: number; on?: Array<'connect_error' | '5xx' | '429'> };
+  fallback?: boolean; dialect?: string; request?: unknown; response?: unknown;
+}
+interface RawModel {
+  id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
+  description?: string; family?: string; input_modalities?: string[]; output_modalities?: string[];
+  tokenizer?: string; is_moderated?: boolean; context_length?: number; max_output_tokens?: number;
+  requires_max_tokens?: boolean; per_request_limits?: Record<string, string>; supported_parameters?: string[];
+  json_output?: boolean; structured_outputs?: boolean; capabilities?: Partial<Capabilities>;
+  deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
+}
+interface RawProvider {
+  id: string; name: string; base_url: string; auth: { header: string; format: string };
+  headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[];
+}
+
+export interface LoadCatalogOptions {
+  dir: string;
+  schemas: ConfigSchemas;
+  overrides: Record<string, ProviderOverride>;
+  modalities: ReadonlyMap<string, ModalityRules>;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Loads, validates and indexes every providers/*.yaml; all problems are reported together. */
+export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
+  let files: string[];
+  try {
+    files = readdirSync(opts.dir).filter((f) => /\.ya?ml$/.test(f)).sort();
+  } catch {
+    throw new ConfigError([{ file: opts.dir, line: undefined, path: '', message: 'providers directory cannot be read' }]);
+  }
+  const problems: ConfigProblem[] = [];
+  const providers: ProviderDef[] = [];
+  const models: Array<{ provider: ProviderDef; model: ModelDef }> = [];
+  for (const name of files) {
+    try {
+      const file = readYamlFile(join(opts.dir, name), opts.env);
+      assertValid(opts.schemas.provider, file);
+      const loaded = buildProvider(file, opts, problems);
+      if (!loaded || opts.overrides[loaded.provider.id]?.enabled === false) continue;
+      if (providers.some((p) => p.id === loaded.provider.id)) {
+        problems.push({ file: file.file, line: file.lineOf('/id'), path: '/id', message: `provider id "${loaded.provider.id}" is declared twice` });
+        continue;
+      }
+      providers.push(loaded.provider);
+      for (const model of loaded.models) models.push({ provider: loaded.provider, model });
+    } catch (err) {
+      if (err instanceof ConfigError) problems.push(...err.problems);
+      else throw err;
+    }
+  }
+  for (const id of Object.keys(opts.overrides)) {
+    if (!providers.some((p) => p.id === id) && opts.overrides[id]?.enabled !== false) {
+      problems.push({ file: 'gateway.yaml', line: undefined, path: `/providers/${id}`, message: `no provider file declares id "${id}"` });
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return new ProviderCatalog(providers, models);
+}
+
+function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: ConfigProblem[]): { provider: ProviderDef; models: ModelDef[] } | undefined {
+  const raw = file.data as RawProvider;
+  const override = opts.overrides[raw.id] ?? {};
+  const problem = (path: string, message: string): void => {
+    problems.push({ file: file.file, line: file.lineOf(path), path, message });
+  };
+  const endpoints: Record<string, EndpointDef> = {};
+  for (const [modality, e] of Object.entries(raw.endpoints)) {
+    const rules = opts.modalities.get(modality);
+    const endpoint = buildEndpoint(modality, e);
+    if (!rules) {
+      problem(`/endpoints/${modality}`, `no loaded plugin serves the modality "${modality}" (known: ${[...opts.modalities.keys()].join(', ')})`);
+      continue;
+    }
+    if (e.dialect !== undefined && !rules.dialects.includes(e.dialect)) {
+      problem(`/endpoints/${modality}/dialect`, `unknown dialect "${e.dialect}" for ${modality} (known: ${rules.dialects.join(', ') || 'none'})`);
+    }
+    try {
+      rules.compileTransforms?.(endpoint);
+    } catch (err) {
+      problem(`/endpoints/${modality}`, `bad transform: ${(err as Error).message}`);
+    }
+    endpoints[modality] = endpoint;
+  }
+  const provider: ProviderDef = {
+    id: raw.id,
+    name: raw.name,
+    file: file.file,
+    baseUrl: (override.base_url ?? raw.base_url).replace(/\/+$/, ''),
+    auth: raw.auth,
+    apiKey: override.api_key || undefined,
+    headers: raw.headers ?? {},
+    endpoints,
+  };
+  const models: ModelDef[] = [];
+  raw.models.forEach((m, i) => {
+    if (!raw.endpoints[m.modality]) {
+      problem(`/models/${i}/modality`, `provider has no endpoint for modality "${m.modality}"`);
+      return;
+    }
+    const missing = (opts.modalities.get(m.modality)?.requiredPricing ?? []).filter((k) => m.pricing[k] === undefined);
+    if (missing.length > 0) problem(`/models/${i}/pricing`, `a ${m.modality} model must price ${missing.join(', ')}`);
+    else models.push(buildModel(m));
+  });
+  return { provider, models };
+}
+
+function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {
+  return {
+    modality,
+    method: e.method ?? 'POST',
+    path: e.path,
+    query: e.query ?? {},
+    timeoutMs: e.timeout_ms ?? 600_000,
+    retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
+    fallback: e.fallback ?? false,
+    dialect: e.dialect,
+    request: e.request,
+    response: e.response,
+  };
+}
+
+function buildModel(m: RawModel): ModelDef {
+  const pricePicos: Partial<Record<PriceKey, bigint>> = {};
+  for (const [k, v] of Object.entries(m.pricing) as Array<[PriceKey, string]>) pricePicos[k] = parseUsdToPicos(v);
+  const caps = m.capabilities ?? {};
+  return {
+    id: m.id,
+    upstreamId: m.upstream_id ?? m.id,
+    modality: m.modality,
+    name: m.name ?? m.id,
+    aliases: m.aliases ?? [],
+    created: m.created ?? 0,
+    description: m.description ?? '',
+    family: m.family ?? '',
+    inputModalities: m.input_modalities ?? ['text'],
+    outputModalities: m.output_modalities ?? ['text'],
+    tokenizer: m.tokenizer ?? 'Other',
+    isModerated: m.is_moderated ?? false,
+    contextLength: m.context_length ?? 0,
+    maxOutputTokens: m.max_output_tokens,
+    requiresMaxTokens: m.requires_max_tokens ?? false,
+    perRequestLimits: m.per_request_limits ?? {},
+    supportedParameters: m.supported_parameters ?? [],
+    jsonOutput: m.json_output ?? false,
+    structuredOutputs: m.structured_outputs ?? false,
+    capabilities: {
+      streaming: caps.streaming ?? false, vision: caps.vision ?? false, documents: caps.documents ?? false,
+      cancellation: caps.cancellation ?? false, tools: caps.tools ?? false,
+      parallelToolCalls: caps.parallelToolCalls ?? false, reasoning: caps.reasoning ?? false,
+    },
+    deprecatedAt: m.deprecated_at,
+    deactivatedAt: m.deactivated_at,
+    stability: m.stability ?? 'stable',
+    pricing: m.pricing,
+    pricePicos,
+  };
+}

@@ -1,0 +1,82 @@
+/** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
+
+export interface RetryPolicy {
+  attempts: number;
+  backoffMs: number;
+  on: ReadonlyArray<'connect_error' | '5xx' | '429'>;
+}
+
+export interface EndpointDef {
+  modality: string;
+  method: 'POST' | 'GET' | 'PUT';
+  /** Path template relative to the provider's base URL; `{model}` is the upstream model id. */
+  path: string;
+  query: Record<string, string>;
+  timeoutMs: number;
+  retry: RetryPolicy;
+  /** Whether a failure before the first byte may move on to the model's next route. */
+  fallback: boolean;
+  dialect: string | undefined;
+  /** Declarative transforms, opaque to the core; the owning modality plugin compiles them at load. */
+  request: unknown;
+  response: unknown;
+}
+
+export interface ProviderDef {
+  id: string;
+  name: string;
+  file: string;
+  baseUrl: string;
+  auth: { header: string; format: string };
+  /** The gateway's own key for this provider (from gateway.yaml), if any. */
+  apiKey: string | undefined;
+  headers: Record<string, string>;
+  endpoints: Record<string, EndpointDef>;
+}
+
+export type PriceKey =
+  | 'prompt' | 'completion' | 'image' | 'request' | 'input_cache_read' | 'input_cache_write' | 'web_search'
+  | 'internal_reasoning' | 'video_per_second' | 'audio_music_per_generation' | 'input_character' | 'audio_second';
+
+export interface Capabilities {
+  streaming: boolean; vision: boolean; documents: boolean; cancellation: boolean;
+  tools: boolean; parallelToolCalls: boolean; reasoning: boolean;
+}
+
+export interface ModelDef {
+  id: string;
+  upstreamId: string;
+  modality: string;
+  name: string;
+  aliases: string[];
+  created: number;
+  description: string;
+  family: string;
+  inputModalities: string[];
+  outputModalities: string[];
+  tokenizer: string;
+  isModerated: boolean;
+  contextLength: number;
+  maxOutputTokens: number | undefined;
+  /** Anthropic-family rule: the upstream refuses a request without max_tokens. */
+  requiresMaxTokens: boolean;
+  perRequestLimits: Record<string, string>;
+  supportedParameters: string[];
+  jsonOutput: boolean;
+  structuredOutputs: boolean;
+  capabilities: Capabilities;
+  deprecatedAt: string | undefined;
+  deactivatedAt: string | undefined;
+  stability: string;
+  /** Prices as written in YAML (USD strings), for the catalogue. */
+  pricing: Partial<Record<PriceKey, string>>;
+  /** The same prices as pico-USD, for metering. */
+  pricePicos: Partial<Record<PriceKey, bigint>>;
+}
+
+/** One way to serve a model: a provider, its endpoint for the model's modality, and the model there. */
+export interface ModelRoute {
+  provider: ProviderDef;
+  endpoint: EndpointDef;
+  model: ModelDef;
+}

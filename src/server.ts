@@ -1,0 +1,147 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Authenticator } from './auth.js';
+import { extractKey } from './auth.js';
+import type { GatewayConfig } from './config/gateway-config.js';
+import { GatewayError } from './errors.js';
+import { elapsedMs, newExchange, type Exchange } from './exchange.js';
+import type { HookRegistry } from './hooks.js';
+import { newId } from './ids.js';
+import { runModelRequest, type PipelineServices } from './pipeline.js';
+import type { ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
+import type { RequestLogWriter } from './request-log.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The gateway's per-request state (see Exchange). */
+    exchange: Exchange;
+  }
+  interface FastifyContextConfig {
+    modality?: string;
+    auth?: boolean;
+    acceptXApiKey?: boolean;
+  }
+}
+
+export interface ServerDeps extends PipelineServices {
+  config: GatewayConfig;
+  auth: Authenticator;
+  log: RequestLogWriter;
+  hooks: HookRegistry;
+}
+
+/**
+ * The fastify app: request ids, auth on /v1, the error body, 404/405, body parsing
+ * and the request log. Routes are added by plugins through `addModelRoute` /
+ * `addPlainRoute`.
+ */
+export function createServer(deps: ServerDeps): FastifyInstance {
+  const app = Fastify({
+    logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level },
+    bodyLimit: deps.config.server.bodyLimitBytes,
+    trustProxy: deps.config.server.trustProxy,
+    genReqId: () => newId('req'),
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  app.decorateRequest('exchange', null as unknown as Exchange);
+  installBodyParsers(app);
+  app.addHook('onRequest', async (request, reply) => {
+    const cfg = request.routeOptions.config;
+    request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
+    void reply.header('x-request-id', request.id);
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) request.exchange.abort.abort();
+    });
+    if (cfg.modality === undefined) return;
+    await deps.hooks.run('pre-auth', request.exchange);
+    if (cfg.auth === false) return;
+    const { key, org } = await deps.auth.authenticate(extractKey(request.headers, cfg.acceptXApiKey === true));
+    request.exchange.apiKey = key;
+    request.exchange.org = org;
+    await deps.hooks.run('auth', request.exchange);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const ex = request.exchange;
+    if (!ex || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
+    deps.log.enqueue({
+      requestId: ex.id, orgId: ex.org?.id ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
+      requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
+      usedProvider: ex.route?.provider.id ?? null, status: reply.statusCode, errorCode: ex.errorCode ?? null,
+      costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
+      ttfbMs: ex.ttfbMs ?? null, prompt: ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
+    });
+    await deps.hooks.run('post-billing', ex);
+  });
+  app.setErrorHandler((err: FastifyError | GatewayError, request, reply) => sendError(toGatewayError(err, request), request, reply));
+  app.setNotFoundHandler((request, reply) => {
+    const url = request.url.split('?')[0] ?? '/';
+    const allowed = (['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const).filter((m) => app.hasRoute({ method: m, url }));
+    if (allowed.length > 0) {
+      void reply.header('allow', allowed.join(', '));
+      sendError(new GatewayError('method_not_allowed', [request.method, url, allowed.join(', ')]), request, reply);
+    } else {
+      sendError(new GatewayError('route_not_found', [request.method, url]), request, reply);
+    }
+  });
+  return app;
+}
+
+export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps: ServerDeps, def: ModelRouteDef<P>): void {
+  app.route({
+    method: def.method,
+    url: def.url,
+    bodyLimit: def.bodyLimit,
+    config: { modality: def.handler.modality, auth: true, acceptXApiKey: def.acceptXApiKey },
+    handler: async (request, reply) => {
+      await runModelRequest(deps, def.handler, request, reply);
+      return reply;
+    },
+  });
+}
+
+export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
+  app.route({
+    method: def.method,
+    url: def.url,
+    config: { modality: def.modality, auth: def.auth },
+    handler: async (request, reply) => def.handler(request.exchange, request, reply),
+  });
+}
+
+function sendError(err: GatewayError, request: FastifyRequest, reply: FastifyReply): void {
+  if (request.exchange) request.exchange.errorCode = err.code;
+  if (reply.sent || reply.raw.headersSent) return;
+  for (const [k, v] of Object.entries(err.extras.headers ?? {})) void reply.header(k, v);
+  // The OpenAI SDKs retry 429/5xx by themselves; a gateway that already decided must say so.
+  if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', err.code === 'service_unavailable' ? 'true' : 'false');
+  void reply.code(err.status).type('application/json').send(err.toBody());
+}
+
+const FASTIFY_CODES: Record<string, (e: FastifyError, r: FastifyRequest) => GatewayError> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, r) => new GatewayError('unsupported_media_type', [String(r.headers['content-type'] ?? '(none)')]),
+  FST_ERR_CTP_BODY_TOO_LARGE: (_e, r) => new GatewayError('body_too_large', [r.routeOptions.bodyLimit ?? 0]),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => new GatewayError('invalid_json', ['the body is empty']),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new GatewayError('invalid_request', ['Content-Length does not match the body']),
+};
+
+function toGatewayError(err: FastifyError | GatewayError, request: FastifyRequest): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+  if (mapped) return mapped(err, request);
+  if (err.statusCode === 400 && err.code === 'FST_ERR_VALIDATION') return new GatewayError('invalid_request', [err.message]);
+  request.log.error({ err, requestId: request.id }, 'unexpected error');
+  return new GatewayError('internal_error', [request.id]);
+}
+
+function installBodyParsers(app: FastifyInstance): void {
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.length === 0) return done(new GatewayError('invalid_json', ['the body is empty']), undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(new GatewayError('invalid_json', [(err as Error).message]), undefined);
+    }
+  });
+}

@@ -1,0 +1,177 @@
+/**
+ * Anthropic Messages wire format: `POST …/v1/messages`, buffered or streamed with
+ * named SSE events (the SDK drops events without an `event:` line, so every event
+ * carries one equal to its data's `type`).
+ */
+
+import type { ServerResponse } from 'node:http';
+import {
+  applyFaults,
+  bearer,
+  header,
+  isRejectedKey,
+  sendError,
+  sendJson,
+  streamPlan,
+  writeEvents,
+  type ErrorReply,
+  type ErrorShape,
+  type Handler,
+  type SimRequest,
+} from './http.js';
+import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
+import { planReply, promptTokens, type ReplyPlan } from './reply.js';
+
+/** The version under which sampling parameters are rejected (wire-formats.md). */
+const STRICT_VERSION = '2026-10-21';
+
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+export function anthropicError(status: number, type: string, message: string, requestId: string): ErrorReply {
+  return {
+    status,
+    body: { type: 'error', error: { type, message }, request_id: requestId },
+    headers: { 'request-id': requestId },
+  };
+}
+
+/** Directive-driven errors in Anthropic's shape, tagged with this request's id. */
+export function anthropicErrorShape(requestId: string): ErrorShape {
+  return (status) => {
+    const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+    const message = type === 'overloaded_error' ? 'Overloaded' : `Simulated ${type} (status ${status}).`;
+    return anthropicError(status, type, message, requestId);
+  };
+}
+
+interface MessagesRequest {
+  readonly model: string;
+  readonly maxTokens: number;
+  readonly inputTokens: number;
+  readonly stream: boolean;
+}
+
+/** Auth and request validation in the order the API applies them; sends the error itself. */
+function validate(req: SimRequest, res: ServerResponse, requestId: string): MessagesRequest | undefined {
+  const fail = (status: number, message: string): undefined => {
+    sendError(res, anthropicError(status, ERROR_TYPES[status] ?? 'invalid_request_error', message, requestId));
+    return undefined;
+  };
+  const key = header(req.headers, 'x-api-key') ?? bearer(req.headers);
+  if (key === undefined || isRejectedKey(key)) return fail(401, 'invalid x-api-key');
+  const body = parseJsonObject(req.body);
+  if (body === undefined) return fail(400, 'There was an error parsing the body of your request.');
+  const model = asString(body['model']);
+  if (model === undefined) return fail(400, 'model: Field required');
+  const maxTokens = asNumber(body['max_tokens']);
+  if (maxTokens === undefined) return fail(400, 'max_tokens: Field required');
+  const messages = asArray(body['messages']);
+  if (messages === undefined) return fail(400, 'messages: Field required');
+  if (header(req.headers, 'anthropic-version') === STRICT_VERSION) {
+    for (const name of ['temperature', 'top_p', 'top_k']) {
+      if (body[name] !== undefined) return fail(400, `${name}: Extra inputs are not permitted`);
+    }
+  }
+  if (model.startsWith('unknown-')) return fail(404, `model: ${model}`);
+  return { model, maxTokens, inputTokens: countInput(body, messages), stream: body['stream'] === true };
+}
+
+function countInput(body: JsonObject, messages: readonly unknown[]): number {
+  let chars = textChars(body['system']);
+  for (const m of messages) chars += textChars(asObject(m)?.['content']);
+  return promptTokens(chars, messages.length);
+}
+
+export const handleMessages: Handler = async (req, res, env) => {
+  const requestId = `req_sim${env.nextId()}`;
+  const r = validate(req, res, requestId);
+  if (r === undefined) return;
+  const d = req.directives;
+  const shape = anthropicErrorShape(requestId);
+  if (await applyFaults(res, d, shape, r.stream)) return;
+  const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, r.maxTokens);
+  const stopReason = d.safetyBlock ? 'refusal' : plan.capped ? 'max_tokens' : 'end_turn';
+  const id = `msg_sim${env.nextId()}`;
+  if (!r.stream) {
+    const text = plan.pieces.join('');
+    sendJson(
+      res,
+      200,
+      {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: r.model,
+        content: d.safetyBlock ? [] : [{ type: 'text', text }],
+        stop_reason: stopReason,
+        stop_sequence: null,
+        usage: usage(r.inputTokens, plan.pieces.length),
+      },
+      { 'request-id': requestId },
+    );
+    return;
+  }
+  const events = messageEvents(id, r, plan, stopReason);
+  const error = shape(529).body as JsonObject;
+  const errorEvent = named('error', JSON.stringify(error));
+  await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
+};
+
+function usage(input: number, output: number): JsonObject {
+  return {
+    input_tokens: input,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: output,
+    service_tier: 'standard',
+  };
+}
+
+function named(type: string, json: string): string {
+  return `event: ${type}\ndata: ${json}\n\n`;
+}
+
+/** message_start, one text block streamed a word per delta, message_delta, message_stop. */
+function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReason: string): string[] {
+  const start = {
+    type: 'message_start',
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model: r.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: usage(r.inputTokens, Math.min(1, plan.pieces.length)),
+    },
+  };
+  const events = [named('message_start', JSON.stringify(start))];
+  if (stopReason !== 'refusal') {
+    events.push(
+      named('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+      named('ping', '{"type":"ping"}'),
+    );
+    for (const piece of plan.pieces) {
+      const delta = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(piece)}}}`;
+      events.push(named('content_block_delta', delta));
+    }
+    events.push(named('content_block_stop', '{"type":"content_block_stop","index":0}'));
+  }
+  const delta = {
+    type: 'message_delta',
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: plan.pieces.length },
+  };
+  events.push(named('message_delta', JSON.stringify(delta)), named('message_stop', '{"type":"message_stop"}'));
+  return events;
+}

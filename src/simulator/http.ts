@@ -1,0 +1,227 @@
+/**
+ * Plumbing shared by every simulated provider: request/response types, writers,
+ * cancellable pauses and the generic fault directives (delay, hang, status, drop,
+ * malformed) so each dialect file only describes its own wire format.
+ */
+
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Directives } from './directives.js';
+import type { Mp3Cache } from './mp3.js';
+
+export interface SimRequest {
+  readonly method: string;
+  /** Path without the query string. */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly directives: Directives;
+}
+
+/** Per-simulator state handed to handlers (modules themselves hold none). */
+export interface SimEnv {
+  readonly mp3: Mp3Cache;
+  /** A short id unique within this simulator instance. */
+  nextId(): string;
+}
+
+export type Handler = (req: SimRequest, res: ServerResponse, env: SimEnv) => Promise<void>;
+
+export interface ErrorReply {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Maps a status to that provider's real error body. */
+export type ErrorShape = (status: number) => ErrorReply;
+
+export function sendRaw(
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  body: string | Buffer,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, {
+    ...headers,
+    'content-type': contentType,
+    'content-length': String(Buffer.byteLength(body)),
+  });
+  res.end(body);
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  sendRaw(res, status, 'application/json', JSON.stringify(body), headers);
+}
+
+export function sendError(res: ServerResponse, reply: ErrorReply): void {
+  sendJson(res, reply.status, reply.body, reply.headers);
+}
+
+/** Resolves true after `ms`, or false as soon as the client goes away. */
+export function pause(res: ServerResponse, ms: number): Promise<boolean> {
+  if (isGone(res)) return Promise.resolve(false);
+  if (ms <= 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onClose = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(!isGone(res));
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+/** Resolves when the client closes the connection (or the simulator shuts down). */
+export function untilClosed(res: ServerResponse): Promise<void> {
+  if (isGone(res)) return Promise.resolve();
+  return new Promise((resolve) => res.once('close', () => resolve()));
+}
+
+function isGone(res: ServerResponse): boolean {
+  return res.destroyed || res.socket === null || res.socket.destroyed;
+}
+
+/** A 200 whose body is cut off mid-JSON, for testing the gateway's parse errors. */
+export function sendMalformed(res: ServerResponse, stream: boolean): void {
+  if (stream) sendRaw(res, 200, 'text/event-stream', 'data: {"simulated": "malform\n\n');
+  else sendRaw(res, 200, 'application/json', '{"simulated": "malform');
+}
+
+/**
+ * Applies the directives every route shares, in the order a real failure would show
+ * them: delay before headers, hang, error status, dropped connection, malformed
+ * body. Returns true when the response is settled and the handler must stop.
+ * `drop_mid_stream` on a stream is left to the stream writer.
+ */
+export async function applyFaults(
+  res: ServerResponse,
+  d: Directives,
+  shape: ErrorShape,
+  stream: boolean,
+): Promise<boolean> {
+  if (d.delayMs !== undefined && !(await pause(res, d.delayMs))) return true;
+  if (d.hang) {
+    await untilClosed(res);
+    return true;
+  }
+  if (d.status !== undefined && d.status !== 200) {
+    sendError(res, shape(d.status));
+    return true;
+  }
+  if (d.dropMidStream && !stream) {
+    res.destroy();
+    return true;
+  }
+  if (d.malformed) {
+    sendMalformed(res, stream);
+    return true;
+  }
+  return false;
+}
+
+export interface StreamPlan {
+  readonly contentType: string;
+  /** Pause between events; 0 writes the stream in one go (cheap for benchmarks). */
+  readonly chunkDelayMs: number;
+  /** Send about half the events, then destroy the socket. */
+  readonly drop: boolean;
+  /** Send about half the events, then this provider error event, then end. */
+  readonly errorEvent?: string;
+}
+
+export function streamPlan(d: Directives, contentType: string, errorEvent: string): StreamPlan {
+  const base = { contentType, chunkDelayMs: d.chunkDelayMs ?? 0, drop: d.dropMidStream };
+  return d.streamError ? { ...base, errorEvent } : base;
+}
+
+/** Writes pre-serialized stream events according to `plan`. */
+export async function writeEvents(
+  res: ServerResponse,
+  events: readonly string[],
+  plan: StreamPlan,
+): Promise<void> {
+  const cutShort = plan.drop || plan.errorEvent !== undefined;
+  const list = cutShort ? events.slice(0, Math.max(1, Math.floor(events.length / 2))) : [...events];
+  if (plan.errorEvent !== undefined && !plan.drop) list.push(plan.errorEvent);
+  if (res.destroyed) return;
+  res.writeHead(200, { 'content-type': plan.contentType, 'cache-control': 'no-cache' });
+  if (plan.chunkDelayMs <= 0) {
+    finish(res, list.join(''), plan.drop);
+    return;
+  }
+  for (let i = 0; i < list.length - 1; i++) {
+    res.write(list[i] ?? '');
+    if (!(await pause(res, plan.chunkDelayMs))) return;
+  }
+  finish(res, list[list.length - 1] ?? '', plan.drop);
+}
+
+function finish(res: ServerResponse, last: string, drop: boolean): void {
+  // Destroy only once the bytes are handed to the socket, so the client really
+  // receives the partial stream before the connection dies.
+  if (drop) res.write(last, () => res.destroy());
+  else res.end(last);
+}
+
+export class BodyTooLargeError extends Error {}
+
+/** Reads the whole request body, failing past `limit` bytes or if the client leaves. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new BodyTooLargeError(`request body over ${limit} bytes`));
+        req.removeAllListeners('data');
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new Error('client closed the request'));
+    });
+  });
+}
+
+/** Bearer token from an Authorization header, or undefined. */
+export function bearer(headers: IncomingHttpHeaders): string | undefined {
+  return authScheme(headers, 'bearer');
+}
+
+/** The credential after `scheme` (case-insensitive) in the Authorization header. */
+export function authScheme(headers: IncomingHttpHeaders, scheme: string): string | undefined {
+  const value = headers.authorization;
+  if (value === undefined) return undefined;
+  const space = value.indexOf(' ');
+  if (space < 0 || value.slice(0, space).toLowerCase() !== scheme) return undefined;
+  const key = value.slice(space + 1).trim();
+  return key === '' ? undefined : key;
+}
+
+/** The single value of a header (first one when repeated), or undefined when empty. */
+export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined || first === '' ? undefined : first;
+}
+
+/** Test keys: `invalid` and anything starting with `bad-` are rejected upstream. */
+export function isRejectedKey(key: string): boolean {
+  return key === 'invalid' || key.startsWith('bad-');
+}

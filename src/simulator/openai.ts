@@ -1,0 +1,237 @@
+/**
+ * OpenAI wire format: chat completions (buffered and SSE) and embeddings, plus the
+ * auth, model and error conventions shared with the audio routes (openai-audio.ts).
+ * The chat path is the benchmark upstream, so it serializes by string templates and
+ * does no work beyond parsing the body once.
+ */
+
+import type { ServerResponse } from 'node:http';
+import {
+  applyFaults,
+  bearer,
+  isRejectedKey,
+  sendError,
+  sendJson,
+  streamPlan,
+  writeEvents,
+  type ErrorReply,
+  type ErrorShape,
+  type Handler,
+  type SimRequest,
+} from './http.js';
+import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
+import { planReply, promptTokens, textTokens, type ReplyPlan } from './reply.js';
+import { embedText, toBase64, toFloatList } from './vectors.js';
+
+const MISSING_KEY =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header " +
+  'using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API key from ' +
+  'https://platform.openai.com/account/api-keys.';
+
+export function openaiError(
+  status: number,
+  message: string,
+  type: string,
+  code: string | null,
+  param: string | null = null,
+): ErrorReply {
+  return { status, body: { error: { message, type, param, code } } };
+}
+
+/** Directive-driven errors, shaped as OpenAI sends them. */
+export const openaiErrorShape: ErrorShape = (status) => {
+  if (status === 429) {
+    return openaiError(429, 'Rate limit reached for requests (simulated).', 'requests', 'rate_limit_exceeded');
+  }
+  if (status >= 500) {
+    return openaiError(status, 'The server had an error while processing your request. Sorry about that! (simulated)', 'server_error', null);
+  }
+  if (status === 401) return openaiError(401, 'Incorrect API key provided (simulated).', 'invalid_request_error', 'invalid_api_key');
+  if (status === 404) return openaiError(404, 'Not found (simulated).', 'invalid_request_error', 'not_found');
+  return openaiError(status, `Simulated error with status ${status}.`, 'invalid_request_error', null);
+};
+
+/** Checks the Bearer key; sends the 401 and returns false when it is missing or rejected. */
+export function openaiAuth(req: SimRequest, res: ServerResponse): boolean {
+  const key = bearer(req.headers);
+  if (key === undefined) {
+    sendError(res, openaiError(401, MISSING_KEY, 'invalid_request_error', null));
+    return false;
+  }
+  if (isRejectedKey(key)) {
+    const shown = key.length > 8 ? `${key.slice(0, 4)}****${key.slice(-4)}` : key;
+    const message = `Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`;
+    sendError(res, openaiError(401, message, 'invalid_request_error', 'invalid_api_key'));
+    return false;
+  }
+  return true;
+}
+
+/** Validates `model`; sends 400/404 and returns undefined when it is missing or unknown. */
+export function openaiModel(res: ServerResponse, value: unknown): string | undefined {
+  const model = asString(value);
+  if (model === undefined || model === '') {
+    sendError(res, openaiError(400, 'you must provide a model parameter', 'invalid_request_error', null));
+    return undefined;
+  }
+  if (model.startsWith('unknown-')) {
+    const message = `The model \`${model}\` does not exist or you do not have access to it.`;
+    sendError(res, openaiError(404, message, 'invalid_request_error', 'model_not_found'));
+    return undefined;
+  }
+  return model;
+}
+
+/** Auth, JSON body and model for the JSON routes; undefined when a reply was sent. */
+export function openaiJsonPreamble(req: SimRequest, res: ServerResponse): { body: JsonObject; model: string } | undefined {
+  if (!openaiAuth(req, res)) return undefined;
+  const body = parseJsonObject(req.body);
+  if (body === undefined) {
+    const message = 'We could not parse the JSON body of your request.';
+    sendError(res, openaiError(400, message, 'invalid_request_error', null));
+    return undefined;
+  }
+  const model = openaiModel(res, body['model']);
+  return model === undefined ? undefined : { body, model };
+}
+
+interface ChatUsage {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+  readonly total_tokens: number;
+}
+
+function chatUsage(messages: readonly unknown[], completion: number): ChatUsage & JsonObject {
+  let chars = 0;
+  for (const m of messages) chars += textChars(asObject(m)?.['content']);
+  const prompt = promptTokens(chars, messages.length);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+export const handleChat: Handler = async (req, res, env) => {
+  const pre = openaiJsonPreamble(req, res);
+  if (pre === undefined) return;
+  const messages = asArray(pre.body['messages']);
+  if (messages === undefined || messages.length === 0) {
+    const message = "Missing required parameter: 'messages'.";
+    sendError(res, openaiError(400, message, 'invalid_request_error', 'missing_required_parameter', 'messages'));
+    return;
+  }
+  const stream = pre.body['stream'] === true;
+  const d = req.directives;
+  if (await applyFaults(res, d, openaiErrorShape, stream)) return;
+  const maxTokens = asNumber(pre.body['max_completion_tokens']) ?? asNumber(pre.body['max_tokens']);
+  const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, maxTokens);
+  const finish = d.safetyBlock ? 'content_filter' : plan.capped ? 'length' : 'stop';
+  const usage = chatUsage(messages, plan.pieces.length);
+  const id = `chatcmpl-sim${env.nextId()}`;
+  const created = Math.floor(Date.now() / 1000);
+  if (!stream) {
+    sendJson(res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model: pre.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: plan.pieces.join(''), refusal: null, annotations: [] },
+          logprobs: null,
+          finish_reason: finish,
+        },
+      ],
+      usage,
+      service_tier: 'default',
+      system_fingerprint: 'fp_simulator',
+    });
+    return;
+  }
+  const includeUsage = asObject(pre.body['stream_options'])?.['include_usage'] === true;
+  const events = chatChunks({ id, created, model: pre.model, plan, finish, usage, includeUsage });
+  const errorEvent = `data: ${JSON.stringify(openaiErrorShape(500).body)}\n\n`;
+  await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
+};
+
+interface ChunkInput {
+  readonly id: string;
+  readonly created: number;
+  readonly model: string;
+  readonly plan: ReplyPlan;
+  readonly finish: string;
+  readonly usage: ChatUsage;
+  readonly includeUsage: boolean;
+}
+
+/** SSE events of a streamed completion: role, one word per chunk, finish, usage, [DONE]. */
+function chatChunks(c: ChunkInput): string[] {
+  const head =
+    `data: {"id":${JSON.stringify(c.id)},"object":"chat.completion.chunk","created":${c.created},` +
+    `"model":${JSON.stringify(c.model)},"system_fingerprint":"fp_simulator","choices":[`;
+  const tail = c.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
+  const choice = (delta: string, finish: string | null): string =>
+    `${head}{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}${tail}`;
+  const events: string[] = [choice('{"role":"assistant","content":"","refusal":null}', null)];
+  for (const piece of c.plan.pieces) events.push(choice(`{"content":${JSON.stringify(piece)}}`, null));
+  events.push(choice('{}', c.finish));
+  if (c.includeUsage) events.push(`${head}],"usage":${JSON.stringify(c.usage)}}\n\n`);
+  events.push('data: [DONE]\n\n');
+  return events;
+}
+
+/** Native dimensions per model family; unknown models get the ada/3-small size. */
+function nativeDims(model: string): number {
+  return model.includes('3-large') ? 3072 : 1536;
+}
+
+/** Normalizes the four accepted `input` shapes to hashable texts and their token counts. */
+function embeddingInputs(input: unknown): { key: string; tokens: number }[] | undefined {
+  if (typeof input === 'string') return input === '' ? undefined : [{ key: input, tokens: textTokens(input) }];
+  const items = asArray(input);
+  if (items === undefined || items.length === 0) return undefined;
+  if (items.every((x) => typeof x === 'number')) return [{ key: `tokens:${items.join(',')}`, tokens: items.length }];
+  const out: { key: string; tokens: number }[] = [];
+  for (const item of items) {
+    if (typeof item === 'string' && item !== '') out.push({ key: item, tokens: textTokens(item) });
+    else if (Array.isArray(item) && item.length > 0 && item.every((x) => typeof x === 'number')) {
+      out.push({ key: `tokens:${item.join(',')}`, tokens: item.length });
+    } else return undefined;
+  }
+  return out;
+}
+
+export const handleEmbeddings: Handler = async (req, res) => {
+  const pre = openaiJsonPreamble(req, res);
+  if (pre === undefined) return;
+  const inputs = embeddingInputs(pre.body['input']);
+  if (inputs === undefined) {
+    sendError(res, openaiError(400, "'$.input' is invalid. Please check the API reference.", 'invalid_request_error', null, 'input'));
+    return;
+  }
+  const requested = asNumber(pre.body['dimensions']);
+  const dims = requested !== undefined && requested >= 1 ? Math.min(Math.floor(requested), 8192) : nativeDims(pre.model);
+  const base64 = pre.body['encoding_format'] === 'base64';
+  if (await applyFaults(res, req.directives, openaiErrorShape, false)) return;
+  let tokens = 0;
+  const data = inputs.map((input, index) => {
+    tokens += input.tokens;
+    const vec = embedText(input.key, dims);
+    return { object: 'embedding', index, embedding: base64 ? toBase64(vec) : toFloatList(vec) };
+  });
+  sendJson(res, 200, {
+    object: 'list',
+    data,
+    model: pre.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
+};

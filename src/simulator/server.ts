@@ -1,0 +1,176 @@
+/**
+ * Provider simulator: one local `node:http` server speaking the real upstream wire
+ * formats (OpenAI, Anthropic, Gemini + Lyria, ElevenLabs, Deepgram) for tests, the
+ * demo and benchmarks. Routing is by path suffix so any prefix works
+ * (`/openai/v1/…`, `/v1/…`, `/groq/openai/v1/…`); behaviour is steered per request
+ * by `[[sim:…]]` directives in the prompt (directives.ts).
+ */
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { handleMessages } from './anthropic.js';
+import { handleListen } from './deepgram.js';
+import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
+import { handleTextToSpeech } from './elevenlabs.js';
+import { handleGemini } from './gemini.js';
+import { BodyTooLargeError, pause, readBody, sendJson, type Handler, type SimEnv } from './http.js';
+import { Mp3Cache } from './mp3.js';
+import { handleSpeech, handleTranscription } from './openai-audio.js';
+import { handleChat, handleEmbeddings } from './openai.js';
+
+export interface SimulatorOptions {
+  /** 0 (default) picks a free ephemeral port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Fixed delay added before every provider response (default 0). */
+  latencyMs?: number;
+}
+
+export interface Simulator {
+  /** Base URL without a trailing slash, e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+  /** Calls received per route key `"<METHOD> <path without query>"`. */
+  calls(): Record<string, number>;
+  /** Clears the call counters and the `fail_times` attempt counters. */
+  resetCalls(): void;
+}
+
+/** Transcription uploads may reach 25 MB; leave headroom for Lyria image prompts. */
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Picks the handler for a provider path, or undefined (404). */
+export function routeFor(method: string, path: string): Handler | undefined {
+  if (method !== 'POST') return undefined;
+  if (path.endsWith('/v1/chat/completions')) return handleChat;
+  if (path.endsWith('/v1/embeddings')) return handleEmbeddings;
+  if (path.endsWith('/v1/audio/speech')) return handleSpeech;
+  if (path.endsWith('/v1/audio/transcriptions')) return handleTranscription;
+  if (path.endsWith('/v1/messages')) return handleMessages;
+  if (path.includes('/v1beta/models/') && path.includes(':')) return handleGemini;
+  if (path.includes('/v1/text-to-speech/')) return handleTextToSpeech;
+  if (path.endsWith('/v1/listen')) return handleListen;
+  return undefined;
+}
+
+interface SimState {
+  readonly calls: Map<string, number>;
+  /** Requests seen per (route, directives) for `fail_times`. */
+  readonly attempts: Map<string, number>;
+  readonly latencyMs: number;
+  readonly env: SimEnv;
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const host = opts.host ?? '127.0.0.1';
+  let seq = 0;
+  const state: SimState = {
+    calls: new Map(),
+    attempts: new Map(),
+    latencyMs: Math.max(0, opts.latencyMs ?? 0),
+    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0') },
+  };
+  const server = createServer({ noDelay: true }, (req, res) => {
+    onRequest(req, res, state).catch((err: unknown) => failInternal(res, err));
+  });
+  // Outlive typical client pools (undici keeps idle sockets 4 s) so the client,
+  // not the simulator, decides when an idle keep-alive socket dies.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const reset = (): void => {
+    state.calls.clear();
+    state.attempts.clear();
+  };
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    calls: () => Object.fromEntries(state.calls),
+    resetCalls: reset,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err === undefined ? resolve() : reject(err)));
+        // Hanging and streaming requests would otherwise keep close() waiting.
+        server.closeAllConnections();
+        state.env.mp3.clear();
+      }),
+  };
+}
+
+async function onRequest(req: IncomingMessage, res: ServerResponse, state: SimState): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const method = req.method ?? 'GET';
+  if (path.startsWith('/__sim/')) {
+    admin(method, path, req, res, state);
+    return;
+  }
+  const key = `${method} ${path}`;
+  state.calls.set(key, (state.calls.get(key) ?? 0) + 1);
+  let body: Buffer;
+  try {
+    body = await readBody(req, MAX_BODY_BYTES);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) {
+      sendJson(res, 413, { error: { message: err.message, type: 'request_too_large' } }, { connection: 'close' });
+    } else {
+      res.destroy();
+    }
+    return;
+  }
+  if (state.latencyMs > 0 && !(await pause(res, state.latencyMs))) return;
+  const handler = routeFor(method, path);
+  if (handler === undefined) {
+    const message = `The simulator has no route for ${method} ${path}.`;
+    sendJson(res, 404, { error: { message, type: 'invalid_request_error', param: null, code: 'unknown_route' } });
+    return;
+  }
+  const scope = path.split('/', 2)[1];
+  const directives = countedDirectives(directivesFromBody(body, scope), key, state);
+  const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  await handler({ method, path, query, headers: req.headers, body, directives }, res, state.env);
+}
+
+/** Honours `fail_times=N`: faults apply to the first N identical requests per route. */
+function countedDirectives(d: Directives, routeKey: string, state: SimState): Directives {
+  if (d.failTimes === undefined || !hasFault(d)) return d;
+  const key = `${routeKey}\n${JSON.stringify(d)}`;
+  const seen = state.attempts.get(key) ?? 0;
+  state.attempts.set(key, seen + 1);
+  return seen < d.failTimes ? d : withoutFaults(d);
+}
+
+function admin(method: string, path: string, req: IncomingMessage, res: ServerResponse, state: SimState): void {
+  req.resume(); // admin calls carry no meaningful body; drain it for keep-alive
+  if (method === 'GET' && path === '/__sim/health') {
+    sendJson(res, 200, { ok: true });
+  } else if (method === 'GET' && path === '/__sim/calls') {
+    sendJson(res, 200, Object.fromEntries(state.calls));
+  } else if (method === 'POST' && path === '/__sim/reset') {
+    state.calls.clear();
+    state.attempts.clear();
+    sendJson(res, 200, { ok: true });
+  } else {
+    sendJson(res, 404, { error: { message: `Unknown simulator admin route ${method} ${path}.` } });
+  }
+}
+
+function failInternal(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  sendJson(res, 500, { error: { message: `Simulator bug: ${message}`, type: 'simulator_error' } });
+}

@@ -1,0 +1,228 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Micros } from '../money.js';
+import { newId } from '../ids.js';
+import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS orgs (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, balance_micros INTEGER NOT NULL CHECK (balance_micros >= 0),
+  retention TEXT NOT NULL CHECK (retention IN ('standard','none')), created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS api_keys (
+  id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), prefix TEXT NOT NULL UNIQUE, hash TEXT NOT NULL,
+  created_at INTEGER NOT NULL, revoked_at INTEGER);
+CREATE TABLE IF NOT EXISTS provider_keys (
+  org_id TEXT NOT NULL REFERENCES orgs(id), provider_id TEXT NOT NULL, key TEXT NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (org_id, provider_id));
+CREATE TABLE IF NOT EXISTS reservations (
+  request_id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), amount_micros INTEGER NOT NULL,
+  created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, org_id TEXT NOT NULL REFERENCES orgs(id), request_id TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('credit','charge')), amount_micros INTEGER NOT NULL, note TEXT,
+  created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS ledger_org ON ledger(org_id);
+CREATE TABLE IF NOT EXISTS request_logs (
+  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT, api_key_id TEXT, modality TEXT NOT NULL,
+  requested_model TEXT, used_model TEXT, used_provider TEXT, status INTEGER NOT NULL, error_code TEXT,
+  cost_micros INTEGER NOT NULL, cost_estimated INTEGER NOT NULL, byok INTEGER NOT NULL, duration_ms INTEGER NOT NULL,
+  ttfb_ms INTEGER, prompt TEXT, attempts TEXT NOT NULL, extra TEXT, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS request_logs_org_time ON request_logs(org_id, modality, created_at);
+`;
+
+interface OrgRow { id: string; name: string; balance_micros: number; retention: Retention; created_at: number }
+interface KeyRow { id: string; org_id: string; prefix: string; hash: string; created_at: number; revoked_at: number | null }
+interface LogDbRow {
+  id: string; request_id: string; org_id: string | null; api_key_id: string | null; modality: string;
+  requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
+  error_code: string | null; cost_micros: number; cost_estimated: number; byok: number; duration_ms: number;
+  ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
+}
+
+const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
+const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, revokedAt: r.revoked_at });
+
+/**
+ * The embedded store: one SQLite file in WAL mode, so the CLI can change orgs, keys
+ * and credits while the server runs on the same file. Balance updates are single
+ * conditional UPDATEs, which SQLite serialises, so concurrent reservations cannot
+ * overdraw.
+ */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly stmt;
+
+  constructor(path: string, private readonly now: () => number = Date.now) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(SCHEMA);
+    const db = this.db;
+    this.stmt = {
+      orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),
+      orgByName: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE name = ?'),
+      keyByPrefix: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE prefix = ?'),
+      debit: db.prepare('UPDATE orgs SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ?'),
+      credit: db.prepare('UPDATE orgs SET balance_micros = balance_micros + ? WHERE id = ?'),
+      insertReservation: db.prepare('INSERT INTO reservations (request_id, org_id, amount_micros, created_at) VALUES (?, ?, ?, ?)'),
+      reservation: db.prepare<[string], { org_id: string; amount_micros: number }>('SELECT org_id, amount_micros FROM reservations WHERE request_id = ?'),
+      deleteReservation: db.prepare('DELETE FROM reservations WHERE request_id = ?'),
+      ledger: db.prepare('INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertLog: db.prepare(`INSERT OR REPLACE INTO request_logs (id, request_id, org_id, api_key_id, modality, requested_model,
+        used_model, used_provider, status, error_code, cost_micros, cost_estimated, byok, duration_ms, ttfb_ms, prompt, attempts,
+        extra, created_at) VALUES (@id, @request_id, @org_id, @api_key_id, @modality, @requested_model, @used_model, @used_provider,
+        @status, @error_code, @cost_micros, @cost_estimated, @byok, @duration_ms, @ttfb_ms, @prompt, @attempts, @extra, @created_at)`),
+    };
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+    const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
+    try {
+      this.db.transaction(() => {
+        this.db.prepare('INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES (?, ?, ?, ?, ?)')
+          .run(org.id, name, credits, retention, org.createdAt);
+        if (credits > 0) this.stmt.ledger.run(org.id, null, 'credit', credits, 'initial credits', org.createdAt);
+      })();
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new DuplicateError(`an organization named "${name}" already exists`);
+      throw err;
+    }
+    return org;
+  }
+
+  async getOrg(id: string): Promise<Org | undefined> {
+    const row = this.stmt.orgById.get(id);
+    return row && toOrg(row);
+  }
+
+  async findOrgByName(name: string): Promise<Org | undefined> {
+    const row = this.stmt.orgByName.get(name);
+    return row && toOrg(row);
+  }
+
+  async countOrgs(): Promise<number> {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM orgs').get() as { n: number }).n;
+  }
+
+  async setRetention(orgId: string, retention: Retention): Promise<void> {
+    this.db.prepare('UPDATE orgs SET retention = ? WHERE id = ?').run(retention, orgId);
+  }
+
+  async addCredits(orgId: string, amount: Micros, note: string): Promise<Micros> {
+    return this.db.transaction(() => {
+      const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
+      if (changed === 0) throw new RangeError('the balance cannot go below zero');
+      this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now());
+      return (this.stmt.orgById.get(orgId) as OrgRow).balance_micros;
+    })();
+  }
+
+  async createApiKey(orgId: string, prefix: string, hash: string): Promise<ApiKeyRecord> {
+    const key: ApiKeyRecord = { id: newId('key'), orgId, prefix, hash, createdAt: this.now(), revokedAt: null };
+    this.db.prepare('INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?)').run(key.id, orgId, prefix, hash, key.createdAt);
+    return key;
+  }
+
+  async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.stmt.keyByPrefix.get(prefix);
+    return row && toKey(row);
+  }
+
+  async revokeApiKey(prefix: string): Promise<boolean> {
+    return this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL').run(this.now(), prefix).changes > 0;
+  }
+
+  async setProviderKey(orgId: string, providerId: string, key: string): Promise<void> {
+    this.db.prepare(`INSERT INTO provider_keys (org_id, provider_id, key, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (org_id, provider_id) DO UPDATE SET key = excluded.key, updated_at = excluded.updated_at`).run(orgId, providerId, key, this.now());
+  }
+
+  async getProviderKey(orgId: string, providerId: string): Promise<string | undefined> {
+    const row = this.db.prepare('SELECT key FROM provider_keys WHERE org_id = ? AND provider_id = ?').get(orgId, providerId) as { key: string } | undefined;
+    return row?.key;
+  }
+
+  async listProviderKeyProviders(orgId: string): Promise<string[]> {
+    return (this.db.prepare('SELECT provider_id FROM provider_keys WHERE org_id = ?').all(orgId) as Array<{ provider_id: string }>).map((r) => r.provider_id);
+  }
+
+  async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    return this.db.transaction(() => {
+      if (this.stmt.debit.run(amount, orgId, amount).changes === 0) return false;
+      this.stmt.insertReservation.run(requestId, orgId, amount, this.now());
+      return true;
+    })();
+  }
+
+  async settle(requestId: string, cost: Micros): Promise<Micros> {
+    return this.db.transaction(() => {
+      const r = this.stmt.reservation.get(requestId);
+      if (!r) return 0;
+      const charged = Math.min(Math.max(cost, 0), r.amount_micros);
+      this.stmt.credit.run(r.amount_micros - charged, r.org_id);
+      this.stmt.deleteReservation.run(requestId);
+      if (charged > 0) this.stmt.ledger.run(r.org_id, requestId, 'charge', -charged, null, this.now());
+      return charged;
+    })();
+  }
+
+  async releaseStaleReservations(olderThan: number): Promise<number> {
+    const stale = this.db.prepare('SELECT request_id FROM reservations WHERE created_at < ?').all(olderThan) as Array<{ request_id: string }>;
+    for (const r of stale) await this.settle(r.request_id, 0);
+    return stale.length;
+  }
+
+  async insertLogs(rows: readonly LogRow[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const r of rows) this.stmt.insertLog.run(toLogDb(r));
+    })();
+  }
+
+  async getLog(requestId: string): Promise<LogRow | undefined> {
+    const row = this.db.prepare('SELECT * FROM request_logs WHERE request_id = ? OR id = ?').get(requestId, requestId) as LogDbRow | undefined;
+    return row && fromLogDb(row);
+  }
+
+  async sumCharges(orgId: string): Promise<Micros> {
+    const row = this.db.prepare("SELECT COALESCE(SUM(-amount_micros), 0) AS s FROM ledger WHERE org_id = ? AND kind = 'charge'").get(orgId) as { s: number };
+    return row.s;
+  }
+
+  async sumLoggedCosts(orgId: string): Promise<Micros> {
+    const row = this.db.prepare('SELECT COALESCE(SUM(cost_micros), 0) AS s FROM request_logs WHERE org_id = ? AND byok = 0').get(orgId) as { s: number };
+    return row.s;
+  }
+}
+
+function toLogDb(r: LogRow): LogDbRow {
+  return {
+    id: `log_${r.requestId.slice(4)}`, request_id: r.requestId, org_id: r.orgId, api_key_id: r.apiKeyId, modality: r.modality,
+    requested_model: r.requestedModel, used_model: r.usedModel, used_provider: r.usedProvider, status: r.status,
+    error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated ? 1 : 0, byok: r.byok ? 1 : 0,
+    duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
+    attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
+  };
+}
+
+function fromLogDb(r: LogDbRow): LogRow {
+  return {
+    requestId: r.request_id, orgId: r.org_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
+    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
+    costEstimated: r.cost_estimated === 1, byok: r.byok === 1, durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
+    attempts: JSON.parse(r.attempts) as LogRow['attempts'], createdAt: r.created_at,
+    extra: r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null,
+  };
+}

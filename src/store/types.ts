@@ -1,0 +1,101 @@
+import type { Micros } from '../money.js';
+
+export type Retention = 'standard' | 'none';
+
+export interface Org {
+  id: string;
+  name: string;
+  balanceMicros: Micros;
+  retention: Retention;
+  createdAt: number;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  orgId: string;
+  /** The readable start of the key (`tg_` + 8 chars), unique, used to find the row. */
+  prefix: string;
+  /** SHA-256 of the whole key, hex. */
+  hash: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** One upstream attempt of a request, kept in the log row. */
+export interface UpstreamAttempt {
+  provider: string;
+  model: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface LogRow {
+  requestId: string;
+  orgId: string | null;
+  apiKeyId: string | null;
+  modality: string;
+  requestedModel: string | null;
+  usedModel: string | null;
+  usedProvider: string | null;
+  status: number;
+  errorCode: string | null;
+  costMicros: Micros;
+  /** True when the cost was counted by the gateway because the upstream reported no usage. */
+  costEstimated: boolean;
+  /** True when the org's own provider key was used: the cost is shown but not debited. */
+  byok: boolean;
+  durationMs: number;
+  ttfbMs: number | null;
+  prompt: string | null;
+  attempts: UpstreamAttempt[];
+  createdAt: number;
+  /** Modality-specific data (JSON-serialisable). */
+  extra: Record<string, unknown> | null;
+}
+
+export class DuplicateError extends Error {}
+
+/**
+ * Everything the gateway keeps in its database. One interface, two drivers (SQLite
+ * embedded, PostgreSQL scale-out); methods are async so either can implement them.
+ */
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
+  getOrg(id: string): Promise<Org | undefined>;
+  findOrgByName(name: string): Promise<Org | undefined>;
+  countOrgs(): Promise<number>;
+  setRetention(orgId: string, retention: Retention): Promise<void>;
+  /** Adds (or with a negative amount removes, never below zero) credits; returns the new balance. */
+  addCredits(orgId: string, amount: Micros, note: string): Promise<Micros>;
+
+  createApiKey(orgId: string, prefix: string, hash: string): Promise<ApiKeyRecord>;
+  findApiKey(prefix: string): Promise<ApiKeyRecord | undefined>;
+  /** Marks a key revoked; false when no live key has that prefix. */
+  revokeApiKey(prefix: string): Promise<boolean>;
+
+  setProviderKey(orgId: string, providerId: string, key: string): Promise<void>;
+  getProviderKey(orgId: string, providerId: string): Promise<string | undefined>;
+  listProviderKeyProviders(orgId: string): Promise<string[]>;
+
+  /** Takes `amount` from the balance for this request if the balance covers it; false otherwise. */
+  reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean>;
+  /**
+   * Ends a reservation: charges `cost` (capped at the reserved amount), returns the rest to
+   * the balance and records the charge in the ledger. Returns the amount charged.
+   */
+  settle(requestId: string, cost: Micros): Promise<Micros>;
+  /** Returns reservations older than `olderThanMs` to their balances (after a crash). */
+  releaseStaleReservations(olderThan: number): Promise<number>;
+
+  insertLogs(rows: readonly LogRow[]): Promise<void>;
+  getLog(requestId: string): Promise<LogRow | undefined>;
+  /** Sum of ledger charges for an org (for audits and tests). */
+  sumCharges(orgId: string): Promise<Micros>;
+  /** Sum of the costs in the org's request log rows that were debited (not BYOK): must equal sumCharges. */
+  sumLoggedCosts(orgId: string): Promise<Micros>;
+}

@@ -1,0 +1,109 @@
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { GatewayError } from './errors.js';
+import type { ModelRoute } from './providers/types.js';
+
+/** What a modality plugin asks the core to send for one route. */
+export interface UpstreamRequest {
+  /** Path relative to the provider's base URL, already filled in (see `fillPath`). */
+  path: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: string | Buffer | Uint8Array;
+  contentType?: string;
+}
+
+export type UpstreamResponse = Dispatcher.ResponseData;
+
+/** Why an upstream attempt failed before a usable response: decides retry and fallback. */
+export type FailureKind = 'connect_error' | 'timeout' | '5xx' | '429' | '4xx' | 'aborted';
+
+export class UpstreamFailure extends Error {
+  constructor(readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '') {
+    super(message);
+  }
+}
+
+/** `{model}` and other `{name}` placeholders in an endpoint path template. */
+export function fillPath(template: string, vars: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(vars[name] ?? ''));
+}
+
+/**
+ * The one way the core talks to providers: a shared keep-alive undici Agent (one
+ * pool per origin), the route's timeout, its auth header, and cancellation when the
+ * client goes away.
+ */
+export class UpstreamClient {
+  private readonly agent: Agent;
+
+  constructor(opts: { connections?: number } = {}) {
+    this.agent = new Agent({ connections: opts.connections ?? 256, keepAliveTimeout: 30_000, pipelining: 1 });
+  }
+
+  /**
+   * Sends one attempt. Resolves with the response (any status); rejects with an
+   * UpstreamFailure for connection errors, timeouts and aborts.
+   */
+  async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamResponse> {
+    const { provider, endpoint } = route;
+    const url = new URL(provider.baseUrl + req.path);
+    for (const [k, v] of Object.entries({ ...endpoint.query, ...req.query })) url.searchParams.set(k, v);
+    const headers: Record<string, string> = { ...provider.headers, ...req.headers };
+    if (req.contentType) headers['content-type'] = req.contentType;
+    if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
+    const timeout = timeoutMs ?? endpoint.timeoutMs;
+    try {
+      return await this.agent.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: endpoint.method,
+        headers,
+        body: req.body,
+        signal,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+    } catch (err) {
+      throw classify(err, timeout, signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {
+  if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+    return new UpstreamFailure('timeout', `no answer within ${timeout} ms`);
+  }
+  const code = (err as { code?: string }).code ?? '';
+  return new UpstreamFailure('connect_error', `connection failed${code ? ` (${code})` : ''}`);
+}
+
+/** Classifies a completed response's status for retry and fallback decisions. */
+export function statusKind(status: number): FailureKind | undefined {
+  if (status === 429) return '429';
+  if (status >= 500) return '5xx';
+  if (status >= 400) return '4xx';
+  return undefined;
+}
+
+/**
+ * Maps a final upstream failure to the error the client sees: 429 stays 429, 5xx
+ * becomes 502, a timeout 504, refused credentials 502, other 4xx keep their status as
+ * `gateway_error` carrying the provider's message.
+ */
+export function upstreamError(f: UpstreamFailure, providerMessage: string, timeoutMs: number): GatewayError {
+  switch (f.kind) {
+    case 'timeout': return new GatewayError('upstream_timeout', [timeoutMs]);
+    case 'aborted': return new GatewayError('client_closed_request');
+    case 'connect_error': return new GatewayError('upstream_error', [f.message]);
+    case '429': return new GatewayError('upstream_rate_limited', [providerMessage || 'rate limited']);
+    case '5xx': return new GatewayError('upstream_error', [`status ${f.status}: ${providerMessage || 'no message'}`]);
+    case '4xx':
+      if (f.status === 401 || f.status === 403) return new GatewayError('upstream_unauthorized', [providerMessage || `status ${f.status}`]);
+      return new GatewayError('gateway_error', [providerMessage || `upstream status ${f.status}`], { status: f.status ?? 400 });
+  }
+}

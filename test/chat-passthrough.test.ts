@@ -1,0 +1,117 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ErrorBody } from '../src/errors.js';
+import { postJson, startTestGateway, type TestGateway } from './harness.js';
+
+let t: TestGateway;
+let key: string;
+let orgId: string;
+let client: OpenAI;
+
+beforeAll(async () => {
+  t = await startTestGateway();
+  const o = await t.org('acme', '5');
+  key = o.key;
+  orgId = o.org.id;
+  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+});
+afterAll(async () => {
+  await t.gateway.log.flush();
+  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  await t.close();
+});
+
+/** Waits for the batched request log to reach the database. */
+async function logRow(requestId: string) {
+  await t.gateway.log.flush();
+  const row = await t.gateway.store.getLog(requestId);
+  if (!row) throw new Error(`no log row for ${requestId}`);
+  return row;
+}
+
+describe('chat pass-through (OpenAI dialect) with the official openai client', () => {
+  it('answers a non-streamed completion, bills it exactly and logs it', async () => {
+    const before = await t.balance(orgId);
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello there' }] }).withResponse();
+    expect(data.choices[0]?.message.content).toMatch(/simulated/i);
+    const usage = data.usage as unknown as Record<string, number>;
+    expect(usage.prompt_tokens).toBeGreaterThan(0);
+    expect(usage.completion_tokens).toBeGreaterThan(0);
+    // gpt-4o-mini: $0.15/M in, $0.60/M out
+    const expected = Math.round(usage.prompt_tokens! * 0.15 + usage.completion_tokens! * 0.6);
+    expect(Math.round((usage.cost_usd_total ?? 0) * 1e6)).toBe(expected);
+    expect(usage.cost_usd_total).toBeCloseTo((usage.cost_usd_input ?? 0) + (usage.cost_usd_output ?? 0), 9);
+    expect(before - (await t.balance(orgId))).toBe(expected);
+    const requestId = response.headers.get('x-request-id') ?? '';
+    expect(requestId).toMatch(/^req_[A-Za-z0-9]{24}$/);
+    const row = await logRow(requestId);
+    expect(row).toMatchObject({
+      orgId, modality: 'chat', requestedModel: 'gpt-4o-mini', usedModel: 'gpt-4o-mini', usedProvider: 'openai',
+      status: 200, errorCode: null, costMicros: expected, costEstimated: false, byok: false, prompt: 'Hello there',
+    });
+    expect(row.attempts).toHaveLength(1);
+    expect(row.durationMs).toBeGreaterThanOrEqual(0);
+    expect(row.ttfbMs).not.toBeNull();
+  });
+
+  it('streams chunks and ends with a usage chunk carrying cost when include_usage is asked', async () => {
+    const before = await t.balance(orgId);
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Stream please [[sim:tokens=12]]' }], stream: true, stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: Record<string, number> | undefined;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) usage = chunk.usage as unknown as Record<string, number>;
+    }
+    expect(chunks).toBeGreaterThanOrEqual(12);
+    expect(text.trim().split(/\s+/)).toHaveLength(12);
+    expect(usage?.completion_tokens).toBe(12);
+    const cost = Math.round((usage?.cost_usd_total ?? 0) * 1e6);
+    expect(cost).toBe(Math.round(usage!.prompt_tokens! * 0.15 + 12 * 0.6));
+    expect(before - (await t.balance(orgId))).toBe(cost);
+  });
+
+  it('streams without a usage chunk when the client did not ask, but still bills the upstream usage', async () => {
+    const before = await t.balance(orgId);
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi [[sim:tokens=5]]' }], stream: true });
+    let sawUsage = false;
+    for await (const chunk of stream) if (chunk.usage) sawUsage = true;
+    expect(sawUsage).toBe(false);
+    const charged = before - (await t.balance(orgId));
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBe(await sumLoggedSince(before, charged));
+  });
+
+  it('maps an upstream error to an SDK error with the gateway code, nothing charged', async () => {
+    const before = await t.balance(orgId);
+    const err = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[sim:status=500]]' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe('upstream_error');
+    expect(await t.balance(orgId)).toBe(before);
+  });
+
+  it('pins a provider with provider/model', async () => {
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'groq/llama-3.1-8b-instant', messages: [{ role: 'user', content: 'x' }] }, key);
+    expect(r.status).toBe(200);
+    const row = await logRow(r.headers.get('x-request-id') ?? '');
+    expect(row.usedProvider).toBe('groq');
+  });
+
+  it('refuses a model unknown to every provider with 404 model_not_found', async () => {
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'nope-1', messages: [{ role: 'user', content: 'x' }] }, key);
+    expect(r.status).toBe(404);
+    expect((r.body as ErrorBody).error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
+  });
+});
+
+/** The ledger must equal the sum of logged costs after every case. */
+async function sumLoggedSince(_before: number, charged: number): Promise<number> {
+  await t.gateway.log.flush();
+  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  return charged;
+}

@@ -1,0 +1,104 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createKey, createOrg } from '../src/admin.js';
+import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
+import { compileSchemas } from '../src/config/schemas.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../src/gateway.js';
+import { packageRoot } from '../src/paths.js';
+import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import type { Org, Retention } from '../src/store/types.js';
+
+/** A temporary folder removed by `cleanup`. */
+export function tempDir(prefix = 'tollgate-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A copy of the repo's providers/ in a temp folder, so a test can add or break provider files. */
+export function copyProviders(dir: string): string {
+  const target = join(dir, 'providers');
+  cpSync(join(packageRoot(), 'providers'), target, { recursive: true });
+  return target;
+}
+
+/** The repo's provider ids, each pointed at the simulator under its own path prefix. */
+export function simulatorOverrides(simUrl: string): Record<string, { base_url: string; api_key: string }> {
+  const prefixes: Record<string, string> = {
+    openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
+  };
+  return Object.fromEntries(Object.entries(prefixes).map(([id, p]) => [id, { base_url: simUrl + p, api_key: 'sim-key' }]));
+}
+
+export interface TestGatewayOptions {
+  /** Extra gateway.yaml content merged at the top level. */
+  yaml?: Record<string, unknown>;
+  providersDir?: string;
+  extraPlugins?: GatewayOptions['extraPlugins'];
+  now?: () => number;
+  sim?: Simulator;
+}
+
+export interface TestGateway {
+  gateway: Gateway;
+  config: GatewayConfig;
+  url: string;
+  sim: Simulator;
+  dir: string;
+  /** Creates an org with credits and returns it with a fresh key. */
+  org(name: string, creditsUsd: string, retention?: Retention): Promise<{ org: Org; key: string }>;
+  balance(orgId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A real listening gateway on an ephemeral port, on its own SQLite file, in front of the simulator. */
+export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<TestGateway> {
+  const dir = tempDir();
+  const sim = opts.sim ?? (await startSimulator({ port: 0 }));
+  const providersDir = opts.providersDir ?? join(packageRoot(), 'providers');
+  const yaml = {
+    server: { host: '127.0.0.1', port: 0, shutdown_timeout_ms: 5000 },
+    database: { url: `sqlite:${join(dir, 'gateway.db')}` },
+    providers_dir: providersDir,
+    log: { level: 'silent', flush_interval_ms: 20 },
+    providers: simulatorOverrides(sim.url),
+    ...opts.yaml,
+  };
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML
+  const config = loadGatewayConfig(file, compileSchemas());
+  const gateway = await createGateway({ config, extraPlugins: opts.extraPlugins, now: opts.now });
+  const url = await gateway.listen(0);
+  return {
+    gateway, config, url, sim, dir,
+    async org(name, creditsUsd, retention = 'standard') {
+      const org = await createOrg(gateway.store, name, creditsUsd, retention);
+      const { key } = await createKey(gateway.store, name);
+      return { org, key };
+    },
+    async balance(orgId) {
+      return (await gateway.store.getOrg(orgId))?.balanceMicros ?? Number.NaN;
+    },
+    async close() {
+      await gateway.close();
+      if (!opts.sim) await sim.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** POSTs JSON to the gateway and returns status, headers and parsed body. */
+export async function postJson(url: string, body: unknown, key?: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: unknown }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
