@@ -66,7 +66,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   const store = openStore(config.database.url, now);
   const redis = config.redis
-    ? new Redis(config.redis.url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 })
+    ? new Redis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 2000 })
     : undefined;
   redis?.on('error', () => undefined); // reported by the health check, not thrown at the process
   const hooks = new HookRegistry();
@@ -80,17 +80,25 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, auth: new Authenticator(store, 1000, now), log };
   const app = createServer(deps);
   registerHealthRoute(app, { store, redis });
-  for (const plugin of plugins) {
-    const api: PluginApi = {
-      config, catalog, store,
-      hook: (stage, fn) => hooks.add(plugin.name, stage, fn),
-      modelRoute: (def) => addModelRoute(app, deps, def),
-      route: (def) => addPlainRoute(app, def),
-      onClose: (fn) => closers.push(fn),
-    };
-    await plugin.register(api);
+  try {
+    for (const plugin of plugins) {
+      const api: PluginApi = {
+        config, catalog, store,
+        hook: (stage, fn) => hooks.add(plugin.name, stage, fn),
+        modelRoute: (def) => addModelRoute(app, deps, def),
+        route: (def) => addPlainRoute(app, def),
+        onClose: (fn) => closers.push(fn),
+      };
+      await plugin.register(api);
+    }
+    await store.releaseStaleReservations(now() - 60 * 60 * 1000);
+  } catch (err) {
+    // A boot failure must not leave the database, Redis or sockets open behind it.
+    for (const fn of closers) await fn();
+    await Promise.all([app.close(), upstream.close(), store.close()]);
+    redis?.disconnect();
+    throw err;
   }
-  await store.releaseStaleReservations(now() - 60 * 60 * 1000);
   let closed: Promise<void> | undefined;
   return {
     app, store, catalog, log,

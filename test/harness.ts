@@ -60,8 +60,8 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     database: { url: `sqlite:${join(dir, 'gateway.db')}` },
     providers_dir: providersDir,
     log: { level: 'silent', flush_interval_ms: 20 },
-    providers: simulatorOverrides(sim.url),
     ...opts.yaml,
+    providers: { ...simulatorOverrides(sim.url), ...(opts.yaml?.providers as object | undefined) },
   };
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML

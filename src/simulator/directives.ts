@@ -53,7 +53,7 @@ const NUMERIC: Readonly<Record<string, { key: keyof Directives; min: number; max
   delay_ms: { key: 'delayMs', min: 0, max: 600_000 },
   chunk_delay_ms: { key: 'chunkDelayMs', min: 0, max: 60_000 },
   tokens: { key: 'tokens', min: 0, max: 100_000 },
-  size_mb: { key: 'sizeMb', min: 0, max: 256 },
+  size_mb: { key: 'sizeMb', min: 0, max: 64 },
   fail_times: { key: 'failTimes', min: 0, max: 1_000_000 },
 };
 

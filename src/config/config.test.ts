@@ -1,0 +1,66 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadGatewayConfig } from './gateway-config.js';
+import { compileSchemas } from './schemas.js';
+import { ConfigError } from './yaml-file.js';
+
+const schemas = compileSchemas();
+
+function write(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'tollgate-cfg-')), 'gateway.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
+  const file = write(text);
+  try {
+    loadGatewayConfig(file, schemas, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).message.split('\n').map((l) => l.replace(file, 'F'));
+  }
+  throw new Error('config was accepted');
+}
+
+describe('gateway.yaml loading', () => {
+  it('applies defaults to an empty file', () => {
+    const cfg = loadGatewayConfig(write(''), schemas, {});
+    expect(cfg.server).toEqual({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576, shutdownTimeoutMs: 30000, trustProxy: false });
+    expect(cfg.database.url).toMatch(/^sqlite:\/.*\/data\/tollgate\.db$/);
+    expect(cfg.redis).toBeUndefined();
+    expect(cfg.storage.s3).toBeUndefined();
+  });
+
+  it.each([
+    ['a wrong type', 'server:\n  port: "abc"\n', ['F:2: /server/port: must be integer']],
+    ['an unknown key', 'server:\n  host: x\n  colour: blue\n', ['F:3: /server/colour: is not a known setting']],
+    ['a bad database url', 'database:\n  url: mysql://x\n', ['F:2: /database/url: must match pattern "^(sqlite:.+|postgres(ql)?://.+)$"']],
+    ['a missing required field', 'storage:\n  s3:\n    region: eu\n', ['F:3: /storage/s3: must have the field "bucket"']],
+    ['an enum', 'log:\n  level: loud\n', ['F:2: /log/level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"']],
+    ['YAML syntax', 'server: [\n', ['F:2: (root): YAML syntax: Flow sequence in block collection must be sufficiently indented and end with a ]']],
+  ])('refuses %s with file, line, path and what was expected', (_name, text, expected) => {
+    const got = problems(text);
+    expect(got[0]).toBe(expected[0]);
+  });
+
+  it('reports every problem, not just the first', () => {
+    expect(problems('server:\n  port: -1\n  host: 5\n')).toHaveLength(2);
+  });
+
+  it('takes secrets from the environment and refuses an unset variable at its line', () => {
+    const text = 'providers:\n  openai:\n    api_key: "${env:OPENAI_KEY_FOR_TEST}"\n';
+    expect(loadGatewayConfig(write(text), schemas, { OPENAI_KEY_FOR_TEST: 'sk-x' }).providers.openai?.api_key).toBe('sk-x');
+    expect(problems(text)).toEqual(['F:3: /providers/openai/api_key: environment variable OPENAI_KEY_FOR_TEST is not set']);
+    expect(loadGatewayConfig(write('providers:\n  openai: { api_key: "${env:NOPE:-fallback}" }\n'), schemas, {}).providers.openai?.api_key).toBe('fallback');
+  });
+
+  it('resolves relative paths against the config file', () => {
+    const file = write('database: { url: "sqlite:./db/x.db" }\nproviders_dir: ./p\n');
+    const cfg = loadGatewayConfig(file, schemas, {});
+    expect(cfg.database.url).toBe(`sqlite:${join(file, '..', 'db', 'x.db')}`);
+    expect(cfg.providersDir).toBe(join(file, '..', 'p'));
+  });
+});

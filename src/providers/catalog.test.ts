@@ -1,0 +1,77 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compileSchemas } from '../config/schemas.js';
+import { ConfigError } from '../config/yaml-file.js';
+import { loadCatalog, type ModalityRules } from './catalog.js';
+
+const schemas = compileSchemas();
+const modalities = new Map<string, ModalityRules>([['chat', { requiredPricing: ['prompt', 'completion'], dialects: ['openai'] }]]);
+
+const provider = (over: string) => `id: acme
+name: Acme
+base_url: https://acme.example/v1
+auth: { header: Authorization, format: "Bearer {key}" }
+endpoints:
+  chat: { path: /chat/completions, dialect: openai }
+models:
+${over}`;
+const model = '  - { id: acme-1, modality: chat, pricing: { prompt: "0.000001", completion: "0.000002" } }\n';
+
+function dirWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-prov-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function refusal(files: Record<string, string>, overrides = {}): string {
+  try {
+    loadCatalog({ dir: dirWith(files), schemas, overrides, modalities });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).message.replace(/\/tmp\/tollgate-prov-[^/]+\//g, '');
+  }
+  throw new Error('accepted');
+}
+
+describe('provider catalogue', () => {
+  it('routes a model id, its aliases and provider/model pins', () => {
+    const dir = dirWith({
+      'a.yaml': provider('  - { id: m, aliases: [m-alias], modality: chat, pricing: { prompt: "0.000001", completion: "0.000002" } }\n'),
+      'b.yaml': provider(model.replace('acme-1', 'm')).replace('id: acme', 'id: bravo'),
+    });
+    const cat = loadCatalog({ dir, schemas, overrides: { bravo: { base_url: 'http://127.0.0.1:9/x/', api_key: 'k' } }, modalities });
+    expect(cat.routesFor('m').map((r) => r.provider.id)).toEqual(['acme', 'bravo']);
+    expect(cat.routesFor('m-alias').map((r) => r.provider.id)).toEqual(['acme']);
+    expect(cat.routesFor('bravo/m').map((r) => r.provider.id)).toEqual(['bravo']);
+    expect(cat.routesFor('nobody/m')).toEqual([]);
+    expect(cat.routesFor('zzz')).toEqual([]);
+    const bravo = cat.providers.get('bravo');
+    expect(bravo?.baseUrl).toBe('http://127.0.0.1:9/x');
+    expect(bravo?.apiKey).toBe('k');
+    expect(cat.routesFor('m')[0]?.model.pricePicos).toEqual({ prompt: 1_000_000n, completion: 2_000_000n });
+  });
+
+  it.each([
+    ['a model without the prices its modality needs', provider('  - { id: free, modality: chat, pricing: { prompt: "0.1" } }\n'), 'p.yaml:8: /models/0/pricing: a chat model must price completion'],
+    ['a price that is not a decimal string', provider('  - { id: x, modality: chat, pricing: { prompt: "1e-6", completion: "1" } }\n'), 'p.yaml:8: /models/0/pricing/prompt: must match pattern'],
+    ['a model without pricing at all', provider('  - { id: x, modality: chat }\n'), 'p.yaml:8: /models/0: must have the field "pricing"'],
+    ['an unknown dialect', provider(model).replace('dialect: openai', 'dialect: klingon'), 'p.yaml:6: /endpoints/chat/dialect: unknown dialect "klingon" for chat (known: openai)'],
+    ['a modality no plugin serves', provider(model).replace('  chat:', '  video:').replace('modality: chat', 'modality: video'), 'p.yaml:6: /endpoints/video: no loaded plugin serves the modality "video"'],
+    ['a model whose modality has no endpoint', provider(model.replace('modality: chat', 'modality: music')), 'p.yaml:8: /models/0/modality: provider has no endpoint for modality "music"'],
+    ['an auth format without {key}', provider(model).replace('"Bearer {key}"', '"Bearer"'), 'p.yaml:4: /auth/format: must match pattern'],
+  ])('refuses %s at its file and line', (_n, text, expected) => {
+    expect(refusal({ 'p.yaml': text })).toContain(expected);
+  });
+
+  it('refuses a provider id declared twice, and an override for a provider no file declares', () => {
+    expect(refusal({ 'a.yaml': provider(model), 'b.yaml': provider(model) })).toContain('b.yaml:1: /id: provider id "acme" is declared twice');
+    expect(refusal({ 'a.yaml': provider(model) }, { ghost: { api_key: 'x' } })).toContain('/providers/ghost: no provider file declares id "ghost"');
+  });
+
+  it('leaves out a provider disabled in gateway.yaml', () => {
+    const cat = loadCatalog({ dir: dirWith({ 'a.yaml': provider(model) }), schemas, overrides: { acme: { enabled: false } }, modalities });
+    expect(cat.routesFor('acme-1')).toEqual([]);
+  });
+});

@@ -1,0 +1,54 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadGatewayConfig } from '../src/config/gateway-config.js';
+import { compileSchemas } from '../src/config/schemas.js';
+import { createGateway } from '../src/gateway.js';
+import { packageRoot } from '../src/paths.js';
+import type { GatewayPlugin } from '../src/plugin.js';
+import { STAGES } from '../src/stages.js';
+import { postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+
+const opened: TestGateway[] = [];
+afterAll(async () => {
+  for (const t of opened) await t.close();
+});
+
+describe('plugins and stages', () => {
+  it('runs every stage in order for a model request, post-billing after the reply', async () => {
+    const seen: string[] = [];
+    const recorder: GatewayPlugin = {
+      name: 'recorder',
+      modalities: {},
+      register(api) {
+        for (const stage of STAGES) api.hook(stage, (ex) => { if (ex.modality === 'chat') seen.push(stage); });
+      },
+    };
+    const t = await startTestGateway({ extraPlugins: [recorder] });
+    opened.push(t);
+    const { key } = await t.org('stages', '1');
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, key);
+    expect(r.status).toBe(200);
+    for (let i = 0; i < 50 && seen.length < STAGES.length; i++) await new Promise((res) => setTimeout(res, 10));
+    expect(seen).toEqual([...STAGES]);
+  });
+
+  it('a hook on an unknown stage fails the boot with a clear error', async () => {
+    const bad: GatewayPlugin = { name: 'typo', modalities: {}, register: (api) => api.hook('post-upstraem', () => undefined) };
+    const dir = tempDir();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, `database: { url: "sqlite:${join(dir, 'g.db')}" }\nproviders_dir: ${join(packageRoot(), 'providers')}\n`);
+    const config = loadGatewayConfig(file, compileSchemas());
+    await expect(createGateway({ config, extraPlugins: [bad] })).rejects.toThrow(
+      'plugin "typo" registers a hook on unknown stage "post-upstraem"; stages are: pre-auth, auth, pre-upstream, upstream, post-upstream, billing, post-billing',
+    );
+  });
+
+  it('two plugins claiming one modality fail the boot', async () => {
+    const dup: GatewayPlugin = { name: 'chat2', modalities: { chat: { requiredPricing: [], dialects: [] } }, register: () => undefined };
+    const dir = tempDir();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, `database: { url: "sqlite:${join(dir, 'g.db')}" }\nproviders_dir: ${join(packageRoot(), 'providers')}\n`);
+    await expect(createGateway({ config: loadGatewayConfig(file, compileSchemas()), extraPlugins: [dup] })).rejects.toThrow(/both serve modality "chat"/);
+  });
+});
