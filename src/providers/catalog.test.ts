@@ -75,3 +75,13 @@ describe('provider catalogue', () => {
     expect(cat.routesFor('acme-1')).toEqual([]);
   });
 });
+
+describe('provider transforms', () => {
+  it('compiles declarative transforms at load and refuses a broken one with its file and line', () => {
+    const withTransform = (expr: string) => provider(model).replace('chat: { path: /chat/completions, dialect: openai }',
+      `chat: { path: /chat/completions, request: { body: '${expr}' } }`);
+    const cat = loadCatalog({ dir: dirWith({ 'a.yaml': withTransform('{"q": prompt}') }), schemas, overrides: {}, modalities });
+    expect(cat.routesFor('acme-1')[0]?.endpoint.transforms.request).toBeTypeOf('function');
+    expect(refusal({ 'p.yaml': withTransform('{"q": ') })).toMatch(/p\.yaml:6: \/endpoints\/chat: bad transform: request\.body: /);
+  });
+});

@@ -4,6 +4,7 @@ import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
+import { compileTransforms } from '../transform.js';
 import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
@@ -12,8 +13,6 @@ export interface ModalityRules {
   requiredPricing: readonly PriceKey[];
   /** Dialect names this modality can speak, when its endpoints use one. */
   dialects: readonly string[];
-  /** Compiles an endpoint's declarative transforms once at load; throws a message on a bad transform. */
-  compileTransforms?(endpoint: EndpointDef): void;
 }
 
 /**
@@ -133,18 +132,19 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
   const endpoints: Record<string, EndpointDef> = {};
   for (const [modality, e] of Object.entries(raw.endpoints)) {
     const rules = opts.modalities.get(modality);
-    const endpoint = buildEndpoint(modality, e);
+    let endpoint: EndpointDef;
+    try {
+      endpoint = buildEndpoint(modality, e);
+    } catch (err) {
+      problem(`/endpoints/${modality}`, `bad transform: ${(err as Error).message}`);
+      continue;
+    }
     if (!rules) {
       problem(`/endpoints/${modality}`, `no loaded plugin serves the modality "${modality}" (known: ${[...opts.modalities.keys()].join(', ')})`);
       continue;
     }
     if (e.dialect !== undefined && !rules.dialects.includes(e.dialect)) {
       problem(`/endpoints/${modality}/dialect`, `unknown dialect "${e.dialect}" for ${modality} (known: ${rules.dialects.join(', ') || 'none'})`);
-    }
-    try {
-      rules.compileTransforms?.(endpoint);
-    } catch (err) {
-      problem(`/endpoints/${modality}`, `bad transform: ${(err as Error).message}`);
     }
     endpoints[modality] = endpoint;
   }
@@ -181,8 +181,7 @@ function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {
     retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
     fallback: e.fallback ?? false,
     dialect: e.dialect,
-    request: e.request,
-    response: e.response,
+    transforms: compileTransforms(e.request, e.response),
   };
 }
 

@@ -1,3 +1,5 @@
+import type { CompiledTransforms } from '../transform.js';
+
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
 
 export interface RetryPolicy {
@@ -17,9 +19,8 @@ export interface EndpointDef {
   /** Whether a failure before the first byte may move on to the model's next route. */
   fallback: boolean;
   dialect: string | undefined;
-  /** Declarative transforms, opaque to the core; the owning modality plugin compiles them at load. */
-  request: unknown;
-  response: unknown;
+  /** Declarative request/response transforms (JSONata), compiled at load; see src/transform.ts. */
+  transforms: CompiledTransforms;
 }
 
 export interface ProviderDef {
