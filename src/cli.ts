@@ -27,7 +27,7 @@ function loadConfig(file: string): GatewayConfig {
 function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
   const config = loadConfig(file);
   const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, modalities: modalityRules(selectPlugins(config)),
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(selectPlugins(config)),
   });
   return { config, catalog };
 }

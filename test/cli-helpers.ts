@@ -1,0 +1,181 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { packageRoot } from '../src/paths.js';
+import { simulatorOverrides } from './harness.js';
+
+/** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */
+
+export const ROOT = packageRoot();
+export const BIN = join(ROOT, 'bin', 'gateway.js');
+const STAMP = join(ROOT, 'dist', '.cli-test-build-stamp');
+const LOCK = join(tmpdir(), `tollgate-cli-build-${createHash('sha256').update(ROOT).digest('hex').slice(0, 12)}.lock`);
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A hash of everything `npm run build` compiles, so that parallel test files build dist/ once per source change. */
+function sourceHash(): string {
+  const h = createHash('sha256');
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) h.update(p).update(readFileSync(p));
+    }
+  };
+  for (const d of ['src', 'plugins']) walk(join(ROOT, d));
+  for (const f of ['tsconfig.json', 'tsconfig.build.json']) h.update(readFileSync(join(ROOT, f)));
+  return h.digest('hex');
+}
+
+/**
+ * Runs `npm run build` unless dist/ was already built from these exact sources. A lock
+ * directory keeps two test files from running tsc over dist/ at once (a spawned CLI
+ * would otherwise import half-written files).
+ */
+export async function buildOnce(): Promise<void> {
+  const hash = sourceHash();
+  const fresh = (): boolean => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash;
+  for (let i = 0; i < 240; i++) {
+    if (fresh()) return;
+    try {
+      mkdirSync(LOCK);
+    } catch {
+      const held = statSync(LOCK, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > 120_000) rmSync(LOCK, { recursive: true, force: true }); // a crashed run's lock
+      await sleep(500);
+      continue;
+    }
+    try {
+      if (fresh()) return;
+      const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 110_000 });
+      if (r.status !== 0) throw new Error(`npm run build failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+      writeFileSync(STAMP, hash);
+      return;
+    } finally {
+      rmSync(LOCK, { recursive: true, force: true });
+    }
+  }
+  throw new Error(`gave up waiting for the build lock ${LOCK}`);
+}
+
+const live = new Set<ChildProcess>();
+
+function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** SIGKILLs every CLI process still running (afterEach/afterAll), and waits for them to go. */
+export async function killAll(): Promise<void> {
+  const children = [...live];
+  for (const c of children) c.kill('SIGKILL');
+  await Promise.all(children.map((c) => Promise.race([exitOf(c), sleep(5000)])));
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node bin/gateway.js ...args` to completion (killed after `timeoutMs`). */
+export async function cli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const child = spawnCli(args, opts.env ?? process.env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 15_000);
+  const closed = new Promise<void>((r) => child.once('close', () => r()));
+  const { code, signal } = await exitOf(child);
+  await closed;
+  clearTimeout(timer);
+  return { code, signal, stdout, stderr };
+}
+
+/** No stack frame (`    at fn (file:line)`) in a CLI's output. */
+export const STACK_FRAME = /^\s+at\s/m;
+
+export interface Server {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `gateway serve --config FILE --port 0` and waits for its "listening on" line. */
+export async function serve(config: string, timeoutMs = 15_000): Promise<Server> {
+  const child = spawnCli(['serve', '--config', config, '--port', '0'], process.env);
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = exitOf(child);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const m = /^Tollgate \S+ listening on (http:\/\/127\.0\.0\.1:\d+) /m.exec(out);
+    if (m?.[1]) return { child, url: m[1], stdout: () => out, stderr: () => err, exited };
+    if (child.exitCode !== null || child.signalCode !== null) break;
+    await sleep(25);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`serve did not start listening:\nstdout: ${out}\nstderr: ${err}`);
+}
+
+/** Writes `<dir>/gateway.yaml` for a gateway on `<dir>/g.db` in front of the simulator; returns its path. */
+export function writeConfig(dir: string, simUrl: string, extra: Record<string, unknown> = {}): string {
+  const file = join(dir, 'gateway.yaml');
+  const yaml = {
+    server: { host: '127.0.0.1', port: 0, shutdown_timeout_ms: 10_000 },
+    database: { url: `sqlite:${join(dir, 'g.db')}` },
+    providers_dir: join(ROOT, 'providers'),
+    providers: simulatorOverrides(simUrl),
+    log: { level: 'silent', flush_interval_ms: 50 },
+    ...extra,
+  };
+  writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML
+  return file;
+}
+
+/** Runs one query on the SQLite file read-only (as an operator would inspect it). */
+export function query<T>(dbFile: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(dbFile, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/** The key printed alone on the last line of `keys create`. */
+export function lastLine(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  return lines[lines.length - 1] ?? '';
+}
+
+export const KEY = /^tg_[A-Za-z0-9]{40}$/;
+
+/** A chat completion request to the gateway through fetch, as any HTTP client would send it. */
+export async function chat(url: string, key: string, content = 'Hello'): Promise<{ status: number; requestId: string | null; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] }),
+  });
+  return { status: res.status, requestId: res.headers.get('x-request-id'), body: (await res.json()) as Record<string, unknown> };
+}
+
+export { sleep };

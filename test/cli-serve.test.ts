@@ -1,0 +1,150 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, writeConfig } from './cli-helpers.js';
+import { tempDir } from './harness.js';
+
+let sim: Simulator;
+let dir: string;
+let config: string;
+let db: string;
+
+beforeAll(async () => {
+  await buildOnce();
+  sim = await startSimulator({ port: 0 });
+}, 120_000);
+beforeEach(() => {
+  dir = tempDir('tollgate-cli-serve-');
+  config = writeConfig(dir, sim.url);
+  db = join(dir, 'g.db');
+});
+afterEach(async () => {
+  await killAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+afterAll(async () => {
+  await killAll();
+  await sim?.close();
+});
+
+/** Runs an admin command against the test's config and returns its stdout; fails on a non-zero exit. */
+async function admin(...args: string[]): Promise<string> {
+  const r = await cli([...args, '--config', config]);
+  if (r.code !== 0) throw new Error(`gateway ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function orgWithKey(name: string, credits: string): Promise<string> {
+  await admin('orgs', 'create', name, '--credits', credits);
+  const key = lastLine(await admin('keys', 'create', '--org', name));
+  expect(key).toMatch(KEY);
+  return key;
+}
+
+describe('admin commands against a running server (same SQLite file)', () => {
+  it('a key created by the CLI works at once; `keys revoke` takes effect within 1.5 s', async () => {
+    const server = await serve(config);
+    const key = await orgWithKey('acme', '5');
+    const ok = await chat(server.url, key);
+    expect(ok.status).toBe(200);
+    expect(ok.body.object).toBe('chat.completion');
+
+    expect(await admin('keys', 'revoke', key.slice(0, 11))).toBe(`revoked key ${key.slice(0, 11)}…\n`);
+    const revokedAt = Date.now();
+    let last = 0;
+    let body: Record<string, unknown> = {};
+    for (let i = 0; i < 30 && last !== 401; i++) {
+      ({ status: last, body } = await chat(server.url, key));
+      if (last !== 401) {
+        expect(last).toBe(200); // still cached: the revocation has not reached this key yet
+        await sleep(100);
+      }
+    }
+    expect(last).toBe(401);
+    expect(Date.now() - revokedAt).toBeLessThan(1500);
+    expect((body.error as { code: string }).code).toBe('invalid_api_key');
+  });
+
+  it('`credits add` on an org with $0 is seen by the running server: 402, then 200', async () => {
+    const server = await serve(config);
+    const key = await orgWithKey('broke', '0');
+    const refused = await chat(server.url, key);
+    expect(refused.status).toBe(402);
+    expect((refused.body.error as { code: string }).code).toBe('insufficient_credits');
+
+    expect(await admin('credits', 'add', '1', '--org', 'broke')).toBe('added $1 to "broke"; balance is now $1.000000\n');
+    const ok = await chat(server.url, key);
+    expect(ok.status).toBe(200);
+    const show = await admin('orgs', 'show', 'broke');
+    const balance = Number(/balance \$(\d+\.\d{6}),/.exec(show)?.[1]);
+    expect(balance).toBeGreaterThan(0.99);
+    expect(balance).toBeLessThan(1);
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('SIGTERM lets the in-flight request finish with 200, exits 0 and flushes its request log row', async () => {
+    const server = await serve(config);
+    const key = await orgWithKey('acme', '5');
+    sim.resetCalls();
+    const slow = chat(server.url, key, 'Take your time [[sim:delay_ms=1500]]');
+    // Wait until the request has reached the simulator, i.e. is truly in flight.
+    const route = 'POST /openai/v1/chat/completions';
+    for (let i = 0; i < 100 && !sim.calls()[route]; i++) await sleep(20);
+    expect(sim.calls()[route]).toBe(1);
+    const sentAt = Date.now();
+    expect(server.child.kill('SIGTERM')).toBe(true);
+
+    const res = await slow;
+    expect(res.status).toBe(200);
+    expect(res.requestId).toMatch(/^req_/);
+    expect(Date.now() - sentAt).toBeGreaterThan(1000); // it really was waiting on the upstream when SIGTERM came
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(server.stdout()).toContain('SIGTERM: finishing in-flight requests and flushing the request log…\nstopped\n');
+    expect(server.stderr()).not.toMatch(STACK_FRAME);
+
+    const rows = query<{ status: number; cost_micros: number; org_id: string; used_model: string }>(
+      db, 'SELECT * FROM request_logs WHERE request_id = ?', res.requestId,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.status).toBe(200);
+    expect(rows[0]!.cost_micros).toBeGreaterThan(0);
+    expect(rows[0]!.used_model).toBe('gpt-4o-mini');
+    // What was billed is what was logged.
+    const [charged] = query<{ s: number }>(db, "SELECT -SUM(amount_micros) AS s FROM ledger WHERE kind = 'charge' AND request_id = ?", res.requestId);
+    expect(charged?.s).toBe(rows[0]!.cost_micros);
+  });
+
+  it('SIGINT (Ctrl-C) exits 0', async () => {
+    const server = await serve(config);
+    expect(server.child.kill('SIGINT')).toBe(true);
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(server.stdout()).toContain('SIGINT: finishing in-flight requests and flushing the request log…\nstopped\n');
+  });
+});
+
+describe('first start (bootstrap)', () => {
+  it('prints a working key once on an empty database, and no new key on the next start', async () => {
+    config = writeConfig(dir, sim.url, { bootstrap: { org: 'demo', credits_usd: '10.00' } });
+    const first = await serve(config);
+    const lines = first.stdout().split('\n');
+    const keys = lines.filter((l) => KEY.test(l));
+    expect(keys).toHaveLength(1);
+    expect(lines).toContain('First start: created organization "demo" with $10.000000 of credits.');
+    const key = keys[0]!;
+    const res = await chat(first.url, key, 'Hello from curl');
+    expect(res.status).toBe(200);
+    expect(first.child.kill('SIGTERM')).toBe(true);
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+
+    const second = await serve(config);
+    expect(second.stdout()).not.toMatch(/tg_[A-Za-z0-9]/);
+    expect(second.stdout()).not.toContain('First start');
+    expect((await chat(second.url, key)).status).toBe(200); // the first key still works
+    expect(query(db, 'SELECT name FROM orgs')).toEqual([{ name: 'demo' }]);
+    expect(query(db, 'SELECT COUNT(*) AS n FROM api_keys')).toEqual([{ n: 1 }]);
+    expect(second.child.kill('SIGTERM')).toBe(true);
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+  });
+});
