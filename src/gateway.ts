@@ -9,7 +9,7 @@ import { HookRegistry } from './hooks.js';
 import type { GatewayPlugin, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
 import { RequestLogWriter } from './request-log.js';
-import { addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
+import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
@@ -62,7 +62,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const now = opts.now ?? Date.now;
   const plugins = selectPlugins(config, opts.extraPlugins);
   const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, modalities: modalityRules(plugins), env: opts.env,
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
   const store = openStore(config.database.url, now);
   const redis = config.redis
@@ -88,6 +88,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         modelRoute: (def) => addModelRoute(app, deps, def),
         route: (def) => addPlainRoute(app, def),
         onClose: (fn) => closers.push(fn),
+        bodyParser: (type, parser) => addBodyParser(app, type, parser),
       };
       await plugin.register(api);
     }
@@ -100,6 +101,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     throw err;
   }
   let closed: Promise<void> | undefined;
+  let inFlight = 0;
+  app.server.on('request', (_req, res) => {
+    inFlight++;
+    res.once('close', () => inFlight--);
+  });
   return {
     app, store, catalog, log,
     async listen(port) {
@@ -110,7 +116,18 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     close() {
       closed ??= (async () => {
-        await app.close();
+        // Drain: stop accepting, let in-flight requests finish, then drop every remaining
+        // socket. fastify's close() only drops sockets idle at that instant, and a keep-alive
+        // (or half-closed) client socket would otherwise hold the server open.
+        const drain = setInterval(() => {
+          if (inFlight === 0) app.server.closeAllConnections();
+          else app.server.closeIdleConnections();
+        }, 50);
+        try {
+          await app.close();
+        } finally {
+          clearInterval(drain);
+        }
         for (const fn of closers) await fn();
         await log.close();
         await upstream.close();

@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayError } from './errors.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import type { Exchange } from './exchange.js';
 import type { StageHook } from './hooks.js';
@@ -58,8 +60,16 @@ export interface ModelRouteDef<P extends ModelRequest> {
   bodyLimit?: number;
   /** Also accept `x-api-key` for auth (Anthropic-style clients). */
   acceptXApiKey?: boolean;
+  /** Error body in this route's client format (e.g. Anthropic's); OpenAI-style when absent. */
+  formatError?: ErrorFormatter;
   handler: ModalityHandler<P>;
 }
+
+/** Renders a gateway error in a route's own client format. The status and code stay the gateway's. */
+export type ErrorFormatter = (err: GatewayError) => unknown;
+
+/** Parses a request body of one content type (e.g. multipart) for the routes that accept it. */
+export type BodyParser = (request: FastifyRequest, payload: IncomingMessage) => Promise<unknown>;
 
 export interface PlainRouteDef {
   method: 'GET' | 'POST' | 'DELETE';
@@ -84,6 +94,12 @@ export interface PluginApi {
   route(def: PlainRouteDef): void;
   /** Work to do when the gateway stops (after in-flight requests finished). */
   onClose(fn: () => Promise<void> | void): void;
+  /**
+   * Accepts bodies of another content type (JSON is built in). The parser may stream
+   * the payload elsewhere (e.g. a size-capped temp file) rather than hold it in memory;
+   * throw a GatewayError for a bad body.
+   */
+  bodyParser(contentType: string | RegExp, parser: BodyParser): void;
 }
 
 export interface GatewayPlugin {

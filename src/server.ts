@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Authenticator } from './auth.js';
 import { extractKey } from './auth.js';
@@ -7,7 +8,7 @@ import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { newId } from './ids.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
-import type { ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
+import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
 
 declare module 'fastify' {
@@ -19,6 +20,7 @@ declare module 'fastify' {
     modality?: string;
     auth?: boolean;
     acceptXApiKey?: boolean;
+    formatError?: ErrorFormatter;
   }
 }
 
@@ -91,7 +93,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     method: def.method,
     url: def.url,
     bodyLimit: def.bodyLimit,
-    config: { modality: def.handler.modality, auth: true, acceptXApiKey: def.acceptXApiKey },
+    config: { modality: def.handler.modality, auth: true, acceptXApiKey: def.acceptXApiKey, formatError: def.formatError },
     handler: async (request, reply) => {
       await runModelRequest(deps, def.handler, request, reply);
       return reply;
@@ -114,7 +116,13 @@ function sendError(err: GatewayError, request: FastifyRequest, reply: FastifyRep
   for (const [k, v] of Object.entries(err.extras.headers ?? {})) void reply.header(k, v);
   // The OpenAI SDKs retry 429/5xx by themselves; a gateway that already decided must say so.
   if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', err.code === 'service_unavailable' ? 'true' : 'false');
-  void reply.code(err.status).type('application/json').send(err.toBody());
+  const format = request.routeOptions.config?.formatError;
+  void reply.code(err.status).type('application/json').send(format ? format(err) : err.toBody());
+}
+
+/** Lets a plugin accept another body type; a parser failure reaches the client as its GatewayError. */
+export function addBodyParser(app: FastifyInstance, contentType: string | RegExp, parser: BodyParser): void {
+  app.addContentTypeParser(contentType, (request: FastifyRequest, payload: IncomingMessage) => parser(request, payload));
 }
 
 const FASTIFY_CODES: Record<string, (e: FastifyError, r: FastifyRequest) => GatewayError> = {

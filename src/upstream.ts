@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError } from './errors.js';
 import type { ModelRoute } from './providers/types.js';
@@ -8,7 +9,8 @@ export interface UpstreamRequest {
   path: string;
   query?: Record<string, string>;
   headers?: Record<string, string>;
-  body?: string | Buffer | Uint8Array;
+  /** A Readable streams the body (e.g. an uploaded file from a temp file); build a new one per attempt. */
+  body?: string | Buffer | Uint8Array | Readable;
   contentType?: string;
 }
 

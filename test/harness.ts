@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKey, createOrg } from '../src/admin.js';
@@ -21,12 +21,23 @@ export function copyProviders(dir: string): string {
   return target;
 }
 
-/** The repo's provider ids, each pointed at the simulator under its own path prefix. */
-export function simulatorOverrides(simUrl: string): Record<string, { base_url: string; api_key: string }> {
-  const prefixes: Record<string, string> = {
-    openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
-  };
-  return Object.fromEntries(Object.entries(prefixes).map(([id, p]) => [id, { base_url: simUrl + p, api_key: 'sim-key' }]));
+/** Where the simulator serves each provider the repo declares (its path prefix). */
+const SIMULATOR_PREFIXES: Record<string, string> = {
+  openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
+  anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
+};
+
+/** Provider ids declared by the YAML files of a providers folder. */
+function declaredProviderIds(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))
+    .map((f) => /^id:\s*([a-z0-9-]+)/m.exec(readFileSync(join(dir, f), 'utf8'))?.[1])
+    .filter((id): id is string => id !== undefined);
+}
+
+/** Every declared provider that the simulator speaks for, pointed at it with a key it accepts. */
+export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key: string }> {
+  return Object.fromEntries(declaredProviderIds(providersDir).filter((id) => id in SIMULATOR_PREFIXES)
+    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], api_key: 'sim-key' }]));
 }
 
 export interface TestGatewayOptions {
@@ -61,7 +72,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     providers_dir: providersDir,
     log: { level: 'silent', flush_interval_ms: 20 },
     ...opts.yaml,
-    providers: { ...simulatorOverrides(sim.url), ...(opts.yaml?.providers as object | undefined) },
+    providers: { ...simulatorOverrides(sim.url, providersDir), ...(opts.yaml?.providers as object | undefined) },
   };
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML

@@ -21,6 +21,8 @@ export interface ProviderOverride {
 /** gateway.yaml after validation, with defaults applied and paths made absolute. */
 export interface GatewayConfig {
   file: string;
+  /** Line of a setting in the file (for problems found later, e.g. an override of an unknown provider). */
+  lineOf(pointer: string): number | undefined;
   server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; trustProxy: boolean };
   database: { url: string };
   redis: { url: string } | undefined;
@@ -58,6 +60,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
   const s3 = raw.storage?.s3;
   return {
     file: resolve(file),
+    lineOf: yamlFile.lineOf,
     server: {
       host: raw.server?.host ?? '127.0.0.1',
       port: raw.server?.port ?? 8787,

@@ -33,6 +33,8 @@ function toProblem(e: ErrorObject, file: YamlFile): ConfigProblem {
     message = 'is not a known setting';
   } else if (e.keyword === 'enum') {
     message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+  } else if (e.keyword === 'pattern' && String(params.pattern).includes('[0-9]{1,12}')) {
+    message = 'must be a decimal USD string such as "0.0000025" (at most 12 decimals)';
   } else if (e.keyword === 'required') {
     message = `must have the field "${String(params.missingProperty)}"`;
   }

@@ -55,7 +55,7 @@ describe('provider catalogue', () => {
 
   it.each([
     ['a model without the prices its modality needs', provider('  - { id: free, modality: chat, pricing: { prompt: "0.1" } }\n'), 'p.yaml:8: /models/0/pricing: a chat model must price completion'],
-    ['a price that is not a decimal string', provider('  - { id: x, modality: chat, pricing: { prompt: "1e-6", completion: "1" } }\n'), 'p.yaml:8: /models/0/pricing/prompt: must match pattern'],
+    ['a price that is not a decimal string', provider('  - { id: x, modality: chat, pricing: { prompt: "1e-6", completion: "1" } }\n'), 'p.yaml:8: /models/0/pricing/prompt: must be a decimal USD string such as "0.0000025"'],
     ['a model without pricing at all', provider('  - { id: x, modality: chat }\n'), 'p.yaml:8: /models/0: must have the field "pricing"'],
     ['an unknown dialect', provider(model).replace('dialect: openai', 'dialect: klingon'), 'p.yaml:6: /endpoints/chat/dialect: unknown dialect "klingon" for chat (known: openai)'],
     ['a modality no plugin serves', provider(model).replace('  chat:', '  video:').replace('modality: chat', 'modality: video'), 'p.yaml:6: /endpoints/video: no loaded plugin serves the modality "video"'],

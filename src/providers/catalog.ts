@@ -82,6 +82,8 @@ export interface LoadCatalogOptions {
   dir: string;
   schemas: ConfigSchemas;
   overrides: Record<string, ProviderOverride>;
+  /** Where the overrides were written (gateway.yaml), to locate a problem with one. */
+  overridesSource?: { file: string; lineOf(pointer: string): number | undefined };
   modalities: ReadonlyMap<string, ModalityRules>;
   env?: NodeJS.ProcessEnv;
 }
@@ -116,7 +118,8 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
   }
   for (const id of Object.keys(opts.overrides)) {
     if (!providers.some((p) => p.id === id) && opts.overrides[id]?.enabled !== false) {
-      problems.push({ file: 'gateway.yaml', line: undefined, path: `/providers/${id}`, message: `no provider file declares id "${id}"` });
+      const path = `/providers/${id}`;
+      problems.push({ file: opts.overridesSource?.file ?? 'gateway.yaml', line: opts.overridesSource?.lineOf(path), path, message: `no provider file declares id "${id}"` });
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
