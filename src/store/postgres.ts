@@ -1,5 +1,7 @@
 import { DatabaseError, Pool, TypeOverrides, escapeIdentifier, types, type PoolClient } from 'pg';
 import type { Micros } from '../money.js';
+import type { LeaseStore, MediaStore } from './media.js';
+import { MEDIA_SCHEMA_POSTGRES, PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
 import { newId } from '../ids.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store, type UpstreamAttempt } from './types.js';
 
@@ -80,6 +82,8 @@ export interface PostgresStoreOptions {
  */
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
+  readonly media: MediaStore;
+  readonly leases: LeaseStore;
   private readonly pool: Pool;
   private readonly schema: string | undefined;
   private schemaReady: Promise<void> | undefined;
@@ -101,6 +105,9 @@ export class PostgresStore implements Store {
     this.pool = new Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers });
     // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
     this.pool.on('error', () => undefined);
+    const query: Query = (sql, params) => this.query(sql, params);
+    this.media = new PostgresMediaStore(query);
+    this.leases = new PostgresLeaseStore(query);
   }
 
   async ping(): Promise<void> {
@@ -268,7 +275,7 @@ export class PostgresStore implements Store {
       // Concurrent CREATE … IF NOT EXISTS can still collide in the catalogue; instances starting together take turns.
       await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate.schema'))");
       if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(this.schema)}`);
-      await client.query(SCHEMA);
+      await client.query(SCHEMA + MEDIA_SCHEMA_POSTGRES);
     });
   }
 

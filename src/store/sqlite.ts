@@ -3,6 +3,8 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
+import type { LeaseStore, MediaStore } from './media.js';
+import { MEDIA_SCHEMA_SQLITE, SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
 
 const SCHEMA = `
@@ -51,6 +53,8 @@ const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix:
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  readonly media: MediaStore;
+  readonly leases: LeaseStore;
   private readonly db: Database.Database;
   private readonly stmt;
 
@@ -61,7 +65,9 @@ export class SqliteStore implements Store {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
-    this.db.exec(SCHEMA);
+    this.db.exec(SCHEMA + MEDIA_SCHEMA_SQLITE);
+    this.media = new SqliteMediaStore(this.db);
+    this.leases = new SqliteLeaseStore(this.db);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),

@@ -1,4 +1,5 @@
 import type { Micros } from '../money.js';
+import type { LeaseStore, MediaStore } from './media.js';
 
 export type Retention = 'standard' | 'none';
 
@@ -62,6 +63,10 @@ export class DuplicateError extends Error {}
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /** Records of generated media (music) and their hosting state. */
+  readonly media: MediaStore;
+  /** Leases for tasks only one instance should run at a time (the retention sweep). */
+  readonly leases: LeaseStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

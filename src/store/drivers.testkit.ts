@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/*
+ * One contract, two drivers: every test below runs against SQLite and PostgreSQL.
+ * PostgreSQL is a required part of the test environment (dev machines and CI), so a
+ * missing server fails the suite rather than skipping it.
+ */
+export const PG_URL = process.env.TOLLGATE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface DriverEnv {
+  /** A database url; the same name gives the same database, a new name an empty one. */
+  url(name: string): string;
+  teardown(): Promise<void>;
+}
+
+export const drivers: Array<{ name: string; setup: () => DriverEnv }> = [
+  {
+    name: 'sqlite',
+    setup() {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-store-'));
+      return { url: (name) => `sqlite:${join(dir, `${name}.db`)}`, teardown: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    setup() {
+      // A schema per run and per database name, so parallel runs never see each other's rows.
+      const run = `tollgate_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+      const schemas = new Set<string>();
+      return {
+        url(name) {
+          const u = new URL(PG_URL);
+          u.searchParams.set('schema', `${run}_${name}`);
+          schemas.add(`${run}_${name}`);
+          return u.toString();
+        },
+        async teardown() {
+          const client = new pg.Client({ connectionString: PG_URL });
+          await client.connect();
+          try {
+            for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(s)} CASCADE`);
+          } finally {
+            await client.end();
+          }
+        },
+      };
+    },
+  },
+];
+

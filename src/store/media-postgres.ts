@@ -1,0 +1,70 @@
+import { fromMediaRow, MEDIA_COLUMNS, toMediaRow, type LeaseStore, type MediaRecord, type MediaRow, type MediaStore } from './media.js';
+
+export const MEDIA_SCHEMA_POSTGRES = `
+CREATE TABLE IF NOT EXISTS media (
+  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT NOT NULL, modality TEXT NOT NULL, model TEXT NOT NULL,
+  used_model TEXT, used_provider TEXT, prompt TEXT, text TEXT, storage TEXT NOT NULL CHECK (storage IN ('s3','inline','none')),
+  object_key TEXT, bytes BIGINT NOT NULL, mime_type TEXT NOT NULL, cost_micros BIGINT NOT NULL, error BOOLEAN NOT NULL,
+  error_code TEXT, created_at BIGINT NOT NULL, expires_at BIGINT, cleaned_at BIGINT, meta JSON);
+CREATE INDEX IF NOT EXISTS media_org_time ON media(org_id, modality, created_at);
+CREATE INDEX IF NOT EXISTS media_expiry ON media(expires_at) WHERE cleaned_at IS NULL AND storage = 's3';
+CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL);
+`;
+
+type Scalar = string | number | boolean | null;
+/** The driver's query function (schema ensured, NUL made storable). */
+export type Query = <R extends object>(sql: string, params?: readonly Scalar[]) => Promise<R[]>;
+
+export class PostgresMediaStore implements MediaStore {
+  constructor(private readonly query: Query) {}
+
+  async put(record: MediaRecord): Promise<void> {
+    const row = toMediaRow(record);
+    await this.query(`INSERT INTO media (${MEDIA_COLUMNS.join(', ')}) VALUES (${MEDIA_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})
+      ON CONFLICT (id) DO UPDATE SET ${MEDIA_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`,
+    MEDIA_COLUMNS.map((c) => row[c]));
+  }
+
+  async get(id: string): Promise<MediaRecord | undefined> {
+    const [row] = await this.query<MediaRow>('SELECT * FROM media WHERE id = $1 OR request_id = $1', [id]);
+    return row && fromMediaRow(row);
+  }
+
+  async list(orgId: string, modality: string, limit: number): Promise<MediaRecord[]> {
+    const rows = await this.query<MediaRow>('SELECT * FROM media WHERE org_id = $1 AND modality = $2 ORDER BY created_at DESC, id DESC LIMIT $3', [orgId, modality, limit]);
+    return rows.map(fromMediaRow);
+  }
+
+  async listExpired(now: number, limit: number): Promise<MediaRecord[]> {
+    const rows = await this.query<MediaRow>(`SELECT * FROM media WHERE storage = 's3' AND cleaned_at IS NULL AND expires_at <= $1
+      ORDER BY expires_at LIMIT $2`, [now, limit]);
+    return rows.map(fromMediaRow);
+  }
+
+  async markCleaned(id: string, at: number): Promise<void> {
+    await this.query('UPDATE media SET cleaned_at = $2 WHERE id = $1', [id, at]);
+  }
+
+  async clearText(before: number): Promise<number> {
+    const rows = await this.query<{ n: number }>(`WITH m AS (UPDATE media SET prompt = NULL, text = NULL
+        WHERE created_at < $1 AND (prompt IS NOT NULL OR text IS NOT NULL) RETURNING 1),
+      l AS (UPDATE request_logs SET prompt = NULL WHERE created_at < $1 AND prompt IS NOT NULL RETURNING 1)
+      SELECT (SELECT COUNT(*) FROM m)::int AS n, (SELECT COUNT(*) FROM l)::int AS logs`, [before]);
+    return rows[0]?.n ?? 0;
+  }
+}
+
+export class PostgresLeaseStore implements LeaseStore {
+  constructor(private readonly query: Query) {}
+
+  async tryAcquire(name: string, holder: string, ttlMs: number, now: number): Promise<boolean> {
+    const rows = await this.query(`INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
+      ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+      WHERE leases.expires_at <= $4 OR leases.holder = EXCLUDED.holder RETURNING 1`, [name, holder, now + ttlMs, now]);
+    return rows.length > 0;
+  }
+
+  async release(name: string, holder: string): Promise<void> {
+    await this.query('DELETE FROM leases WHERE name = $1 AND holder = $2', [name, holder]);
+  }
+}

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../ids.js';
+import { drivers, type DriverEnv } from './drivers.testkit.js';
+import { openStore } from './index.js';
+import { logIdOf, type MediaRecord } from './media.js';
+import type { Store } from './types.js';
+
+const DAY = 86_400_000;
+
+function record(orgId: string, createdAt: number, over: Partial<MediaRecord> = {}): MediaRecord {
+  const requestId = newId('req');
+  return {
+    id: logIdOf(requestId), requestId, orgId, modality: 'music', model: 'tune-3-clip-preview', usedModel: 'lyria-3-clip-preview',
+    usedProvider: 'google', prompt: 'lofi beats', text: '[0.0:] <intro>', storage: 's3', objectKey: `music/${orgId}/${requestId}.mp3`,
+    bytes: 1234, mimeType: 'audio/mpeg', costMicros: 50_000, error: false, errorCode: null, createdAt, expiresAt: createdAt + 30 * DAY,
+    cleanedAt: null, meta: { response_format: 'mp3' }, ...over,
+  };
+}
+
+describe.each(drivers)('$name media and leases', ({ setup }) => {
+  let env: DriverEnv;
+  let store: Store;
+  let other: Store;
+
+  beforeAll(async () => {
+    env = setup();
+    store = openStore(env.url('media'));
+    other = openStore(env.url('media'));
+    await store.ping();
+  });
+  afterAll(async () => {
+    await store.close();
+    await other.close();
+    await env.teardown();
+  });
+
+  it('writes a record and reads it back by log id and by request id', async () => {
+    const r = record('org_a', 1000);
+    await store.media.put(r);
+    expect(await other.media.get(r.id)).toEqual(r);
+    expect(await other.media.get(r.requestId)).toEqual(r);
+    expect(await store.media.get('req_nope')).toBeUndefined();
+  });
+
+  it("lists an org's records of a modality newest first, limited, and never another org's", async () => {
+    const org = newId('org');
+    for (let i = 0; i < 5; i++) await store.media.put(record(org, 10_000 + i));
+    await store.media.put(record(newId('org'), 20_000));
+    await store.media.put(record(org, 30_000, { modality: 'speech' }));
+    const list = await store.media.list(org, 'music', 3);
+    expect(list.map((r) => r.createdAt)).toEqual([10_004, 10_003, 10_002]);
+    expect(list.every((r) => r.orgId === org)).toBe(true);
+  });
+
+  it('finds hosted records past expiry until they are marked cleaned', async () => {
+    const org = newId('org');
+    const old = record(org, 0, { expiresAt: 5 * DAY });
+    const fresh = record(org, 0, { expiresAt: 50 * DAY });
+    const inline = record(org, 0, { storage: 'inline', objectKey: null, expiresAt: null });
+    for (const r of [old, fresh, inline]) await store.media.put(r);
+    const due = (await store.media.listExpired(10 * DAY, 100)).filter((r) => r.orgId === org);
+    expect(due.map((r) => r.id)).toEqual([old.id]);
+    await store.media.markCleaned(old.id, 10 * DAY);
+    expect((await store.media.get(old.id))?.cleanedAt).toBe(10 * DAY);
+    expect((await store.media.listExpired(10 * DAY, 100)).filter((r) => r.orgId === org)).toEqual([]);
+  });
+
+  it('blanks prompt and text older than the log-text retention, keeping the rest', async () => {
+    const org = newId('org');
+    const old = record(org, 100);
+    const recent = record(org, 10_000_000);
+    await store.media.put(old);
+    await store.media.put(recent);
+    expect(await store.media.clearText(200)).toBeGreaterThanOrEqual(1);
+    expect(await store.media.get(old.id)).toMatchObject({ prompt: null, text: null, costMicros: 50_000 });
+    expect((await store.media.get(recent.id))?.prompt).toBe('lofi beats');
+  });
+
+  it('gives a lease to one holder at a time until it expires or is released', async () => {
+    const name = newId('lease');
+    expect(await store.leases.tryAcquire(name, 'a', 1000, 0)).toBe(true);
+    expect(await other.leases.tryAcquire(name, 'b', 1000, 500)).toBe(false);
+    expect(await store.leases.tryAcquire(name, 'a', 1000, 600)).toBe(true); // renewal by its holder
+    expect(await other.leases.tryAcquire(name, 'b', 1000, 1599)).toBe(false);
+    expect(await other.leases.tryAcquire(name, 'b', 1000, 1600)).toBe(true); // expired
+    await other.leases.release(name, 'b');
+    expect(await store.leases.tryAcquire(name, 'a', 1000, 1700)).toBe(true);
+  });
+
+  it('grants a contested lease to exactly one of many concurrent callers', async () => {
+    const name = newId('lease');
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? store : other).leases.tryAcquire(name, `h${i}`, 60_000, 0)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+});
