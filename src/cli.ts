@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from './admin.js';
 import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
-import { compileSchemas } from './config/schemas.js';
+import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { ConfigError } from './config/yaml-file.js';
 import { createGateway, modalityRules, selectPlugins } from './gateway.js';
 import { formatUsd } from './money.js';
@@ -26,6 +26,7 @@ function loadConfig(file: string): GatewayConfig {
 /** Loads the config and every provider file: what `validate` checks and `serve` needs. */
 function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
   const config = loadConfig(file);
+  for (const p of selectPlugins(config)) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
   const catalog = loadCatalog({
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(selectPlugins(config)),
   });
@@ -57,6 +58,7 @@ async function serve(opts: { config: string; port?: number }): Promise<void> {
     }
   }
   const url = await gateway.listen(opts.port);
+  gateway.startTasks();
   console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
   let stopping = false;
   const stop = (signal: string): void => {
@@ -102,6 +104,19 @@ export function buildProgram(): Command {
     .action(async (opts: { port: number; host: string; latencyMs: number }) => {
       const sim = await startSimulator({ port: opts.port, host: opts.host, latencyMs: opts.latencyMs });
       console.log(`provider simulator listening on ${sim.url}`);
+    });
+
+  program.command('sweep').description('Run the maintenance tasks once now (the music retention sweep); the server also runs them periodically.')
+    .addOption(configOption())
+    .action(async (opts: { config: string }) => {
+      const gateway = await createGateway({ config: loadConfig(opts.config) });
+      try {
+        const results = await gateway.runTasks();
+        if (results.length === 0) console.log('no maintenance task is registered by the loaded plugins');
+        for (const r of results) console.log(`${r.task}: ${r.result}`);
+      } finally {
+        await gateway.close();
+      }
     });
 
   const orgs = program.command('orgs').description('Manage organizations (prepaid credit balance, retention mode).');

@@ -3,14 +3,16 @@ import { Redis } from 'ioredis';
 import { builtinPlugins } from '../plugins/index.js';
 import { Authenticator } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
-import { compileSchemas } from './config/schemas.js';
+import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
 import type { GatewayPlugin, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
 import { RequestLogWriter } from './request-log.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
+import { S3ObjectStore } from './storage/s3.js';
 import { openStore } from './store/index.js';
+import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
 
@@ -28,6 +30,10 @@ export interface Gateway {
   readonly store: Store;
   readonly catalog: ProviderCatalog;
   readonly log: RequestLogWriter;
+  /** Runs every plugin's maintenance task once (what `gateway sweep` does). */
+  runTasks(): Promise<Array<{ task: string; result: string }>>;
+  /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
+  startTasks(): void;
   /** Starts listening; returns the base URL (`http://host:port`). */
   listen(port?: number): Promise<string>;
   /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
@@ -64,7 +70,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const catalog = loadCatalog({
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
+  const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
   const store = openStore(config.database.url, now);
+  const objectStore = config.storage.s3 ? new S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
     ? new Redis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 2000 })
     : undefined;
@@ -77,13 +85,19 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     onError: (err, rows) => app.log.error({ err, rows }, 'request log write failed; will retry'),
   });
   const upstream = new UpstreamClient();
+  const tasks = new TaskRunner((task, result) => {
+    if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
+    else app.log.info({ task, result }, 'maintenance task ran');
+  });
   const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, auth: new Authenticator(store, 1000, now), log };
   const app = createServer(deps);
   registerHealthRoute(app, { store, redis });
   try {
     for (const plugin of plugins) {
       const api: PluginApi = {
-        config, catalog, store,
+        config, catalog, store, objectStore, now,
+        settings: settings.get(plugin.name),
+        task: (def) => tasks.add(def),
         hook: (stage, fn) => hooks.add(plugin.name, stage, fn),
         modelRoute: (def) => addModelRoute(app, deps, def),
         route: (def) => addPlainRoute(app, def),
@@ -98,6 +112,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     for (const fn of closers) await fn();
     await Promise.all([app.close(), upstream.close(), store.close()]);
     redis?.disconnect();
+    objectStore?.close();
     throw err;
   }
   let closed: Promise<void> | undefined;
@@ -108,6 +123,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   return {
     app, store, catalog, log,
+    runTasks: () => tasks.runAll(),
+    startTasks: () => tasks.start(),
     async listen(port) {
       await app.listen({ host: config.server.host, port: port ?? config.server.port });
       const addr = app.server.address();
@@ -128,10 +145,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         } finally {
           clearInterval(drain);
         }
+        await tasks.stop();
         for (const fn of closers) await fn();
         await log.close();
         await upstream.close();
         redis?.disconnect();
+        objectStore?.close();
         await store.close();
       })();
       return closed;

@@ -6,6 +6,7 @@ import type { Exchange } from './exchange.js';
 import type { StageHook } from './hooks.js';
 import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
+import type { ObjectStore } from './storage/object-store.js';
 import type { Store } from './store/types.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
 
@@ -86,6 +87,17 @@ export interface PluginApi {
   readonly config: GatewayConfig;
   readonly catalog: ProviderCatalog;
   readonly store: Store;
+  /** The plugin's validated `settings.<name>` block, schema defaults applied. */
+  readonly settings: unknown;
+  /** Object storage when `storage.s3` is configured. */
+  readonly objectStore: ObjectStore | undefined;
+  /** The gateway's clock (ms since epoch); injectable in tests. */
+  now(): number;
+  /**
+   * A periodic maintenance task (e.g. a retention sweep). The server runs it every
+   * `intervalMs`; `gateway sweep` runs every task once, on demand.
+   */
+  task(def: TaskDef): void;
   /** Registers a hook on a named stage; an unknown stage name fails the boot. */
   hook(stage: string, fn: StageHook): void;
   /** A route that calls a model upstream through the core's full pipeline. */
@@ -102,9 +114,18 @@ export interface PluginApi {
   bodyParser(contentType: string | RegExp, parser: BodyParser): void;
 }
 
+export interface TaskDef {
+  name: string;
+  intervalMs: number;
+  /** Returns a one-line summary of what it did, for logs and the CLI. */
+  run(): Promise<string>;
+}
+
 export interface GatewayPlugin {
   readonly name: string;
   /** The modalities this plugin serves, with what a provider file needs to serve them. */
   readonly modalities: Readonly<Record<string, ModalityRules>>;
+  /** JSON Schema of the plugin's `settings.<name>` block in gateway.yaml (defaults applied); none means no settings. */
+  readonly settingsSchema?: object;
   register(api: PluginApi): void | Promise<void>;
 }

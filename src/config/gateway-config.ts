@@ -33,6 +33,8 @@ export interface GatewayConfig {
   log: { flushIntervalMs: number; batchSize: number; level: string };
   simulator: { port: number } | undefined;
   bootstrap: { org: string; credits: Micros } | undefined;
+  /** Per-plugin settings blocks, validated by each plugin's own schema at boot. */
+  settings: Record<string, unknown>;
 }
 
 interface RawGatewayConfig {
@@ -46,6 +48,7 @@ interface RawGatewayConfig {
   log?: { flush_interval_ms?: number; batch_size?: number; level?: string };
   simulator?: { enabled?: boolean; port?: number };
   bootstrap?: { org: string; credits_usd: string };
+  settings?: Record<string, unknown>;
 }
 
 /** Reads and validates gateway.yaml; relative paths resolve against the file's folder. */
@@ -87,5 +90,6 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     log: { flushIntervalMs: raw.log?.flush_interval_ms ?? 200, batchSize: raw.log?.batch_size ?? 500, level: raw.log?.level ?? 'info' },
     simulator: raw.simulator && raw.simulator.enabled !== false ? { port: raw.simulator.port ?? 8790 } : undefined,
     bootstrap: raw.bootstrap && { org: raw.bootstrap.org, credits: parseUsdToMicros(raw.bootstrap.credits_usd) },
+    settings: raw.settings ?? {},
   };
 }

@@ -18,14 +18,14 @@ export function compileSchemas(): ConfigSchemas {
 }
 
 /** Validates a parsed file; throws ConfigError naming file, line, path and what was expected. */
-export function assertValid(validate: ValidateFunction, file: YamlFile): void {
+export function assertValid(validate: ValidateFunction, file: YamlFile, pathPrefix = ''): void {
   if (validate(file.data)) return;
-  const problems: ConfigProblem[] = (validate.errors ?? []).map((e) => toProblem(e, file));
+  const problems: ConfigProblem[] = (validate.errors ?? []).map((e) => toProblem(e, file, pathPrefix));
   throw new ConfigError(problems);
 }
 
-function toProblem(e: ErrorObject, file: YamlFile): ConfigProblem {
-  let path = e.instancePath;
+function toProblem(e: ErrorObject, file: YamlFile, pathPrefix: string): ConfigProblem {
+  let path = pathPrefix + e.instancePath;
   let message = e.message ?? 'is invalid';
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') {
@@ -39,4 +39,20 @@ function toProblem(e: ErrorObject, file: YamlFile): ConfigProblem {
     message = `must have the field "${String(params.missingProperty)}"`;
   }
   return { file: file.file, line: file.lineOf(path), path, message };
+}
+
+/**
+ * Validates a plugin's settings block (`settings.<plugin>` in gateway.yaml) against
+ * the plugin's own schema, reporting problems at their line like any other setting.
+ * Returns the block with the schema's defaults applied.
+ */
+export function validatePluginSettings(
+  plugin: string, schema: object, settings: unknown, source: { file: string; lineOf(pointer: string): number | undefined },
+): unknown {
+  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, allowUnionTypes: true });
+  const data = structuredClone(settings ?? {});
+  const validate = ajv.compile(schema);
+  const prefix = `/settings/${plugin}`;
+  assertValid(validate, { file: source.file, data, lineOf: source.lineOf }, prefix);
+  return data;
 }

@@ -13,6 +13,8 @@ export interface ModalityRules {
   requiredPricing: readonly PriceKey[];
   /** Dialect names this modality can speak, when its endpoints use one. */
   dialects: readonly string[];
+  /** A rule every endpoint of this modality must follow; returns the problem, if any (e.g. music: exactly one call). */
+  checkEndpoint?(endpoint: EndpointDef): string | undefined;
 }
 
 /**
@@ -146,6 +148,8 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
       problem(`/endpoints/${modality}`, `no loaded plugin serves the modality "${modality}" (known: ${[...opts.modalities.keys()].join(', ')})`);
       continue;
     }
+    const fault = rules.checkEndpoint?.(endpoint);
+    if (fault) problem(`/endpoints/${modality}`, fault);
     if (e.dialect !== undefined && !rules.dialects.includes(e.dialect)) {
       problem(`/endpoints/${modality}/dialect`, `unknown dialect "${e.dialect}" for ${modality} (known: ${rules.dialects.join(', ') || 'none'})`);
     }
