@@ -95,7 +95,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   try {
     for (const plugin of plugins) {
       const api: PluginApi = {
-        config, catalog, store, objectStore, now,
+        config, catalog, store, objectStore, now, log: app.log,
         settings: settings.get(plugin.name),
         task: (def) => tasks.add(def),
         hook: (stage, fn) => hooks.add(plugin.name, stage, fn),

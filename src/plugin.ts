@@ -91,6 +91,8 @@ export interface PluginApi {
   readonly settings: unknown;
   /** Object storage when `storage.s3` is configured. */
   readonly objectStore: ObjectStore | undefined;
+  /** The server log (structured data first, then the message). */
+  readonly log: PluginLogger;
   /** The gateway's clock (ms since epoch); injectable in tests. */
   now(): number;
   /**
@@ -112,6 +114,12 @@ export interface PluginApi {
    * throw a GatewayError for a bad body.
    */
   bodyParser(contentType: string | RegExp, parser: BodyParser): void;
+}
+
+export interface PluginLogger {
+  info(data: object, msg: string): void;
+  warn(data: object, msg: string): void;
+  error(data: object, msg: string): void;
 }
 
 export interface TaskDef {

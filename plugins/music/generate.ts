@@ -1,0 +1,145 @@
+import { GatewayError, invalidField } from '../../src/errors.js';
+import { elapsedMs, type Exchange } from '../../src/exchange.js';
+import { microsToUsd, picosToMicros } from '../../src/money.js';
+import type { Metered, ModalityHandler, RespondContext } from '../../src/plugin.js';
+import { costPicos } from '../../src/pricing.js';
+import type { ModelRoute } from '../../src/providers/types.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import { logIdOf, type MediaRecord, type MediaStorage } from '../../src/store/media.js';
+import type { Store } from '../../src/store/types.js';
+import { fillPath } from '../../src/upstream.js';
+import type { ImageFetcher, InlineImage } from './images.js';
+import type { MusicSettings } from './settings.js';
+import { parseMusicRequest, type MusicRequest } from './validate.js';
+
+const DAY_MS = 86_400_000;
+const MP3 = 'audio/mpeg';
+
+export interface MusicDeps {
+  settings: MusicSettings;
+  store: Store;
+  objectStore: ObjectStore | undefined;
+  images: ImageFetcher;
+  now(): number;
+  warn(msg: string, data: Record<string, unknown>): void;
+}
+
+/** What the provider YAML's response transform extracts from a music upstream's reply. */
+interface Extracted {
+  audio?: unknown;
+  text?: unknown;
+  blocked?: unknown;
+}
+
+/** The music path through the core pipeline: validate → reserve the flat price → one upstream call → store → reply. */
+export function musicHandler(deps: MusicDeps): ModalityHandler<MusicRequest> {
+  const resolved = new WeakMap<MusicRequest, Promise<InlineImage[]>>();
+  return {
+    modality: 'music',
+    parse: (body) => parseMusicRequest(body, deps.settings.image_fetch.max_bytes),
+    checkRoute(req, route) {
+      const limit = Number(route.model.perRequestLimits.reference_images ?? '0');
+      if (req.images.length > limit) {
+        throw invalidField('reference_images', limit === 0
+          ? `${req.model} takes a text prompt only; reference images need a model that accepts them (e.g. tune-3-pro-preview)`
+          : `${req.model} accepts at most ${limit} reference images`);
+      }
+    },
+    maxCostPicos: (_req, route) => flatPrice(route),
+    timeoutMs: () => deps.settings.timeout_ms,
+    async buildUpstream(req, route) {
+      // Downloads happen once, here: after the cheap checks and the credit reservation, before the only upstream call.
+      let images = resolved.get(req);
+      if (!images) {
+        images = Promise.all(req.images.map((img) => (img.kind === 'inline' ? img : deps.images.fetch(img.url, img.param))));
+        resolved.set(req, images);
+      }
+      const transform = route.endpoint.transforms.request;
+      if (!transform) throw new Error(`music endpoint of ${route.provider.id} has no request transform`); // refused at load
+      const built = await transform({
+        model: route.model.upstreamId, prompt: req.prompt, instrumental: req.instrumental, lyrics: req.lyrics ?? null,
+        images: (await images).map((i) => ({ mime_type: i.mimeType, data: i.data.toString('base64') })),
+      });
+      return {
+        path: fillPath(route.endpoint.path, { model: route.model.upstreamId, ...built.pathVars }),
+        query: built.query, headers: built.headers, body: built.body, contentType: 'application/json',
+      };
+    },
+    respond: (ctx) => respondMusic(deps, ctx),
+  };
+}
+
+function flatPrice(route: ModelRoute): bigint {
+  return costPicos(route.model, { audio_music_per_generation: 1 });
+}
+
+async function respondMusic(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Promise<Metered> {
+  const { ex, parsed, route, upstream, reply } = ctx;
+  const extracted = await extract(route, await upstream.body.text());
+  if (typeof extracted.blocked === 'string' && extracted.blocked !== '') {
+    throw new GatewayError('content_blocked', [`${extracted.blocked}; not charged`]);
+  }
+  const audioB64 = typeof extracted.audio === 'string' ? extracted.audio : '';
+  const bytes = Buffer.from(audioB64, 'base64');
+  if (bytes.length === 0) throw new GatewayError('upstream_error', ['the provider answered without audio; not charged']);
+  const costMicros = picosToMicros(flatPrice(route));
+  const created = deps.now();
+  const storage = await store(deps, ex, bytes);
+  const record: MediaRecord = {
+    id: logIdOf(ex.id), requestId: ex.id, orgId: ex.org?.id ?? '', modality: 'music', model: parsed.model,
+    usedModel: route.model.upstreamId, usedProvider: route.provider.id, prompt: parsed.prompt,
+    text: typeof extracted.text === 'string' ? extracted.text : '', storage: storage.kind, objectKey: storage.key ?? null,
+    bytes: bytes.length, mimeType: MP3, costMicros, error: false, errorCode: null, createdAt: created,
+    expiresAt: storage.kind === 's3' ? created + deps.settings.retention_days * DAY_MS : null, cleanedAt: null,
+    meta: { response_format: parsed.responseFormat, instrumental: parsed.instrumental, reference_images: parsed.images.length },
+  };
+  // Written before the reply, so /content and the history know the track as soon as the POST returns.
+  await deps.store.media.put(record);
+  ex.extra = { ...ex.extra, storage: storage.kind, bytes: bytes.length };
+  ex.ttfbMs = elapsedMs(ex);
+  void reply.code(200).type('application/json').send(responseJson(record, bytes, deps.settings.retention_days));
+  return { costPicos: BigInt(costMicros) * 1_000_000n };
+}
+
+async function extract(route: ModelRoute, text: string): Promise<Extracted> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new GatewayError('upstream_error', ['the provider sent a malformed response; not charged']);
+  }
+  const transform = route.endpoint.transforms.response;
+  if (!transform) throw new Error(`music endpoint of ${route.provider.id} has no response transform`); // refused at load
+  return (await transform(json)) as Extracted;
+}
+
+/**
+ * Spec §3: S3 when configured and the org keeps media, `none` when the org keeps
+ * nothing (bytes never uploaded), `inline` otherwise — and `inline` when the upload
+ * fails, since the client still gets its track and the generation is still charged.
+ */
+async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ kind: MediaStorage; key?: string }> {
+  if (ex.org?.retention === 'none') return { kind: 'none' };
+  if (!deps.objectStore) return { kind: 'inline' };
+  const key = `music/${ex.org?.id ?? 'unknown'}/${ex.id}.mp3`;
+  try {
+    await deps.objectStore.put(key, bytes, MP3);
+    return { kind: 's3', key };
+  } catch (err) {
+    deps.warn('music upload to object storage failed; returning the track inline', { requestId: ex.id, err: (err as Error).message });
+    ex.extra = { ...ex.extra, storage_error: (err as Error).message };
+    return { kind: 'inline' };
+  }
+}
+
+/** The §2.1 object. The base64 (megabytes) is spliced in as-is rather than copied through JSON.stringify. */
+function responseJson(r: MediaRecord, bytes: Buffer, retentionDays: number): string {
+  const audio: Record<string, unknown> = { base64: '\u0000', mime_type: r.mimeType, storage: r.storage };
+  if (r.storage === 's3') Object.assign(audio, { url: `/v1/music/${r.requestId}/content`, expires_in_days: retentionDays });
+  const body = JSON.stringify({
+    id: r.requestId, object: 'music.generation', model: r.model, used_model: r.usedModel, used_provider: r.usedProvider,
+    audio, text: r.text ?? '', usage: { cost_usd: microsToUsd(r.costMicros) }, created: Math.floor(r.createdAt / 1000),
+  });
+  const [head, tail] = body.split('"\\u0000"') as [string, string];
+  return `${head}"${bytes.toString('base64')}"${tail}`;
+}

@@ -1,0 +1,56 @@
+import { logIdOf } from '../../src/store/media.js';
+import type { GatewayPlugin } from '../../src/plugin.js';
+import { serveContent } from './content.js';
+import { musicHandler } from './generate.js';
+import { listHistory } from './history.js';
+import { ImageFetcher } from './images.js';
+import { musicSettingsSchema, type MusicSettings } from './settings.js';
+import { retentionSweep } from './sweep.js';
+
+/** 10 reference images of 8 MB, base64 in JSON, plus the prompt. */
+const BODY_LIMIT = 120 * 1024 * 1024;
+
+/**
+ * Music generation (spec §2.1, §3, §4.1–4.3): `POST /v1/music`, the history, the
+ * hosted content, and the retention sweep. The upstream mapping (Lyria over Gemini
+ * generateContent) is declared in the provider YAML, not here.
+ */
+export const musicPlugin: GatewayPlugin = {
+  name: 'music',
+  settingsSchema: musicSettingsSchema,
+  modalities: {
+    music: {
+      requiredPricing: ['audio_music_per_generation'],
+      dialects: [],
+      checkEndpoint(endpoint) {
+        if (endpoint.retry.attempts !== 1 || endpoint.fallback) return 'music endpoints make exactly one upstream call: set retry.attempts to 1 and fallback to false';
+        if (!endpoint.transforms.request || !endpoint.transforms.response) return 'music endpoints need request and response transforms (response.audio, response.text, response.blocked)';
+        return undefined;
+      },
+    },
+  },
+  register(api) {
+    const settings = api.settings as MusicSettings;
+    const images = new ImageFetcher(settings.image_fetch);
+    api.onClose(() => images.close());
+    const deps = { settings, store: api.store, objectStore: api.objectStore, images, now: () => api.now() };
+    api.modelRoute({
+      method: 'POST', url: '/v1/music', bodyLimit: BODY_LIMIT,
+      handler: musicHandler({ ...deps, warn: (msg, data) => api.log.warn(data, msg) }),
+    });
+    api.route({ method: 'GET', url: '/v1/music', modality: 'music', auth: true, handler: (ex, req, reply) => listHistory(api.store, ex, req, reply) });
+    api.route({ method: 'GET', url: '/v1/music/:id/content', modality: 'music', auth: true, handler: (ex, req, reply) => serveContent(deps, ex, req, reply) });
+    api.task({ name: 'music-retention-sweep', intervalMs: settings.sweep_interval_ms, run: retentionSweep(deps) });
+    // Failed generations that reached the provider belong in the history too (error: true, no audio).
+    api.hook('post-billing', async (ex) => {
+      if (ex.modality !== 'music' || !ex.errorCode || !ex.org || !ex.requestedModel || ex.attempts.length === 0) return;
+      if (await api.store.media.get(ex.id)) return;
+      await api.store.media.put({
+        id: logIdOf(ex.id), requestId: ex.id, orgId: ex.org.id, modality: 'music', model: ex.requestedModel,
+        usedModel: ex.route?.model.upstreamId ?? null, usedProvider: ex.route?.provider.id ?? null, prompt: ex.prompt ?? null,
+        text: null, storage: 'none', objectKey: null, bytes: 0, mimeType: 'audio/mpeg', costMicros: 0, error: true,
+        errorCode: ex.errorCode, createdAt: ex.startedAt, expiresAt: null, cleanedAt: null, meta: { response_format: 'mp3' },
+      });
+    });
+  },
+};
