@@ -38,7 +38,7 @@ export async function runModelRequest<P extends ModelRequest>(
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
-    const routes = resolveRoutes(svc, parsed.model, handler.modality, svc.now());
+    const routes = resolveRoutes(svc, parsed.model, handler, svc.now());
     for (const r of routes) handler.checkRoute?.(parsed, r);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.store, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
@@ -69,9 +69,9 @@ export async function settle(svc: Pick<PipelineServices, 'store'>, ex: Exchange,
   }
 }
 
-function resolveRoutes(svc: PipelineServices, model: string, modality: string, now: number): ModelRoute[] {
-  const all = svc.catalog.routesFor(model).filter((r) => r.model.modality === modality);
-  if (all.length === 0) throw new GatewayError('model_not_found', [model], { param: 'model' });
+function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number): ModelRoute[] {
+  const all = svc.catalog.routesFor(model).filter((r) => r.model.modality === handler.modality);
+  if (all.length === 0) throw handler.unknownModel?.(model) ?? new GatewayError('model_not_found', [model], { param: 'model' });
   const active = all.filter((r) => !r.model.deactivatedAt || Date.parse(r.model.deactivatedAt) > now);
   if (active.length === 0) {
     throw new GatewayError('model_deactivated', [model, all[0]?.model.deactivatedAt ?? ''], { param: 'model' });

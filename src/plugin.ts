@@ -50,6 +50,8 @@ export interface ModalityHandler<P extends ModelRequest> {
   buildUpstream(parsed: P, route: ModelRoute): UpstreamRequest | Promise<UpstreamRequest>;
   /** Writes the reply from a successful (2xx) upstream response and returns what it cost. */
   respond(ctx: RespondContext<P>): Promise<Metered>;
+  /** The error for a model this endpoint does not serve, when the modality's contract differs from 404 model_not_found. */
+  unknownModel?(model: string): GatewayError;
   /** Upstream timeout override for this request (ms), e.g. a test-configurable music wait. */
   timeoutMs?(route: ModelRoute): number | undefined;
 }

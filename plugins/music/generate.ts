@@ -37,6 +37,8 @@ export function musicHandler(deps: MusicDeps): ModalityHandler<MusicRequest> {
   return {
     modality: 'music',
     parse: (body) => parseMusicRequest(body, deps.settings.image_fetch.max_bytes),
+    // Spec §7: a missing or invalid music model is a 400, whatever the model id names.
+    unknownModel: (model) => new GatewayError('model_not_found', [model], { param: 'model', status: 400 }),
     checkRoute(req, route) {
       const limit = Number(route.model.perRequestLimits.reference_images ?? '0');
       if (req.images.length > limit) {

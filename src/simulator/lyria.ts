@@ -58,7 +58,9 @@ export async function handleLyria(req: SimRequest, res: ServerResponse, env: Sim
       ? framesForBytes(d.sizeMb * 1_000_000)
       : framesForSeconds(isClip(call.model) ? CLIP_SECONDS : PRO_SECONDS);
   const instrumental = /\binstrumental\b/i.test(info.text);
-  const text = lyricsText(secondsForFrames(frames), info.images, instrumental);
+  // Like Lyria, sing the lyrics given in a `Lyrics:` block instead of inventing them.
+  const given = /\n\nLyrics:\n([\s\S]*)$/.exec(info.text)?.[1];
+  const text = lyricsText(secondsForFrames(frames), info.images, instrumental) + (given && !instrumental ? `\n(sung lyrics)\n${given}` : '');
   const parts: JsonObject[] = [{ text }];
   // text_only mimics the real "200 without audio" answer the gateway must reject.
   if (!d.textOnly) parts.push({ inlineData: { mimeType: 'audio/mpeg', data: env.mp3.base64(frames) } });
