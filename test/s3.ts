@@ -17,9 +17,9 @@ export interface TestS3 {
   close(): Promise<void>;
 }
 
-export async function startS3(bucket = 'tollgate-music'): Promise<TestS3> {
+export async function startS3(bucket = 'tollgate-music', port = 0): Promise<TestS3> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-s3-'));
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: bucket, configs: [] }] });
+  const server = new S3rver({ port, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: bucket, configs: [] }] });
   const addr = (await server.run()) as { port: number };
   const endpoint = `http://127.0.0.1:${addr.port}`;
   const client = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
