@@ -227,4 +227,10 @@ describe('admin commands', () => {
     expect(noOrg.stderr).toBe('gateway: no organization named "nobody"\n');
     expect(query(db, 'SELECT COUNT(*) AS n FROM provider_keys')).toEqual([{ n: 1 }]);
   });
+
+  it('sweep runs the maintenance tasks once and reports what they did', async () => {
+    const r = await cli(['sweep', '--config', config]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('music-retention-sweep: deleted 0 expired track(s)\n');
+  });
 });
