@@ -6,6 +6,7 @@ import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
+import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
 import { RequestLogWriter } from './request-log.js';
@@ -89,7 +90,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
-  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, auth: new Authenticator(store, 1000, now), log };
+  const deps: ServerDeps = {
+    config, catalog, store, hooks, upstream, now, log,
+    auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
+  };
   const app = createServer(deps);
   registerHealthRoute(app, { store, redis });
   try {

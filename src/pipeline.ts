@@ -6,12 +6,14 @@ import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
 import type { ModalityHandler, ModelRequest } from './plugin.js';
 import type { ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
+import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
 import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 export interface PipelineServices {
   catalog: ProviderCatalog;
   store: Store;
+  providerKeys: ProviderKeyCache;
   hooks: HookRegistry;
   upstream: UpstreamClient;
   now: () => number;
@@ -40,7 +42,7 @@ export async function runModelRequest<P extends ModelRequest>(
     ex.prompt = parsed.prompt;
     const routes = resolveRoutes(svc, parsed.model, handler, svc.now());
     for (const r of routes) handler.checkRoute?.(parsed, r);
-    const plan = await reserveCredit(svc, ex, await planRoutes(svc.store, ex, routes), handler, parsed);
+    const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
     const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
     ex.byok = planned.byok;
@@ -79,14 +81,12 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
   return active;
 }
 
-async function planRoutes(store: Store, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {
-  const org = ex.org;
-  const own = org ? new Set(await store.listProviderKeyProviders(org.id)) : new Set<string>();
-  return Promise.all(routes.map(async (route) => {
-    const byok = own.has(route.provider.id);
-    const apiKey = byok && org ? await store.getProviderKey(org.id, route.provider.id) : route.provider.apiKey;
-    return { route, apiKey, byok };
-  }));
+async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {
+  const own = ex.org ? await providerKeys.keysOf(ex.org.id) : new Map<string, string>();
+  return routes.map((route) => {
+    const orgKey = own.get(route.provider.id);
+    return { route, apiKey: orgKey ?? route.provider.apiKey, byok: orgKey !== undefined };
+  });
 }
 
 /**

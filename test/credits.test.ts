@@ -3,8 +3,9 @@ import type { ErrorBody } from '../src/errors.js';
 import { postJson, startTestGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;
+let clock = Date.now();
 beforeAll(async () => {
-  t = await startTestGateway();
+  t = await startTestGateway({ now: () => clock });
 });
 afterAll(async () => t.close());
 
@@ -75,6 +76,7 @@ describe('credit ledger', () => {
     expect(refused.status).toBe(502);
     expect((refused.body as ErrorBody).error.code).toBe('upstream_unauthorized');
     await t.gateway.store.setProviderKey(org.id, 'openai', 'org-own-key');
+    clock += 1001; // org keys are cached for a second, like API keys
     const r = await postJson(chatUrl(), body('hi'), key);
     expect(r.status).toBe(200);
     expect((r.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total).toBeGreaterThan(0);
