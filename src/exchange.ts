@@ -26,6 +26,8 @@ export interface Exchange {
   costEstimated: boolean;
   /** Set when the request has been billed, so that it is never billed twice. */
   settled: boolean;
+  /** Set when the request-log row has been queued, so that it is never written twice. */
+  logged: boolean;
   errorCode: string | undefined;
   ttfbMs: number | undefined;
   prompt: string | undefined;
@@ -38,7 +40,7 @@ export function newExchange(id: string, modality: string, now: number): Exchange
   return {
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
-    costEstimated: false, settled: false, errorCode: undefined, ttfbMs: undefined, prompt: undefined, extra: undefined,
+    costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, prompt: undefined, extra: undefined,
     abort: new AbortController(),
   };
 }

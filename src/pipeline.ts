@@ -67,7 +67,12 @@ export async function settle(svc: Pick<PipelineServices, 'store'>, ex: Exchange,
   ex.settled = true;
   if (ex.reservedMicros > 0) {
     const charged = await svc.store.settle(ex.id, ex.byok ? 0 : cost);
-    if (!ex.byok && charged < cost) ex.extra = { ...ex.extra, uncharged_micros: cost - charged };
+    if (!ex.byok && charged < cost) {
+      // The reservation bound was exceeded: the balance never goes below zero, and the
+      // log row records what was charged so the ledger always equals the logged costs.
+      ex.extra = { ...ex.extra, uncharged_micros: cost - charged };
+      ex.costMicros = charged;
+    }
   }
 }
 

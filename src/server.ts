@@ -64,14 +64,8 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   });
   app.addHook('onResponse', async (request, reply) => {
     const ex = request.exchange;
-    if (!ex || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
-    deps.log.enqueue({
-      requestId: ex.id, orgId: ex.org?.id ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
-      requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
-      usedProvider: ex.route?.provider.id ?? null, status: reply.statusCode, errorCode: ex.errorCode ?? null,
-      costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
-      ttfbMs: ex.ttfbMs ?? null, prompt: ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
-    });
+    if (!ex || ex.logged || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
+    logExchange(deps, ex, reply.statusCode);
     await deps.hooks.run('post-billing', ex);
   });
   app.setErrorHandler((err: FastifyError | GatewayError, request, reply) => sendError(toGatewayError(err, request), request, reply));
@@ -88,6 +82,18 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   return app;
 }
 
+/** Queues the request-log row of an exchange, once. */
+function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
+  ex.logged = true;
+  deps.log.enqueue({
+    requestId: ex.id, orgId: ex.org?.id ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
+    requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
+    usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
+    costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
+    ttfbMs: ex.ttfbMs ?? null, prompt: ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
+  });
+}
+
 export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps: ServerDeps, def: ModelRouteDef<P>): void {
   app.route({
     method: def.method,
@@ -95,10 +101,27 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     bodyLimit: def.bodyLimit,
     config: { modality: def.handler.modality, auth: true, acceptXApiKey: def.acceptXApiKey, formatError: def.formatError },
     handler: async (request, reply) => {
-      await runModelRequest(deps, def.handler, request, reply);
+      try {
+        await runModelRequest(deps, def.handler, request, reply);
+      } catch (err) {
+        if (clientGone(reply)) request.exchange.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
+        throw err;
+      } finally {
+        // fastify's onResponse runs only when a response finishes: a client that hung up
+        // (mid-stream, or before the upstream answered) is logged here, after the bill settled.
+        const ex = request.exchange;
+        if (clientGone(reply) && !ex.logged) {
+          logExchange(deps, ex, reply.sent ? reply.statusCode : 499);
+          await deps.hooks.run('post-billing', ex);
+        }
+      }
       return reply;
     },
   });
+}
+
+function clientGone(reply: FastifyReply): boolean {
+  return reply.raw.destroyed && !reply.raw.writableFinished;
 }
 
 export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {

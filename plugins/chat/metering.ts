@@ -1,7 +1,8 @@
 import { microsToUsd, picosToMicros } from '../../src/money.js';
 import { costPicos } from '../../src/pricing.js';
-import type { ModelDef } from '../../src/providers/types.js';
+import type { ModelDef, PriceKey } from '../../src/providers/types.js';
 import type { TokenUsage } from './dialects/types.js';
+import type { ChatRequest } from './request.js';
 
 export interface ChatCost {
   inputMicros: number;
@@ -9,43 +10,78 @@ export interface ChatCost {
   totalMicros: number;
 }
 
+/** Output bound for a model that declares neither max_output_tokens nor a context length. */
+const DEFAULT_MAX_OUTPUT = 4096;
+
+/** The price key for tokens of one kind, falling back to the plain prompt price when the model has none. */
+function inputKey(model: ModelDef, key: PriceKey): PriceKey {
+  return model.pricePicos[key] !== undefined ? key : 'prompt';
+}
+
 /**
- * Chat cost from token usage and the model's YAML prices. Cached prompt tokens are
- * priced at `input_cache_read` (or `prompt` when the model has no cache price).
- * Input and output are each rounded to micro-USD and the total is their sum, so the
- * three figures the client sees always add up and equal what the ledger charged.
+ * Chat cost from token usage and the model's YAML prices. Prompt tokens read from the
+ * provider's cache are priced at `input_cache_read`, tokens written to it at
+ * `input_cache_write` (each at `prompt` when the model has no such price), the rest
+ * at `prompt`. Input and output are each rounded to micro-USD and the total is their
+ * sum, so the three figures the client sees always add up and equal the charge.
  */
 export function chatCost(model: ModelDef, u: TokenUsage): ChatCost {
   const cached = Math.min(u.cachedTokens ?? 0, u.promptTokens);
-  const cacheKey = model.pricePicos.input_cache_read !== undefined ? 'input_cache_read' : 'prompt';
-  const inputPicos = costPicos(model, { prompt: u.promptTokens - cached }) + costPicos(model, { [cacheKey]: cached })
-    + costPicos(model, { input_cache_write: u.cacheWriteTokens ?? 0 });
+  const written = Math.min(u.cacheWriteTokens ?? 0, u.promptTokens - cached);
+  const inputPicos = costPicos(model, { prompt: u.promptTokens - cached - written })
+    + costPicos(model, { [inputKey(model, 'input_cache_read')]: cached })
+    + costPicos(model, { [inputKey(model, 'input_cache_write')]: written });
   const inputMicros = picosToMicros(inputPicos);
   const outputMicros = picosToMicros(costPicos(model, { completion: u.completionTokens }));
   return { inputMicros, outputMicros, totalMicros: inputMicros + outputMicros };
 }
 
-/** The `usage` object of spec §2.5. */
-export function usageObject(u: TokenUsage, c: ChatCost): Record<string, number> {
+export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros: 0, totalMicros: 0 });
+
+/**
+ * The most a request can cost on a model: every prompt token at the dearest input
+ * price, and the completion bound: max_tokens, else the model's max_output_tokens,
+ * else its context length. A model that `requires_max_tokens` is refused by its
+ * provider without it, so then only the prompt is held.
+ */
+export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
+  const completion = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
+  const write = model.pricePicos.input_cache_write ?? 0n;
+  const promptKey: PriceKey = write > (model.pricePicos.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
+  return costPicos(model, { [promptKey]: req.promptBound, completion });
+}
+
+/** The cost fields every chat usage object carries (spec §2.5). */
+export function costFields(c: ChatCost): Record<string, number> {
   return {
-    prompt_tokens: u.promptTokens,
-    completion_tokens: u.completionTokens,
-    total_tokens: u.promptTokens + u.completionTokens,
     cost_usd_total: microsToUsd(c.totalMicros),
     cost_usd_input: microsToUsd(c.inputMicros),
     cost_usd_output: microsToUsd(c.outputMicros),
   };
 }
 
+/** The OpenAI-format `usage` object of spec §2.5. */
+export function usageObject(u: TokenUsage, c: ChatCost): Record<string, unknown> {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    ...costFields(c),
+  };
+}
+
+/** The billed token counts, kept in the request log row (`extra.usage`) so every charge can be audited. */
+export function usageRecord(u: TokenUsage | undefined): Record<string, number> {
+  if (!u) return { prompt_tokens: 0, completion_tokens: 0 };
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    ...(u.cachedTokens ? { cached_tokens: u.cachedTokens } : {}),
+    ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}),
+  };
+}
+
 /** A rough token count (4 characters a token) for when the upstream reported none. */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
-}
-
-/**
- * Upper bound of the prompt's tokens: byte-level BPE tokens cover at least one byte
- * each, so UTF-8 bytes plus a few framing tokens per message can never be exceeded.
- */
-export function promptTokenBound(promptText: string, messages: number): number {
-  return Buffer.byteLength(promptText, 'utf8') + 4 * messages + 3;
 }

@@ -1,72 +1,98 @@
-import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
-import { elapsedMs } from '../../src/exchange.js';
+import { PassThrough } from 'node:stream';
+import { GatewayError } from '../../src/errors.js';
+import { elapsedMs, type Exchange } from '../../src/exchange.js';
 import type { Metered, RespondContext } from '../../src/plugin.js';
-import { formatSse, SseDecoder } from '../../src/sse.js';
-import type { ChatDialect, TokenUsage } from './dialects/types.js';
-import { chatCost, estimateTokens, usageObject } from './metering.js';
-import type { ChatRequest } from './validate.js';
+import { SseDecoder, type SseEvent } from '../../src/sse.js';
+import type { ClientStream, StreamStep } from './codec.js';
+import type { TokenUsage } from './dialects/types.js';
+import { chatCost, estimateTokens, usageRecord, ZERO_COST } from './metering.js';
+import type { ChatRequest } from './request.js';
+
+/** How a stream went, as far as billing is concerned. */
+interface StreamOutcome {
+  usage: TokenUsage | undefined;
+  delivered: number;
+  done: boolean;
+  error: string | undefined;
+}
 
 /**
- * Streams a reply to the client in OpenAI chunk format as upstream events arrive.
- * Usage always comes from the upstream when it sends it; when the client aborts or
- * the upstream breaks first, the delivered tokens are counted and billed (estimated).
- * A broken upstream ends with an explicit error event, never a silent [DONE].
+ * Streams a reply to the client as upstream events arrive: each event is translated
+ * and written at once, waiting for the client to drain (backpressure) — the reply is
+ * never buffered whole. Billing uses the upstream's usage when the reply completed;
+ * when the client aborts or the upstream breaks first, it bills the prompt and the
+ * tokens delivered (estimated; nothing when nothing was delivered). A broken upstream
+ * ends with an explicit error event, never a silent end.
  */
-export async function respondStream(ctx: RespondContext<ChatRequest>, dialect: ChatDialect): Promise<Metered> {
+export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   const out = new PassThrough();
   void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
     .header('x-accel-buffering', 'no').send(out);
-  const write = async (text: string): Promise<void> => {
-    if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
-    if (!out.write(text) && !ex.abort.signal.aborted) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
-  };
-  const translator = dialect.streamTranslator(parsed.model);
-  const decoder = new SseDecoder();
-  let usage: TokenUsage | undefined;
-  let usageChunk: Record<string, unknown> | undefined;
-  let delivered = 0;
-  let done = false;
-  let error: string | undefined;
-  try {
-    outer: for await (const chunk of upstream.body) {
-      for (const ev of decoder.push(chunk as Buffer)) {
-        const t = translator.onEvent(ev.event, ev.data);
-        for (const c of t.chunks) await write(formatSse(c));
-        delivered += t.deliveredTokens;
-        if (t.usage) usage = t.usage;
-        if (t.usageChunk) usageChunk = t.usageChunk;
-        if (t.error) {
-          error = t.error;
-          break outer;
-        }
-        if (t.done) done = true;
-      }
+  const write = async (frames: string[]): Promise<void> => {
+    for (const text of frames) {
+      if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
+      if (!out.write(text) && !ex.abort.signal.aborted) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
     }
-  } catch (err) {
-    if (!ex.abort.signal.aborted) error = `the upstream stream broke: ${(err as Error).message}`;
-  }
+  };
+  const outcome = await pump(ex, upstream.body, stream, write);
   const clientGone = ex.abort.signal.aborted;
-  if (!done && !error && !clientGone) error = 'the upstream stream ended before the reply was complete';
-  const complete = done && !error && !clientGone;
-  const estimated = !complete || !usage;
-  const billed: TokenUsage = complete && usage
-    ? usage
-    : { promptTokens: usage?.promptTokens ?? estimateTokens(parsed.prompt ?? ''), completionTokens: Math.max(delivered, usage?.completionTokens ?? 0) };
-  const cost = chatCost(route.model, billed);
+  if (!outcome.done && !outcome.error && !clientGone) outcome.error = 'the upstream stream ended before the reply was complete';
+  const complete = outcome.done && !outcome.error && !clientGone;
+  const billed = billedUsage(outcome, complete, parsed.prompt ?? '');
+  const cost = billed ? chatCost(route.model, billed) : ZERO_COST;
+  ex.extra = { ...ex.extra, usage: usageRecord(billed) };
+  if (clientGone && !complete) ex.errorCode = 'client_closed_request';
   if (!clientGone) {
-    if (error) {
+    if (outcome.error) {
       ex.errorCode = 'upstream_error';
-      await write(formatSse(JSON.stringify({ error: { message: error, type: 'upstream_error', code: 'upstream_error', param: null, usedProvider: route.provider.id, requestedModel: parsed.model } })));
+      const err = new GatewayError('upstream_error', [outcome.error]).withContext({ requestedModel: parsed.model, usedProvider: route.provider.id });
+      await write(stream.fail(err));
     } else {
-      if (parsed.includeUsage) {
-        const base = usageChunk ?? { id: `chatcmpl-${ex.id}`, object: 'chat.completion.chunk', created: Math.floor(ex.startedAt / 1000), model: parsed.model, choices: [] };
-        await write(formatSse(JSON.stringify({ ...base, usage: usageObject(billed, cost) })));
-      }
-      await write(formatSse('[DONE]'));
+      await write(stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
     }
   }
   out.end();
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated };
+  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage };
+}
+
+/** Reads upstream events until the body ends, an error event, or the client leaves. */
+async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>): Promise<StreamOutcome> {
+  const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined };
+  const decoder = new SseDecoder();
+  const apply = async (events: SseEvent[]): Promise<boolean> => {
+    for (const ev of events) {
+      const step: StreamStep = stream.onEvent(ev.event, ev.data);
+      await write(step.frames);
+      o.delivered += step.deliveredTokens;
+      if (step.usage) o.usage = step.usage;
+      if (step.done) o.done = true;
+      if (step.error) {
+        o.error = step.error;
+        return false;
+      }
+    }
+    return true;
+  };
+  try {
+    for await (const chunk of body) {
+      if (!(await apply(decoder.push(chunk as Buffer)))) return o;
+    }
+    await apply(decoder.end());
+  } catch (err) {
+    if (!ex.abort.signal.aborted) o.error = `the upstream stream broke: ${(err as Error).message}`;
+  }
+  return o;
+}
+
+/**
+ * What a stream is billed for: the upstream's usage when it completed; otherwise the
+ * prompt (as reported, or estimated) and the delivered completion tokens — or nothing
+ * when no token reached the client.
+ */
+function billedUsage(o: StreamOutcome, complete: boolean, prompt: string): TokenUsage | undefined {
+  if (complete && o.usage) return o.usage;
+  if (!complete && o.delivered === 0) return undefined;
+  return { ...o.usage, promptTokens: o.usage?.promptTokens ?? estimateTokens(prompt), completionTokens: o.delivered };
 }

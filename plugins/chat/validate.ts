@@ -1,23 +1,7 @@
 import { invalidField } from '../../src/errors.js';
-import type { ModelRequest } from '../../src/plugin.js';
+import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from './request.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
-
-export interface ChatMessage {
-  role: string;
-  content: unknown;
-  [key: string]: unknown;
-}
-
-/** A validated chat request; `body` is the client's object, passed on as-is where the dialect allows. */
-export interface ChatRequest extends ModelRequest {
-  body: Record<string, unknown> & { messages: ChatMessage[] };
-  stream: boolean;
-  includeUsage: boolean;
-  maxTokens: number | undefined;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Validates an OpenAI chat completion request; every failure names its field (400). */
 export function parseChatRequest(body: unknown): ChatRequest {
@@ -29,13 +13,15 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw invalidField('stream_options', 'stream_options must be an object');
   const maxTokens = positiveInt(body, 'max_tokens') ?? positiveInt(body, 'max_completion_tokens');
+  const typed = messages as ChatMessage[];
   return {
     model,
     body: body as ChatRequest['body'],
     stream: stream === true,
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
     maxTokens,
-    prompt: promptText(messages as ChatMessage[]),
+    prompt: promptText(typed.map((m) => m.content)),
+    promptBound: promptTokenBound([messages, body.functions ?? null], body.tools ?? null),
   };
 }
 
@@ -63,16 +49,4 @@ function positiveInt(body: Record<string, unknown>, field: string): number | und
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw invalidField(field, `${field} must be an integer of at least 1`);
   return v;
-}
-
-/** The text of every message, for the request log and for the prompt-size bound. */
-export function promptText(messages: ChatMessage[]): string {
-  const parts: string[] = [];
-  for (const m of messages) {
-    if (typeof m.content === 'string') parts.push(m.content);
-    else if (Array.isArray(m.content)) {
-      for (const p of m.content) if (isObject(p) && typeof p.text === 'string') parts.push(p.text);
-    }
-  }
-  return parts.join('\n');
 }

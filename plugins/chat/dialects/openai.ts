@@ -1,10 +1,16 @@
-import type { ChatRequest } from '../validate.js';
-import type { ChatDialect, TokenUsage, TranslatedEvent } from './types.js';
+import type { ChatRequest } from '../request.js';
+import { NOTHING, type ChatDialect, type TokenUsage, type TranslatedEvent } from './types.js';
 
 interface OpenAIUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
+interface OpenAIChunk {
+  choices?: Array<{ delta?: { content?: string | null; refusal?: string | null } }>;
+  usage?: OpenAIUsage | null;
+  error?: { message?: string };
 }
 
 /** OpenAI usage in the gateway's terms (cached prompt tokens are priced apart). */
@@ -20,6 +26,7 @@ export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | und
 /**
  * The OpenAI dialect is a pass-through: the client's body goes upstream with only the
  * model id replaced (and usage always requested on streams, so billing never guesses).
+ * Chunks are forwarded as the upstream serialised them.
  */
 export const openaiDialect: ChatDialect = {
   name: 'openai',
@@ -29,26 +36,30 @@ export const openaiDialect: ChatDialect = {
     return JSON.stringify(body);
   },
   pathVars: (_req, upstreamModel) => ({ model: upstreamModel }),
-  response(body, requestedModel) {
+  response(body, ctx) {
     const completion = JSON.parse(body) as Record<string, unknown> & { usage?: OpenAIUsage };
-    return { completion: { ...completion, model: requestedModel }, usage: openaiUsage(completion.usage) };
+    if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices)) throw new Error('not a chat completion');
+    return { completion: { ...completion, model: ctx.requestedModel }, usage: openaiUsage(completion.usage) };
   },
   streamTranslator() {
     return {
       onEvent(_event, data): TranslatedEvent {
-        if (data === '[DONE]') return { chunks: [], deliveredTokens: 0, done: true };
-        let chunk: { choices?: Array<{ delta?: { content?: string | null } }>; usage?: OpenAIUsage | null; error?: { message?: string } };
+        if (data === '[DONE]') return { ...NOTHING, done: true };
+        let chunk: OpenAIChunk;
         try {
-          chunk = JSON.parse(data) as typeof chunk;
+          chunk = JSON.parse(data) as OpenAIChunk;
         } catch {
-          return { chunks: [], deliveredTokens: 0, done: false, error: 'the upstream sent a malformed stream event' };
+          return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
         }
-        if (chunk.error) return { chunks: [], deliveredTokens: 0, done: false, error: chunk.error.message ?? 'upstream error' };
-        const delivered = (chunk.choices ?? []).reduce((n, c) => n + (c.delta?.content ? 1 : 0), 0);
+        if (typeof chunk !== 'object' || chunk === null) return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
+        if (chunk.error) return { ...NOTHING, error: chunk.error.message ?? 'upstream error' };
+        const choices = chunk.choices ?? [];
         // The usage-only chunk is kept apart: the plugin adds cost and decides whether the client asked for it.
-        if (chunk.usage && (chunk.choices ?? []).length === 0) {
-          return { chunks: [], usage: openaiUsage(chunk.usage), usageChunk: chunk as Record<string, unknown>, deliveredTokens: 0, done: false };
+        if (chunk.usage && choices.length === 0) {
+          return { ...NOTHING, usage: openaiUsage(chunk.usage), usageChunk: chunk as Record<string, unknown> };
         }
+        // OpenAI streams about one token per chunk.
+        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.refusal ? 1 : 0), 0);
         return { chunks: [data], usage: openaiUsage(chunk.usage), deliveredTokens: delivered, done: false };
       },
     };

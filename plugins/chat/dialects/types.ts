@@ -1,8 +1,10 @@
-import type { ChatRequest } from '../validate.js';
+import type { ChatRequest, Untranslatable } from '../request.js';
 
 /** Token counts as a provider reports them, in the gateway's terms. */
 export interface TokenUsage {
+  /** Every prompt token, cached or not. */
   promptTokens: number;
+  /** Every generated token, reasoning included. */
   completionTokens: number;
   /** Prompt tokens served from the provider's cache (priced as input_cache_read). */
   cachedTokens?: number;
@@ -10,15 +12,15 @@ export interface TokenUsage {
   cacheWriteTokens?: number;
 }
 
-/** What one upstream stream event becomes for an OpenAI-format client. */
+/** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */
 export interface TranslatedEvent {
-  /** `data:` payloads to forward, in OpenAI chunk format, already serialised. */
+  /** `data:` payloads in OpenAI chunk format, already serialised. */
   chunks: string[];
-  /** Usage, when this event carried it (cumulative counts). */
+  /** Usage so far, when this event carried it (cumulative counts). */
   usage?: TokenUsage;
-  /** The OpenAI-format usage chunk (`choices: []`), without the gateway's cost fields. */
+  /** The upstream's own OpenAI-format usage chunk (`choices: []`), without the gateway's cost fields. */
   usageChunk?: Record<string, unknown>;
-  /** Completion tokens delivered by the chunks of this event (for billing an aborted stream). */
+  /** Completion tokens delivered by the chunks of this event (for billing a stream cut short). */
   deliveredTokens: number;
   /** True when the upstream signalled the end of the reply. */
   done: boolean;
@@ -30,17 +32,79 @@ export interface StreamTranslator {
   onEvent(event: string | undefined, data: string): TranslatedEvent;
 }
 
+/** Values a translation needs that are not in the request: ids and time are the caller's (dialects stay pure). */
+export interface ReplyContext {
+  /** The model id as the client asked for it; replies carry it. */
+  requestedModel: string;
+  /** `chatcmpl-…` id for replies whose upstream id is not in OpenAI form. */
+  id: string;
+  /** Unix seconds. */
+  created: number;
+}
+
+/** A non-streamed upstream reply in canonical form. */
+export interface TranslatedResponse {
+  /** An OpenAI `chat.completion` object (its `usage` is the upstream's, without cost). */
+  completion: Record<string, unknown>;
+  usage: TokenUsage | undefined;
+}
+
 /**
- * A chat dialect: pure translation between the OpenAI chat format the client speaks
- * and an upstream's wire format. No I/O, no mutation of inputs.
+ * A chat dialect: pure translation between the canonical OpenAI chat format and one
+ * upstream wire format, chosen by name from provider YAML (`dialect:`). No I/O, no
+ * clock, no mutation of inputs; table-driven tests sit beside each one.
  */
 export interface ChatDialect {
   readonly name: string;
+  /** A request feature this dialect cannot translate (refused with 400 before any call), or undefined. */
+  unsupported?(req: ChatRequest): Untranslatable | undefined;
   /** The upstream body for a request, with the provider's model id. */
   requestBody(req: ChatRequest, upstreamModel: string): string;
   /** Variables for the endpoint's path template (`{model}`, `{action}`). */
   pathVars(req: ChatRequest, upstreamModel: string): Record<string, string>;
-  /** A non-streamed upstream body as an OpenAI chat completion object plus its usage. */
-  response(body: string, requestedModel: string): { completion: Record<string, unknown>; usage: TokenUsage | undefined };
-  streamTranslator(requestedModel: string): StreamTranslator;
+  /** Query parameters the upstream needs for this request (e.g. Gemini's `alt=sse` on streams). */
+  query?(req: ChatRequest): Record<string, string>;
+  /** Request headers this request carries upstream (e.g. a client's own API version). */
+  headers?(req: ChatRequest): Record<string, string>;
+  /** A non-streamed upstream body (2xx) in canonical form; throws on a malformed body. */
+  response(body: string, ctx: ReplyContext): TranslatedResponse;
+  streamTranslator(ctx: ReplyContext): StreamTranslator;
+}
+
+/** A stream event that carries nothing for the client. */
+export const NOTHING: TranslatedEvent = Object.freeze({ chunks: Object.freeze([]) as unknown as string[], deliveredTokens: 0, done: false });
+
+/** OpenAI finish reasons for the canonical form. */
+export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
+
+/** One canonical stream chunk with a single choice, serialised. */
+export function chunkJson(ctx: ReplyContext, delta: Record<string, unknown>, finish: FinishReason | null): string {
+  return JSON.stringify({
+    id: ctx.id, object: 'chat.completion.chunk', created: ctx.created, model: ctx.requestedModel,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+}
+
+/** A canonical `chat.completion` with one text choice. */
+export function completionObject(ctx: ReplyContext, text: string, finish: FinishReason, usage: TokenUsage | undefined): Record<string, unknown> {
+  return {
+    id: ctx.id, object: 'chat.completion', created: ctx.created, model: ctx.requestedModel,
+    choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: finish }],
+    ...(usage ? { usage: openaiUsageObject(usage) } : {}),
+  };
+}
+
+/** Token usage in OpenAI's shape (without the gateway's cost fields). */
+export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+  };
+}
+
+/** Tokens in a piece of streamed text, when the provider sends several per event (≈4 characters a token). */
+export function textTokens(text: string): number {
+  return text.length === 0 ? 0 : Math.ceil(text.length / 4);
 }

@@ -1,0 +1,16 @@
+import { anthropicDialect } from './anthropic.js';
+import { geminiDialect } from './gemini.js';
+import { openaiDialect } from './openai.js';
+import type { ChatDialect } from './types.js';
+
+/** Every chat dialect, by the name provider YAML uses (`dialect:`). */
+export const DIALECTS: ReadonlyMap<string, ChatDialect> = new Map(
+  [openaiDialect, anthropicDialect, geminiDialect].map((d) => [d.name, d]),
+);
+
+/** The dialect of an endpoint; an unknown name was refused at config load. */
+export function dialectNamed(name: string | undefined): ChatDialect {
+  const d = DIALECTS.get(name ?? 'openai');
+  if (!d) throw new Error(`chat dialect ${name} is not loaded`);
+  return d;
+}

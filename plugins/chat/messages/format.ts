@@ -1,0 +1,66 @@
+import type { GatewayError } from '../../../src/errors.js';
+import type { ClientFormat } from '../codec.js';
+import { completionText } from '../codec.js';
+import type { TokenUsage } from '../dialects/types.js';
+import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';
+import { nativeAnthropicCodec } from './native.js';
+
+/** Anthropic error types by HTTP status, as the Anthropic API names them. */
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error',
+  404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 504: 'timeout_error', 529: 'overloaded_error',
+};
+
+/**
+ * A gateway error in Anthropic's shape, so the Anthropic SDKs raise their usual
+ * exceptions: `error.type` is Anthropic's name for the status; the gateway's stable
+ * code stays in `error.code`, with `param`, `usedProvider` and `requestedModel` when known.
+ */
+export function formatAnthropicError(err: GatewayError): unknown {
+  const { param, usedProvider, requestedModel } = err.extras;
+  const type = ERROR_TYPES[err.status] ?? (err.status >= 500 ? 'api_error' : 'invalid_request_error');
+  return {
+    type: 'error',
+    error: {
+      type, message: err.message, code: err.code,
+      ...(param ? { param } : {}),
+      ...(usedProvider !== undefined ? { usedProvider } : {}),
+      ...(requestedModel !== undefined ? { requestedModel } : {}),
+    },
+  };
+}
+
+/**
+ * The Anthropic Messages format (`/v1/messages`). An Anthropic-dialect provider gets
+ * the request untouched and its reply is forwarded (nativeAnthropicCodec); any other
+ * provider's reply is translated from the canonical form, event by event.
+ */
+export const anthropicFormat: ClientFormat = {
+  name: 'anthropic',
+  nativeDialect: 'anthropic-messages',
+  codec(dialect, req, ctx) {
+    if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);
+    return {
+      response(body) {
+        const { completion, usage } = dialect.response(body, ctx);
+        const text = completionText(completion);
+        return { usage, text, render: (u, c) => messageFromCompletion(completion, text, ctx, u, c) };
+      },
+      stream() {
+        const translator = dialect.streamTranslator(ctx);
+        const encoder = anthropicEncoder(ctx);
+        let usage: TokenUsage | undefined;
+        return {
+          onEvent(event, data) {
+            const t = translator.onEvent(event, data);
+            if (t.usage) usage = t.usage;
+            const frames = t.chunks.flatMap((c) => encoder.chunk(c, usage));
+            return { frames, usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
+          },
+          finish: (u, c) => encoder.finish(u, c),
+          fail: (err) => [errorFrame(formatAnthropicError(err))],
+        };
+      },
+    };
+  },
+};

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { parseUsdToPicos } from '../../src/money.js';
+import type { ModelDef, PriceKey } from '../../src/providers/types.js';
+import { chatCost, maxChatCostPicos, usageObject } from './metering.js';
+import { MEDIA_TOKEN_BOUND, promptTokenBound, TOOLS_TOKEN_BOUND } from './request.js';
+import { chatRequest } from './test-support.js';
+
+function model(pricing: Partial<Record<PriceKey, string>>, extra: Partial<ModelDef> = {}): ModelDef {
+  const pricePicos = Object.fromEntries(Object.entries(pricing).map(([k, v]) => [k, parseUsdToPicos(v)]));
+  return { id: 'm', upstreamId: 'm', modality: 'chat', maxOutputTokens: undefined, contextLength: 0, requiresMaxTokens: false, pricing, pricePicos, ...extra } as ModelDef;
+}
+
+// claude-sonnet-4-5: $3/M in, $15/M out, cache read $0.30/M, cache write $3.75/M.
+const SONNET = model({ prompt: '0.000003', completion: '0.000015', input_cache_read: '0.0000003', input_cache_write: '0.00000375' });
+
+describe('chatCost', () => {
+  it.each([
+    ['plain tokens', { promptTokens: 1000, completionTokens: 100 }, { inputMicros: 3000, outputMicros: 1500 }],
+    ['cache reads at the read price', { promptTokens: 1000, completionTokens: 0, cachedTokens: 800 }, { inputMicros: 200 * 3 + 240, outputMicros: 0 }],
+    ['cache writes at the write price, never also at the prompt price', { promptTokens: 1000, completionTokens: 0, cacheWriteTokens: 1000 }, { inputMicros: 3750, outputMicros: 0 }],
+    ['reads, writes and fresh tokens together', { promptTokens: 1000, completionTokens: 10, cachedTokens: 500, cacheWriteTokens: 300 }, { inputMicros: 600 + 150 + 1125, outputMicros: 150 }],
+    ['rounded half to even per part, the total their sum', { promptTokens: 1, completionTokens: 1 }, { inputMicros: 3, outputMicros: 15 }],
+  ])('%s', (_n, usage, expected) => {
+    const c = chatCost(SONNET, usage);
+    expect(c).toEqual({ ...expected, totalMicros: expected.inputMicros + expected.outputMicros });
+  });
+
+  it('prices cached tokens at the prompt price when the model has no cache prices', () => {
+    const plain = model({ prompt: '0.000001', completion: '0.000002' });
+    expect(chatCost(plain, { promptTokens: 100, completionTokens: 0, cachedTokens: 60, cacheWriteTokens: 40 }).inputMicros).toBe(100);
+  });
+
+  it('never counts more cached tokens than prompt tokens', () => {
+    expect(chatCost(SONNET, { promptTokens: 10, completionTokens: 0, cachedTokens: 50 }).inputMicros).toBe(chatCost(SONNET, { promptTokens: 10, completionTokens: 0, cachedTokens: 10 }).inputMicros);
+  });
+
+  it('usageObject carries spec §2.5 fields', () => {
+    expect(usageObject({ promptTokens: 3, completionTokens: 4 }, { inputMicros: 1, outputMicros: 2, totalMicros: 3 })).toEqual({
+      prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, cost_usd_total: 0.000003, cost_usd_input: 0.000001, cost_usd_output: 0.000002,
+    });
+  });
+});
+
+describe('maxChatCostPicos (what is reserved)', () => {
+  const req = (extra: Record<string, unknown> = {}) => chatRequest({ messages: [{ role: 'user', content: 'hi' }], ...extra });
+
+  it('holds every prompt token at the dearest input price (cache writes) and max_tokens of output', () => {
+    const r = req({ max_tokens: 100 });
+    expect(maxChatCostPicos(r, SONNET)).toBe(BigInt(r.promptBound) * 3_750_000n + 100n * 15_000_000n);
+  });
+
+  it('without max_tokens: the model\'s max output, else its context length', () => {
+    const r = req();
+    const m = model({ prompt: '0.000001', completion: '0.000002' }, { maxOutputTokens: 500, contextLength: 9000 });
+    expect(maxChatCostPicos(r, m)).toBe(BigInt(r.promptBound) * 1_000_000n + 500n * 2_000_000n);
+    expect(maxChatCostPicos(r, { ...m, maxOutputTokens: undefined })).toBe(BigInt(r.promptBound) * 1_000_000n + 9000n * 2_000_000n);
+  });
+
+  it('a model that requires max_tokens, asked without it, holds only the prompt (the provider refuses the rest)', () => {
+    const r = req();
+    expect(maxChatCostPicos(r, { ...SONNET, requiresMaxTokens: true, maxOutputTokens: 64000 })).toBe(BigInt(r.promptBound) * 3_750_000n);
+  });
+});
+
+describe('promptTokenBound', () => {
+  it('bounds text by its UTF-8 bytes (JSON included) and ignores media bytes', () => {
+    const text = 'héllo wörld';
+    expect(promptTokenBound([[{ role: 'user', content: text }]])).toBeGreaterThanOrEqual(Buffer.byteLength(text));
+    const withImage = promptTokenBound([[{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(100_000)}` } }] }]]);
+    expect(withImage).toBeGreaterThanOrEqual(MEDIA_TOKEN_BOUND);
+    expect(withImage).toBeLessThan(MEDIA_TOKEN_BOUND + 200);
+  });
+
+  it('counts tool definitions, plus the prompt a provider wraps around them', () => {
+    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string', description: 'x'.repeat(500) } } } } }];
+    expect(promptTokenBound([[]], tools)).toBeGreaterThan(500 + TOOLS_TOKEN_BOUND);
+    expect(promptTokenBound([[]], [])).toBeLessThan(20);
+  });
+});

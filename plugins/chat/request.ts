@@ -1,0 +1,83 @@
+import type { ModelRequest } from '../../src/plugin.js';
+
+/** A message of the canonical (OpenAI chat) request. */
+export interface ChatMessage {
+  role: string;
+  content: unknown;
+  [key: string]: unknown;
+}
+
+/** A request feature a translation cannot carry, and the field that holds it. */
+export interface Untranslatable {
+  param: string;
+  message: string;
+}
+
+/**
+ * A validated chat request, whatever endpoint it came in on. `body` is always the
+ * OpenAI chat form (the canonical form every dialect translates from); a request that
+ * arrived in another client format also keeps its original body in `native`, so a
+ * provider speaking that same format gets it untouched.
+ */
+export interface ChatRequest extends ModelRequest {
+  body: Record<string, unknown> & { messages: ChatMessage[] };
+  stream: boolean;
+  /** The client asked for usage in the stream (OpenAI `stream_options.include_usage`). */
+  includeUsage: boolean;
+  maxTokens: number | undefined;
+  /** Upper bound of the prompt's tokens, for the credit reservation. */
+  promptBound: number;
+  native?: NativeRequest;
+  /** Set when the canonical form lost something of the native request (e.g. tools). */
+  untranslatable?: Untranslatable;
+}
+
+/** The request as the client sent it in a non-OpenAI format, with the headers that steer it. */
+export interface NativeRequest {
+  format: 'anthropic';
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Text of a content value: a string, or the `text` of each part/block. */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const parts: string[] = [];
+  for (const p of content) if (isObject(p) && typeof p.text === 'string') parts.push(p.text);
+  return parts.join('\n');
+}
+
+/** The text of every message, for the request log. */
+export function promptText(contents: readonly unknown[]): string {
+  return contents.map(contentText).filter((t) => t.length > 0).join('\n');
+}
+
+/** Tokens assumed for one image or audio part: above what any provider charges per image. */
+export const MEDIA_TOKEN_BOUND = 8192;
+/** Tokens a provider may add to a prompt that declares tools (Anthropic's tool-use system prompt is ~350). */
+export const TOOLS_TOKEN_BOUND = 1024;
+const MEDIA_TYPES = new Set(['image_url', 'image', 'input_audio', 'document', 'file']);
+
+/**
+ * Upper bound of the prompt tokens of request parts (messages, system) and tools: every
+ * token covers at least one byte of text (byte-level BPE), and the JSON around that
+ * text only adds bytes, so the UTF-8 size of the JSON without media bytes bounds the
+ * text; each media part adds MEDIA_TOKEN_BOUND (or its base64 size for documents),
+ * and declared tools add TOOLS_TOKEN_BOUND for the prompt providers wrap around them.
+ */
+export function promptTokenBound(parts: readonly unknown[], tools: unknown = null): number {
+  let media = 0;
+  const json = JSON.stringify([parts, tools], (key, value: unknown) => {
+    if (isObject(value) && typeof value.type === 'string' && MEDIA_TYPES.has(value.type)) {
+      const size = value.type === 'document' || value.type === 'file' ? JSON.stringify(value).length : 0;
+      media += Math.max(MEDIA_TOKEN_BOUND, size);
+    }
+    if (typeof value === 'string' && (key === 'data' || value.startsWith('data:'))) return '';
+    return value;
+  }) ?? '';
+  const toolPrompt = Array.isArray(tools) && tools.length > 0 ? TOOLS_TOKEN_BOUND : 0;
+  return Buffer.byteLength(json, 'utf8') + media + toolPrompt + 3;
+}

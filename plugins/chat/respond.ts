@@ -1,0 +1,39 @@
+import { GatewayError } from '../../src/errors.js';
+import { elapsedMs } from '../../src/exchange.js';
+import type { Metered, RespondContext } from '../../src/plugin.js';
+import type { ChatCodec, ClientReply } from './codec.js';
+import { chatCost, estimateTokens, usageRecord } from './metering.js';
+import type { ChatRequest } from './request.js';
+import { respondStream } from './stream.js';
+
+/** Replies to the client from a 2xx upstream response, streamed or not, and returns what it cost. */
+export function respondChat(ctx: RespondContext<ChatRequest>, codec: ChatCodec): Promise<Metered> {
+  return ctx.parsed.stream ? respondStream(ctx, codec.stream()) : respondJson(ctx, codec);
+}
+
+/**
+ * A non-streamed reply: the upstream's usage priced at the model's YAML prices (or,
+ * when the upstream reported none, an estimate marked as such in the log).
+ */
+async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): Promise<Metered> {
+  const { ex, parsed, route, upstream, reply } = ctx;
+  let text: string;
+  try {
+    text = await upstream.body.text();
+  } catch (err) {
+    if (ex.abort.signal.aborted) throw new GatewayError('client_closed_request');
+    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
+  }
+  let translated: ClientReply;
+  try {
+    translated = codec.response(text);
+  } catch {
+    throw new GatewayError('upstream_error', ['the upstream sent a malformed response']);
+  }
+  const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
+  const cost = chatCost(route.model, usage);
+  ex.extra = { ...ex.extra, usage: usageRecord(usage) };
+  ex.ttfbMs = elapsedMs(ex);
+  void reply.code(200).type('application/json').send(JSON.stringify(translated.render(usage, cost)));
+  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
+}

@@ -1,0 +1,61 @@
+import { SseDecoder, type SseEvent } from '../../src/sse.js';
+import type { ReplyContext, StreamTranslator, TokenUsage } from './dialects/types.js';
+import type { ChatRequest } from './request.js';
+import { parseChatRequest } from './validate.js';
+
+/** Shared fixtures for the chat unit tests (not loaded by the gateway). */
+
+export const CTX: ReplyContext = Object.freeze({ requestedModel: 'asked-model', id: 'chatcmpl-test', created: 1_700_000_000 });
+
+/** Freezes a value and everything in it, so a translation that mutates its input throws. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** A validated, frozen canonical request from an OpenAI chat body. */
+export function chatRequest(body: Record<string, unknown>): ChatRequest {
+  return deepFreeze(parseChatRequest({ model: 'asked-model', ...body }));
+}
+
+export interface StreamRun {
+  /** Parsed canonical chunks, in order. */
+  chunks: Array<Record<string, unknown>>;
+  text: string;
+  finish: string | null;
+  usage: TokenUsage | undefined;
+  delivered: number;
+  done: boolean;
+  error: string | undefined;
+}
+
+/** Feeds SSE events (name, data) to a translator and gathers what came out. */
+export function runStream(translator: StreamTranslator, events: Array<[string | undefined, string]>): StreamRun {
+  const run: StreamRun = { chunks: [], text: '', finish: null, usage: undefined, delivered: 0, done: false, error: undefined };
+  for (const [event, data] of events) {
+    const t = translator.onEvent(event, data);
+    for (const c of t.chunks) {
+      const chunk = JSON.parse(c) as Record<string, unknown> & { choices?: Array<{ delta?: { content?: string }; finish_reason?: string | null }> };
+      run.chunks.push(chunk);
+      run.text += chunk.choices?.[0]?.delta?.content ?? '';
+      run.finish = chunk.choices?.[0]?.finish_reason ?? run.finish;
+    }
+    run.usage = t.usage ?? run.usage;
+    run.delivered += t.deliveredTokens;
+    run.done ||= t.done;
+    if (t.error) {
+      run.error = t.error;
+      break;
+    }
+  }
+  return run;
+}
+
+/** The SSE events in a piece of serialised stream text (test support). */
+export function parseSseText(text: string): SseEvent[] {
+  const d = new SseDecoder();
+  return [...d.push(new TextEncoder().encode(text)), ...d.end()];
+}
