@@ -108,3 +108,13 @@ export function compileTransforms(request: unknown, response: unknown): Compiled
   }
   return { request: buildRequest, response: extract };
 }
+
+/**
+ * A request transform may refuse a request it cannot express upstream by calling
+ * JSONata's `$error("…")` (e.g. a response format the provider lacks). Returns that
+ * message, meant for the client as a 400; undefined for any other error (a YAML bug).
+ */
+export function transformRefusal(err: unknown): string | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === 'D3137' && typeof e.message === 'string' ? e.message : undefined;
+}

@@ -65,7 +65,7 @@ export class ProviderCatalog {
 interface RawEndpoint {
   method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
   retry?: { attempts: number; backoff_ms?: number; on?: Array<'connect_error' | '5xx' | '429'> };
-  fallback?: boolean; dialect?: string; request?: unknown; response?: unknown;
+  fallback?: boolean; dialect?: string; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
 }
 interface RawModel {
   id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
@@ -188,6 +188,7 @@ function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {
     retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
     fallback: e.fallback ?? false,
     dialect: e.dialect,
+    upload: e.upload,
     transforms: compileTransforms(e.request, e.response),
   };
 }

@@ -19,6 +19,8 @@ export interface EndpointDef {
   /** Whether a failure before the first byte may move on to the model's next route. */
   fallback: boolean;
   dialect: string | undefined;
+  /** How an uploaded file goes upstream: as multipart/form-data or as the raw body; undefined when the endpoint takes no file. */
+  upload: 'multipart' | 'raw' | undefined;
   /** Declarative request/response transforms (JSONata), compiled at load; see src/transform.ts. */
   transforms: CompiledTransforms;
 }

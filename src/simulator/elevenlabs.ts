@@ -25,6 +25,11 @@ export function voiceIdOf(path: string): string | undefined {
   return voice === undefined || voice === '' ? undefined : decodeURIComponent(voice);
 }
 
+/** Content types of the `output_format` families (codec_samplerate[_bitrate]); mp3 by default. */
+const OUTPUT_TYPES: Readonly<Record<string, string>> = {
+  mp3: 'audio/mpeg', pcm: 'audio/pcm', opus: 'audio/opus', wav: 'audio/wav', ulaw: 'audio/basic', alaw: 'audio/alaw',
+};
+
 export const handleTextToSpeech: Handler = async (req, res, env) => {
   const key = header(req.headers, 'xi-api-key');
   if (key === undefined || isRejectedKey(key)) {
@@ -45,7 +50,14 @@ export const handleTextToSpeech: Handler = async (req, res, env) => {
     });
     return;
   }
+  const outputFormat = req.query.get('output_format') ?? 'mp3_44100_128';
+  const contentType = OUTPUT_TYPES[outputFormat.split('_')[0] ?? ''];
+  if (contentType === undefined) {
+    sendError(res, detail(400, 'invalid_output_format', `Invalid output_format ${outputFormat}.`));
+    return;
+  }
   if (await applyFaults(res, req.directives, elevenlabsErrorShape, false)) return;
+  // Every format carries the same MP3 bytes; only the declared type follows output_format.
   const bytes = env.mp3.bytes(framesForSeconds(speechSeconds(text.length)));
-  sendRaw(res, 200, 'audio/mpeg', bytes, { 'request-id': `sim${env.nextId()}` });
+  sendRaw(res, 200, contentType, bytes, { 'request-id': `sim${env.nextId()}` });
 };

@@ -392,6 +392,10 @@ describe('ElevenLabs and Deepgram', () => {
     const voice = await post('/elevenlabs/v1/text-to-speech/unknown-voice', { text: 'x' }, { 'xi-api-key': 'xi-test' });
     expect(voice.status).toBe(404);
     expect((await voice.json()).detail.status).toBe('voice_not_found');
+    const opus = await post('/elevenlabs/v1/text-to-speech/voice123?output_format=opus_48000_128', { text: 'x' }, { 'xi-api-key': 'xi-test' });
+    expect(opus.headers.get('content-type')).toBe('audio/opus');
+    const format = await post('/elevenlabs/v1/text-to-speech/voice123?output_format=flac_44100', { text: 'x' }, { 'xi-api-key': 'xi-test' });
+    expect(format.status).toBe(400);
   });
 
   it('transcribes raw audio with a size-based duration and rejects bad tokens', async () => {

@@ -1,0 +1,81 @@
+import { accessSync, constants } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GatewayError } from '../../src/errors.js';
+import type { Exchange } from '../../src/exchange.js';
+import type { GatewayPlugin } from '../../src/plugin.js';
+import type { EndpointDef } from '../../src/providers/types.js';
+import { MultipartForm, spoolMultipart } from './multipart.js';
+import { speechHandler } from './speech.js';
+import { TRANSCRIPTIONS_URL, transcriptionHandler } from './transcription.js';
+
+/** OpenAI's upload limit for transcriptions, kept for every speech-to-text model. */
+export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
+/** Room for the text fields and multipart framing around the file. */
+const FORM_OVERHEAD_BYTES = 256 * 1024;
+
+function checkTranscriptionEndpoint(e: EndpointDef): string | undefined {
+  if (e.upload === 'raw' && !e.transforms.response) {
+    return 'an endpoint with upload: raw does not answer in OpenAI\'s format: add a response transform with at least `text` (and `seconds`)';
+  }
+  return undefined;
+}
+
+/**
+ * Text-to-speech (`POST /v1/audio/speech`) and speech-to-text
+ * (`POST /v1/audio/transcriptions`, multipart) in OpenAI's format, spec §4.6.
+ * Uploads are spooled to a temp folder of this gateway and removed when the request
+ * ends, whatever its outcome.
+ */
+export const audioPlugin: GatewayPlugin = {
+  name: 'audio',
+  settingsSchema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      upload_dir: { type: 'string', minLength: 1, description: 'Where uploads are spooled (a private folder is made inside); the system temp folder by default.' },
+    },
+  },
+  modalities: {
+    speech: { requiredPricing: ['input_character'], dialects: [] },
+    transcription: { requiredPricing: ['audio_second'], dialects: [], checkEndpoint: checkTranscriptionEndpoint },
+  },
+  register(api) {
+    const settings = (api.settings ?? {}) as { upload_dir?: string };
+    if (settings.upload_dir !== undefined) {
+      try {
+        accessSync(settings.upload_dir, constants.W_OK);
+      } catch {
+        throw new Error(`settings.audio.upload_dir: ${settings.upload_dir} is not a writable folder`);
+      }
+    }
+    // Made at the first upload, so a gateway that never takes one leaves nothing behind.
+    let spool: Promise<string> | undefined;
+    const spoolDir = (): Promise<string> => (spool ??= mkdtemp(join(settings.upload_dir ?? tmpdir(), 'tollgate-uploads-')));
+    api.onClose(async () => {
+      if (spool) await rm(await spool, { recursive: true, force: true });
+    });
+    const uploads = new WeakMap<Exchange, MultipartForm>();
+    api.bodyParser('multipart/form-data', async (request, payload) => {
+      if (request.routeOptions.url !== TRANSCRIPTIONS_URL) {
+        // Only the transcription route takes forms; elsewhere the body is left unread.
+        if (request.routeOptions.url === undefined) return undefined;
+        throw new GatewayError('unsupported_media_type', [String(request.headers['content-type'])]);
+      }
+      if (Number(request.headers['content-length']) > MAX_AUDIO_BYTES + FORM_OVERHEAD_BYTES) throw new GatewayError('body_too_large', [MAX_AUDIO_BYTES]);
+      const form = await spoolMultipart(payload, request.headers, { dir: await spoolDir(), fileField: 'file', maxFileBytes: MAX_AUDIO_BYTES, maxFieldBytes: 64 * 1024, maxFields: 32 });
+      const ex = request.exchange;
+      uploads.set(ex, form);
+      // post-billing runs when the reply is sent; a client that leaves aborts the exchange instead.
+      ex.abort.signal.addEventListener('abort', () => void form.dispose(), { once: true });
+      return form;
+    });
+    api.hook('post-billing', async (ex) => {
+      await uploads.get(ex)?.dispose();
+      uploads.delete(ex);
+    });
+    api.modelRoute({ method: 'POST', url: '/v1/audio/speech', handler: speechHandler });
+    api.modelRoute({ method: 'POST', url: TRANSCRIPTIONS_URL, bodyLimit: MAX_AUDIO_BYTES + FORM_OVERHEAD_BYTES, handler: transcriptionHandler });
+  },
+};

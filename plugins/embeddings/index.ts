@@ -1,0 +1,115 @@
+import { GatewayError, invalidField } from '../../src/errors.js';
+import { elapsedMs } from '../../src/exchange.js';
+import { microsToUsd, picosToMicros } from '../../src/money.js';
+import type { GatewayPlugin, Metered, ModalityHandler, RespondContext } from '../../src/plugin.js';
+import { costPicos } from '../../src/pricing.js';
+import type { ModelRoute } from '../../src/providers/types.js';
+import { transformRefusal } from '../../src/transform.js';
+import { fillPath, type UpstreamRequest } from '../../src/upstream.js';
+import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
+import { encodeVector, estimateTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
+
+/** What the endpoint's YAML request transform sees (JSONata input). */
+function transformInput(req: EmbeddingRequest, route: ModelRoute): Record<string, unknown> {
+  return {
+    model: route.model.upstreamId, input: req.body.input, texts: req.texts, tokens: req.tokens,
+    dimensions: req.dimensions, encoding_format: req.encoding, user: req.body.user,
+  };
+}
+
+/**
+ * The upstream request. An endpoint with a `request` transform in YAML (Gemini's
+ * batchEmbedContents) is built from it; otherwise the upstream speaks OpenAI's format
+ * and gets the client's body with the provider's model id.
+ */
+async function buildEmbeddingUpstream(req: EmbeddingRequest, route: ModelRoute): Promise<UpstreamRequest> {
+  const vars = { model: route.model.upstreamId };
+  const transform = route.endpoint.transforms.request;
+  if (!transform) {
+    return { path: fillPath(route.endpoint.path, vars), body: JSON.stringify({ ...req.body, model: route.model.upstreamId }), contentType: 'application/json' };
+  }
+  let built: Awaited<ReturnType<typeof transform>>;
+  try {
+    built = await transform(transformInput(req, route));
+  } catch (err) {
+    const refusal = transformRefusal(err);
+    if (refusal !== undefined) throw invalidField('input', refusal);
+    throw err;
+  }
+  return {
+    path: fillPath(route.endpoint.path, { ...vars, ...built.pathVars }),
+    query: built.query,
+    headers: built.headers,
+    body: built.body,
+    contentType: 'application/json',
+  };
+}
+
+interface UpstreamEmbeddings {
+  vectors: unknown[];
+  promptTokens: number | undefined;
+}
+
+/** Vectors and token usage out of the upstream body: by the YAML `response` transform, or OpenAI's format. */
+async function readEmbeddings(text: string, route: ModelRoute): Promise<UpstreamEmbeddings | undefined> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const extract = route.endpoint.transforms.response;
+  if (extract) {
+    const out = await extract(json);
+    const vectors = vectorList(out.embeddings);
+    return vectors && { vectors, promptTokens: typeof out.prompt_tokens === 'number' ? out.prompt_tokens : undefined };
+  }
+  const body = json as { data?: Array<{ embedding?: unknown; index?: unknown }>; usage?: { prompt_tokens?: unknown } };
+  if (!Array.isArray(body.data)) return undefined;
+  const ordered = [...body.data].sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0));
+  const tokens = body.usage?.prompt_tokens;
+  return { vectors: ordered.map((d) => d.embedding), promptTokens: typeof tokens === 'number' ? tokens : undefined };
+}
+
+async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
+  const { ex, parsed, route, upstream, reply } = ctx;
+  const got = await readEmbeddings(await upstream.body.text(), route);
+  const data: Array<{ object: 'embedding'; embedding: WireVector; index: number }> = [];
+  for (const [index, v] of (got?.vectors ?? []).entries()) {
+    const embedding = encodeVector(v, parsed.encoding);
+    if (embedding === undefined) break;
+    data.push({ object: 'embedding', embedding, index });
+  }
+  if (!got || data.length !== inputCount(parsed)) throw new GatewayError('upstream_error', ['the upstream sent a malformed embeddings response']);
+  // Token-array input is counted exactly; only text needs an estimate.
+  const estimated = got.promptTokens === undefined && parsed.texts !== undefined;
+  const promptTokens = got.promptTokens ?? (parsed.texts ? estimateTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
+  const costPicosValue = costPicos(route.model, { prompt: promptTokens });
+  ex.ttfbMs = elapsedMs(ex);
+  void reply.code(200).type('application/json').send(JSON.stringify({
+    id: ex.id,
+    object: 'list',
+    data,
+    model: parsed.model,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(picosToMicros(costPicosValue)) },
+  }));
+  return { costPicos: costPicosValue, estimated };
+}
+
+const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {
+  modality: 'embeddings',
+  parse: (body) => parseEmbeddingRequest(body),
+  checkRoute: checkEmbeddingRoute,
+  maxCostPicos: (req, route) => costPicos(route.model, { prompt: tokenBound(req.texts, req.tokens) }),
+  buildUpstream: buildEmbeddingUpstream,
+  respond: respondEmbeddings,
+};
+
+/** Text embeddings (`POST /v1/embeddings`, spec §4.4), OpenAI format in and out. */
+export const embeddingsPlugin: GatewayPlugin = {
+  name: 'embeddings',
+  modalities: { embeddings: { requiredPricing: ['prompt'], dialects: [] } },
+  register(api) {
+    api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: embeddingsHandler });
+  },
+};

@@ -1,0 +1,61 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI, { toFile } from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
+import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { copyProviders, startTestGateway, tempDir, type TestGateway } from './harness.js';
+
+let sim: Simulator;
+let t: TestGateway;
+
+beforeAll(async () => {
+  sim = await startSimulator({ port: 0 });
+  const providers = copyProviders(tempDir());
+  // A Whisper host added by YAML alone: it always asks upstream for verbose_json (so the
+  // duration is exact) and the gateway renders whatever format the client asked for.
+  writeFileSync(join(providers, 'whisperhub.yaml'), `
+id: whisperhub
+name: WhisperHub
+base_url: ${sim.url}/whisperhub/v1
+auth: { header: Authorization, format: "Bearer {key}" }
+endpoints:
+  transcription:
+    path: /audio/transcriptions
+    upload: multipart
+    request:
+      body: '{ "model": model, "response_format": "verbose_json", "language": language }'
+    response:
+      text: text
+      seconds: duration
+      language: language
+models:
+  - { id: hub-whisper, upstream_id: whisper-large-v3, modality: transcription, pricing: { audio_second: "0.00003" } }
+`);
+  t = await startTestGateway({ sim, providersDir: providers, yaml: { providers: { whisperhub: { api_key: 'hub-key' } } } });
+});
+afterAll(async () => {
+  await t.close();
+  await sim.close();
+});
+
+describe('a speech-to-text provider added by YAML alone', () => {
+  it('re-sends the form built by the transform and renders the client\'s format, billed on the exact duration', async () => {
+    const { org, key } = await t.org('hub-user', '1');
+    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const file = await toFile(buildMp3(framesForSeconds(10)), 'clip.bin');
+    const srt = await client.audio.transcriptions.create({ file, model: 'hub-whisper', response_format: 'srt', language: 'fr' }).withResponse();
+    expect(srt.data).toBe('1\n00:00:00,000 --> 00:00:09,990\nSimulated transcript.\n\n');
+    expect(sim.calls()).toEqual({ 'POST /whisperhub/v1/audio/transcriptions': 1 });
+    expect(1_000_000 - (await t.balance(org.id))).toBe(300); // ceil(9.99 s) × $0.00003
+    await t.gateway.log.flush();
+    expect(await t.gateway.store.getLog(srt.response.headers.get('x-request-id') ?? '')).toMatchObject({
+      usedProvider: 'whisperhub', usedModel: 'whisper-large-v3', costMicros: 300, costEstimated: false,
+    });
+    const verbose = await client.audio.transcriptions.create({ file, model: 'hub-whisper', response_format: 'verbose_json', language: 'fr' });
+    expect(verbose).toMatchObject({ language: 'fr', duration: 9.99, text: 'Simulated transcript.' });
+    expect(await t.gateway.store.sumCharges(org.id)).toBe(600);
+    await t.gateway.log.flush();
+    expect(await t.gateway.store.sumLoggedCosts(org.id)).toBe(600);
+  });
+});
