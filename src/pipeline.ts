@@ -158,7 +158,21 @@ async function callUpstream<P extends ModelRequest>(
   if (!last) throw new GatewayError('model_not_found', [parsed.model]);
   ex.route = last.planned.route;
   const timeout = handler.timeoutMs?.(last.planned.route) ?? last.planned.route.endpoint.timeoutMs;
-  throw upstreamError(last.failure, providerMessage(last.failure.body), timeout);
+  const message = providerMessage(last.failure.body);
+  if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure.body))) {
+    throw new GatewayError('upstream_unauthorized', [message]);
+  }
+  throw upstreamError(last.failure, message, timeout);
+}
+
+/** Providers that refuse a bad key with a plain 400 (Gemini) say so in YAML: `auth.rejected_when`. */
+async function keyRejected(route: ModelRoute, body: string): Promise<boolean> {
+  if (!route.provider.keyRejected) return false;
+  try {
+    return await route.provider.keyRejected(JSON.parse(body));
+  } catch {
+    return false;
+  }
 }
 
 function isRetryable(f: UpstreamFailure, route: ModelRoute): boolean {

@@ -118,3 +118,15 @@ export function transformRefusal(err: unknown): string | undefined {
   const e = err as { code?: unknown; message?: unknown } | null;
   return e?.code === 'D3137' && typeof e.message === 'string' ? e.message : undefined;
 }
+
+/** Compiles one JSONata predicate (e.g. `auth.rejected_when`); throws naming `where` on a syntax error. */
+export function compilePredicate(source: string, where: string): (input: unknown) => Promise<boolean> {
+  const expr = compile(source, where);
+  return async (input) => {
+    try {
+      return (await expr.evaluate(input)) === true;
+    } catch {
+      return false;
+    }
+  };
+}

@@ -4,7 +4,7 @@ import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
-import { compileTransforms } from '../transform.js';
+import { compilePredicate, compileTransforms } from '../transform.js';
 import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
@@ -76,7 +76,7 @@ interface RawModel {
   deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
 }
 interface RawProvider {
-  id: string; name: string; base_url: string; auth: { header: string; format: string };
+  id: string; name: string; base_url: string; auth: { header: string; format: string; rejected_when?: string };
   headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[];
 }
 
@@ -160,7 +160,8 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     name: raw.name,
     file: file.file,
     baseUrl: (override.base_url ?? raw.base_url).replace(/\/+$/, ''),
-    auth: raw.auth,
+    auth: { header: raw.auth.header, format: raw.auth.format },
+    keyRejected: compileRejection(raw.auth.rejected_when, problem),
     apiKey: override.api_key || undefined,
     headers: raw.headers ?? {},
     endpoints,
@@ -176,6 +177,16 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     else models.push(buildModel(m));
   });
   return { provider, models };
+}
+
+function compileRejection(source: string | undefined, problem: (path: string, message: string) => void): ProviderDef['keyRejected'] {
+  if (source === undefined) return undefined;
+  try {
+    return compilePredicate(source, 'auth.rejected_when');
+  } catch (err) {
+    problem('/auth/rejected_when', (err as Error).message);
+    return undefined;
+  }
 }
 
 function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {

@@ -31,6 +31,8 @@ export interface ProviderDef {
   file: string;
   baseUrl: string;
   auth: { header: string; format: string };
+  /** True when a 4xx error body (other than 401/403) means the provider refused the key (`auth.rejected_when`). */
+  keyRejected: ((errorBody: unknown) => Promise<boolean>) | undefined;
   /** The gateway's own key for this provider (from gateway.yaml), if any. */
   apiKey: string | undefined;
   headers: Record<string, string>;
