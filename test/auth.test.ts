@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../src/admin.js';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
 
 let clock = Date.now();
 let t: TestGateway;
@@ -61,8 +61,7 @@ describe('auth on /v1', () => {
 
   it('logs refused requests too, without an org', async () => {
     const r = await call({});
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(r.headers.get('x-request-id') ?? '');
+    const row = await logRow(t, r.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ status: 401, errorCode: 'missing_api_key', orgId: null, costMicros: 0 });
   });
 });

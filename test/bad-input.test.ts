@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { startSimulator, type Simulator } from '../src/simulator/server.js';
-import { copyProviders, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { copyProviders, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
@@ -28,13 +28,10 @@ models:
 `;
   writeFileSync(join(providers, 'slowpoke.yaml'), provider('slowpoke', `${sim.url}/slowpoke/v1`));
   writeFileSync(join(providers, 'deadend.yaml'), provider('deadend', 'http://127.0.0.1:1/v1'));
-  t = await startTestGateway({ sim, providersDir: providers, yaml: {
+  ({ t, key, orgId } = await startOrgGateway('bad-input', '1', { sim, providersDir: providers, yaml: {
     server: { host: '127.0.0.1', port: 0, body_limit_bytes: 2048 },
     providers: { slowpoke: { api_key: 'sim-key' }, deadend: { api_key: 'sim-key' } },
-  } });
-  const o = await t.org('bad-input', '1');
-  key = o.key;
-  orgId = o.org.id;
+  } }));
 });
 afterAll(async () => {
   await t.close();

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Exchange } from '../src/exchange.js';
 import type { GatewayPlugin } from '../src/plugin.js';
-import { expectLedgerMatchesLog, logRow, post, settledBalance } from './chat-helpers.js';
-import { copyProviders, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { post, settledBalance } from './chat-helpers.js';
+import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 /**
  * Bad input on both chat endpoints gets a clear error code in the endpoint's own
@@ -48,10 +48,9 @@ endpoints:
 models:
   - { id: stall-model, modality: chat, max_output_tokens: 100, pricing: { prompt: "0.000001", completion: "0.000002" } }
 `);
-  t = await startTestGateway({ providersDir: dir, extraPlugins: [recorder], yaml: { server: { host: '127.0.0.1', port: 0, body_limit_bytes: 4096 }, providers: { stall: { api_key: 'k' } } } });
-  const o = await t.org('bad-chat-input', '1');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId } = await startOrgGateway('bad-chat-input', '1', {
+    providersDir: dir, extraPlugins: [recorder], yaml: { server: { host: '127.0.0.1', port: 0, body_limit_bytes: 4096 }, providers: { stall: { api_key: 'k' } } },
+  }));
 });
 afterEach(async () => {
   expect(await settledBalance(t, orgId, START)).toBe(START);

@@ -3,8 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chatMicros, expectLedgerMatchesLog, logRow, post, readSse } from './chat-helpers.js';
-import { copyProviders, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { chatMicros, post, readSse } from './chat-helpers.js';
+import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 /**
  * Exact metering with prompt caching: an upstream that reports cache reads (and, for
@@ -65,10 +65,9 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'cache-openai.yaml'), file('cache-openai', '/chat/completions', 'openai'));
   writeFileSync(join(dir, 'cache-anthropic.yaml'), file('cache-anthropic', '/messages', 'anthropic-messages'));
   writeFileSync(join(dir, 'cache-gemini.yaml'), file('cache-gemini', '/models/{model}:{action}', 'gemini'));
-  t = await startTestGateway({ providersDir: dir, yaml: { providers: Object.fromEntries(['cache-openai', 'cache-anthropic', 'cache-gemini'].map((id) => [id, { api_key: 'k' }])) } });
-  const o = await t.org('cache', '1');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId } = await startOrgGateway('cache', '1', {
+    providersDir: dir, yaml: { providers: Object.fromEntries(['cache-openai', 'cache-anthropic', 'cache-gemini'].map((id) => [id, { api_key: 'k' }])) },
+  }));
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));
 afterAll(async () => {

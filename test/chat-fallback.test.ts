@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { startSimulator, type Simulator } from '../src/simulator/server.js';
-import { chatMicros, expectLedgerMatchesLog, logRow, post, readSse, settledBalance, simPromptTokens } from './chat-helpers.js';
-import { copyProviders, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { chatMicros, post, readSse, settledBalance, simPromptTokens } from './chat-helpers.js';
+import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 /**
  * Routing: a model id maps to every provider route that serves it (file-name order);
@@ -47,13 +47,10 @@ beforeAll(async () => {
     '  - { id: twin, modality: chat, max_output_tokens: 100, pricing: { prompt: "0.000001", completion: "0.000002" } }\n  - { id: strict, modality: chat, max_output_tokens: 100, pricing: { prompt: "0.000001", completion: "0.000002" } }'));
   writeFileSync(join(dir, 'a-strict.yaml'), provider('strictp', `${sim.url}/strictp/v1`, '{ path: /chat/completions, dialect: openai, fallback: false }',
     '  - { id: strict, modality: chat, max_output_tokens: 100, pricing: { prompt: "0.000001", completion: "0.000002" } }'));
-  t = await startTestGateway({
+  ({ t, key, orgId } = await startOrgGateway('routing', '5', {
     sim, providersDir: dir,
     yaml: { providers: Object.fromEntries(['backup', 'relay', 'dead', 'live', 'strictp'].map((id) => [id, { api_key: 'sim-key' }])) },
-  });
-  const o = await t.org('routing', '5');
-  key = o.key;
-  orgId = o.org.id;
+  }));
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));
 afterAll(async () => {

@@ -1,7 +1,5 @@
-import { expect } from 'vitest';
 import { parseUsdToPicos, picosToMicros } from '../src/money.js';
 import { SseDecoder, type SseEvent } from '../src/sse.js';
-import type { LogRow } from '../src/store/types.js';
 import type { TestGateway } from './harness.js';
 
 /** Prices in USD per million tokens, written out in the tests (not read from the YAML under test). */
@@ -30,23 +28,6 @@ export function chatMicros(p: PerMillion, u: { prompt: number; completion: numbe
 /** The simulator's prompt count: ceil(characters / 4) + 3 per message. */
 export function simPromptTokens(text: string, messages = 1): number {
   return Math.ceil(text.length / 4) + 3 * messages;
-}
-
-/** The ledger equals the sum of logged costs for this org (after the batched log is written). */
-export async function expectLedgerMatchesLog(t: TestGateway, orgId: string): Promise<void> {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
-}
-
-/** The request-log row of a request, once the batched writer has flushed it (bounded wait). */
-export async function logRow(t: TestGateway, requestId: string): Promise<LogRow> {
-  for (let i = 0; i < 100; i++) {
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(requestId);
-    if (row) return row;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`no log row for ${requestId}`);
 }
 
 /** Waits (bounded) until the org's balance stops being held by a reservation and equals `expected`. */

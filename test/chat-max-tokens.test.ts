@@ -2,8 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { expectLedgerMatchesLog, logRow } from './chat-helpers.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 /**
  * Spec §7: an Anthropic-family model asked without max_tokens reaches the provider,
@@ -15,13 +14,11 @@ import { postJson, startTestGateway, type TestGateway } from './harness.js';
 let t: TestGateway;
 let key: string;
 let orgId: string;
+let client: OpenAI;
 const START = 5_000_000;
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('max-tokens', '5');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId, client } = await startOrgGateway('max-tokens', '5'));
 });
 afterEach(async () => {
   expect(await t.balance(orgId)).toBe(START);
@@ -48,7 +45,6 @@ describe('an Anthropic model without max_tokens', () => {
   });
 
   it('reaches the official openai client as a BadRequestError with the gateway code', async () => {
-    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const err = await client.chat.completions.create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe('gateway_error');

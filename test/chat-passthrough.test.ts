@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
@@ -9,25 +9,12 @@ let orgId: string;
 let client: OpenAI;
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('acme', '5');
-  key = o.key;
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, key, orgId, client } = await startOrgGateway('acme', '5'));
 });
 afterAll(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  await expectLedgerMatchesLog(t, orgId);
   await t.close();
 });
-
-/** Waits for the batched request log to reach the database. */
-async function logRow(requestId: string) {
-  await t.gateway.log.flush();
-  const row = await t.gateway.store.getLog(requestId);
-  if (!row) throw new Error(`no log row for ${requestId}`);
-  return row;
-}
 
 describe('chat pass-through (OpenAI dialect) with the official openai client', () => {
   it('answers a non-streamed completion, bills it exactly and logs it', async () => {
@@ -44,7 +31,7 @@ describe('chat pass-through (OpenAI dialect) with the official openai client', (
     expect(before - (await t.balance(orgId))).toBe(expected);
     const requestId = response.headers.get('x-request-id') ?? '';
     expect(requestId).toMatch(/^req_[A-Za-z0-9]{24}$/);
-    const row = await logRow(requestId);
+    const row = await logRow(t, requestId);
     expect(row).toMatchObject({
       orgId, modality: 'chat', requestedModel: 'gpt-4o-mini', usedModel: 'gpt-4o-mini', usedProvider: 'openai',
       status: 200, errorCode: null, costMicros: expected, costEstimated: false, byok: false, prompt: 'Hello there',
@@ -83,7 +70,7 @@ describe('chat pass-through (OpenAI dialect) with the official openai client', (
     expect(sawUsage).toBe(false);
     const charged = before - (await t.balance(orgId));
     expect(charged).toBeGreaterThan(0);
-    expect(charged).toBe(await sumLoggedSince(before, charged));
+    await expectLedgerMatchesLog(t, orgId);
   });
 
   it('maps an upstream error to an SDK error with the gateway code, nothing charged', async () => {
@@ -98,7 +85,7 @@ describe('chat pass-through (OpenAI dialect) with the official openai client', (
   it('pins a provider with provider/model', async () => {
     const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'groq/llama-3.1-8b-instant', messages: [{ role: 'user', content: 'x' }] }, key);
     expect(r.status).toBe(200);
-    const row = await logRow(r.headers.get('x-request-id') ?? '');
+    const row = await logRow(t, r.headers.get('x-request-id') ?? '');
     expect(row.usedProvider).toBe('groq');
   });
 
@@ -108,10 +95,3 @@ describe('chat pass-through (OpenAI dialect) with the official openai client', (
     expect((r.body as ErrorBody).error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
   });
 });
-
-/** The ledger must equal the sum of logged costs after every case. */
-async function sumLoggedSince(_before: number, charged: number): Promise<number> {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
-  return charged;
-}

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chatMicros, expectLedgerMatchesLog, logRow, simPromptTokens, type PerMillion } from './chat-helpers.js';
-import { startTestGateway, type TestGateway } from './harness.js';
+import { chatMicros, simPromptTokens, type PerMillion } from './chat-helpers.js';
+import { expectLedgerMatchesLog, logRow, startOrgGateway, type TestGateway } from './harness.js';
 
 /**
  * Every declared chat provider, through the official `openai` client, unchanged:
@@ -44,10 +44,7 @@ let orgId: string;
 let client: OpenAI;
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('providers', '5');
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: o.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, orgId, client } = await startOrgGateway('providers', '5'));
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));
 afterAll(async () => t.close());

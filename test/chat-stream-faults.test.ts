@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SseEvent } from '../src/sse.js';
-import { chatMicros, expectLedgerMatchesLog, logRow, post, readSse, settledBalance, simPromptTokens, type PerMillion } from './chat-helpers.js';
-import { startTestGateway, type TestGateway } from './harness.js';
+import { chatMicros, post, readSse, settledBalance, simPromptTokens, type PerMillion } from './chat-helpers.js';
+import { expectLedgerMatchesLog, logRow, startOrgGateway, type TestGateway } from './harness.js';
 
 /**
  * An upstream stream that breaks after its first bytes reached the client (dropped
@@ -17,11 +17,7 @@ let orgId: string;
 let client: OpenAI;
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('faults', '5');
-  key = o.key;
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, key, orgId, client } = await startOrgGateway('faults', '5'));
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));
 afterAll(async () => t.close());

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SseDecoder, type SseEvent } from '../src/sse.js';
-import { expectLedgerMatchesLog, logRow, post, settledBalance } from './chat-helpers.js';
-import { copyProviders, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { post, settledBalance } from './chat-helpers.js';
+import { copyProviders, expectLedgerMatchesLog, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 /**
  * Streaming is incremental and cancellable, proven without timers: a gated upstream
@@ -100,10 +100,9 @@ models:
   writeFileSync(join(providers, 'gated-openai.yaml'), file('gated-openai', '/v1', '/chat/completions', 'openai'));
   writeFileSync(join(providers, 'gated-anthropic.yaml'), file('gated-anthropic', '/v1', '/messages', 'anthropic-messages'));
   writeFileSync(join(providers, 'gated-gemini.yaml'), file('gated-gemini', '/v1beta', '/models/{model}:{action}', 'gemini'));
-  t = await startTestGateway({ providersDir: providers, yaml: { providers: Object.fromEntries(['gated-openai', 'gated-anthropic', 'gated-gemini'].map((id) => [id, { api_key: 'k' }])) } });
-  const o = await t.org('streams', '1');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId } = await startOrgGateway('streams', '1', {
+    providersDir: providers, yaml: { providers: Object.fromEntries(['gated-openai', 'gated-anthropic', 'gated-gemini'].map((id) => [id, { api_key: 'k' }])) },
+  }));
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));
 afterAll(async () => {

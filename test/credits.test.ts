@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let clock = Date.now();
@@ -11,11 +11,6 @@ afterAll(async () => t.close());
 
 const chatUrl = () => `${t.url}/v1/chat/completions`;
 const body = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], max_tokens: 20, ...extra });
-
-async function ledgerMatchesLog(orgId: string): Promise<void> {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
-}
 
 describe('credit ledger', () => {
   it('refuses with 402 when the balance cannot cover the maximum cost, charging nothing', async () => {
@@ -36,7 +31,7 @@ describe('credit ledger', () => {
     const cost = Math.round((usage.cost_usd_total ?? 0) * 1e6);
     expect(cost).toBeGreaterThan(0);
     expect(await t.balance(org.id)).toBe(1000 - cost);
-    await ledgerMatchesLog(org.id);
+    await expectLedgerMatchesLog(t, org.id);
   });
 
   it.each([
@@ -49,7 +44,7 @@ describe('credit ledger', () => {
     expect(r.status).toBe(status);
     expect((r.body as ErrorBody).error).toMatchObject({ code, usedProvider: 'openai', requestedModel: 'gpt-4o-mini' });
     expect(await t.balance(org.id)).toBe(1_000_000);
-    await ledgerMatchesLog(org.id);
+    await expectLedgerMatchesLog(t, org.id);
   });
 
   it('concurrent requests never drive a balance below zero', async () => {
@@ -65,7 +60,7 @@ describe('credit ledger', () => {
     expect(balance).toBeGreaterThanOrEqual(0);
     await t.gateway.log.flush();
     expect(5000 - balance).toBe(await t.gateway.store.sumCharges(org.id));
-    await ledgerMatchesLog(org.id);
+    await expectLedgerMatchesLog(t, org.id);
   });
 
   it("uses the org's own provider key when set: not blocked for credit, not debited, key sent upstream", async () => {
@@ -81,8 +76,7 @@ describe('credit ledger', () => {
     expect(r.status).toBe(200);
     expect((r.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total).toBeGreaterThan(0);
     expect(await t.balance(org.id)).toBe(0);
-    await t.gateway.log.flush();
-    expect((await t.gateway.store.getLog(r.headers.get('x-request-id') ?? ''))?.byok).toBe(true);
+    expect((await logRow(t, r.headers.get('x-request-id') ?? '')).byok).toBe(true);
   });
 
   it('a client that disconnects before the upstream answers is charged nothing and the upstream call is cancelled', async () => {
@@ -99,7 +93,6 @@ describe('credit ledger', () => {
     // The reservation is settled when the gateway notices the close; poll briefly (bounded).
     for (let i = 0; i < 50 && (await t.balance(org.id)) !== 1_000_000; i++) await new Promise((r) => setTimeout(r, 20));
     expect(await t.balance(org.id)).toBe(1_000_000);
-    await t.gateway.log.flush();
-    await ledgerMatchesLog(org.id);
+    await expectLedgerMatchesLog(t, org.id);
   });
 });

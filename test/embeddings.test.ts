@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { embedText, toFloatList } from '../src/simulator/vectors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
@@ -13,26 +13,10 @@ let client: OpenAI;
 const LONG = 'word '.repeat(2000);
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('embedder', '5');
-  key = o.key;
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, key, orgId, client } = await startOrgGateway('embedder', '5'));
 });
-afterEach(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
-});
-afterAll(async () => {
-  await t.close();
-});
-
-async function logRow(requestId: string) {
-  await t.gateway.log.flush();
-  const row = await t.gateway.store.getLog(requestId);
-  if (!row) throw new Error(`no log row for ${requestId}`);
-  return row;
-}
+afterEach(async () => expectLedgerMatchesLog(t, orgId));
+afterAll(async () => t.close());
 
 const decode = (b64: string): number[] => {
   const buf = Buffer.from(b64, 'base64');
@@ -53,7 +37,7 @@ describe('POST /v1/embeddings with OpenAI models and the official openai client'
     expect(before - (await t.balance(orgId))).toBe(50);
     const id = response.headers.get('x-request-id') ?? '';
     expect((data as unknown as { id: string }).id).toBe(id);
-    expect(await logRow(id)).toMatchObject({ modality: 'embeddings', usedProvider: 'openai', costMicros: 50, costEstimated: false, status: 200 });
+    expect(await logRow(t, id)).toMatchObject({ modality: 'embeddings', usedProvider: 'openai', costMicros: 50, costEstimated: false, status: 200 });
   });
 
   it('answers the SDK default (base64 on the wire) with float32 little-endian bytes the SDK decodes', async () => {
@@ -108,7 +92,7 @@ describe('POST /v1/embeddings with Google models (batchEmbedContents mapped in Y
     expect(data.usage.prompt_tokens).toBe(2501);
     expect(before - (await t.balance(orgId))).toBe(375);
     expect(t.sim.calls()).toEqual({ 'POST /gemini/v1beta/models/gemini-embedding-001:batchEmbedContents': 1 });
-    expect(await logRow(response.headers.get('x-request-id') ?? '')).toMatchObject({ usedProvider: 'google', costMicros: 375, costEstimated: true });
+    expect(await logRow(t, response.headers.get('x-request-id') ?? '')).toMatchObject({ usedProvider: 'google', costMicros: 375, costEstimated: true });
   });
 
   it('serves gemini-embedding-2-preview with dimensions', async () => {

@@ -1,13 +1,15 @@
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
+import { expect } from 'vitest';
 import { createKey, createOrg } from '../src/admin.js';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../src/gateway.js';
 import { packageRoot } from '../src/paths.js';
 import { startSimulator, type Simulator } from '../src/simulator/server.js';
-import type { Org, Retention } from '../src/store/types.js';
+import type { LogRow, Org, Retention } from '../src/store/types.js';
 
 /** A temporary folder removed by `cleanup`. */
 export function tempDir(prefix = 'tollgate-'): string {
@@ -95,6 +97,30 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A test gateway with one org holding `creditsUsd`, its key, and the official openai client on /v1 with that key (no retries). */
+export async function startOrgGateway(orgName: string, creditsUsd: string, opts: TestGatewayOptions = {}): Promise<{ t: TestGateway; key: string; orgId: string; client: OpenAI }> {
+  const t = await startTestGateway(opts);
+  const { org, key } = await t.org(orgName, creditsUsd);
+  return { t, key, orgId: org.id, client: new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 }) };
+}
+
+/** The ledger equals the sum of logged costs for this org (after the batched log is written). */
+export async function expectLedgerMatchesLog(t: TestGateway, orgId: string): Promise<void> {
+  await t.gateway.log.flush();
+  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+}
+
+/** The request-log row of a request, once the batched writer has flushed it (bounded wait). */
+export async function logRow(t: TestGateway, requestId: string): Promise<LogRow> {
+  for (let i = 0; i < 100; i++) {
+    await t.gateway.log.flush();
+    const row = await t.gateway.store.getLog(requestId);
+    if (row) return row;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no log row for ${requestId}`);
 }
 
 /** POSTs JSON to the gateway and returns status, headers and parsed body. */

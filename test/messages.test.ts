@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chatMicros, expectLedgerMatchesLog, logRow, post, readSse, type PerMillion } from './chat-helpers.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { chatMicros, post, readSse, type PerMillion } from './chat-helpers.js';
+import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 /**
  * POST /v1/messages: Anthropic's format in and out, so Anthropic SDK users reach every
@@ -15,10 +15,7 @@ let orgId: string;
 let client: Anthropic;
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('messages', '5');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId } = await startOrgGateway('messages', '5'));
   client = new Anthropic({ apiKey: key, baseURL: t.url, maxRetries: 0 });
 });
 afterEach(async () => expectLedgerMatchesLog(t, orgId));

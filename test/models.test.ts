@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { copyProviders, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { copyProviders, expectLedgerMatchesLog, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
 let orgId: string;
+let client: OpenAI;
 
 interface ProviderEntry { providerId: string; modelName: string; pricing: Record<string, unknown>; [flag: string]: unknown }
 interface ModelRecord {
@@ -31,14 +32,10 @@ models:
   - { id: retired-embedder, modality: embeddings, deprecated_at: "2020-01-01", deactivated_at: "2021-06-30", pricing: { prompt: "0.0000001" } }
   - { id: future-embedder, modality: embeddings, deprecated_at: "2999-01-01", deactivated_at: "2999-06-30", pricing: { prompt: "0.0000001" } }
 `);
-  t = await startTestGateway({ providersDir: providers });
-  const o = await t.org('browser', '1');
-  key = o.key;
-  orgId = o.org.id;
+  ({ t, key, orgId, client } = await startOrgGateway('browser', '1', { providersDir: providers }));
 });
 afterAll(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  await expectLedgerMatchesLog(t, orgId);
   await t.close();
 });
 
@@ -148,7 +145,6 @@ describe('GET /v1/models', () => {
   });
 
   it('works with the official openai client: list and retrieve', async () => {
-    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const seen: string[] = [];
     for await (const m of client.models.list()) seen.push(m.id);
     expect(seen).toEqual(expect.arrayContaining(['text-embedding-3-small', 'gemini-embedding-001', 'tts-1', 'eleven_multilingual_v2', 'whisper-1', 'nova-3']));

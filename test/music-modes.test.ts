@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../src/simulator/server.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
 import { startS3, type TestS3 } from './s3.js';
 
 /** Storage modes and settings of the music plugin, each gateway with its own configuration. */
@@ -45,10 +45,9 @@ describe('storage modes', () => {
     expect(g.audio.storage).toBe('inline');
     expect(g.audio.url).toBeUndefined();
     expect(await t.balance(org.id)).toBe(950_000);
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(g.id);
-    expect(row?.extra).toMatchObject({ storage: 'inline' });
-    expect(String(row?.extra?.storage_error)).not.toBe('');
+    const row = await logRow(t, g.id);
+    expect(row.extra).toMatchObject({ storage: 'inline' });
+    expect(String(row.extra?.storage_error)).not.toBe('');
   });
 
   it('redirects /content to a short-lived presigned URL that serves the bytes and Range', async () => {
@@ -77,7 +76,7 @@ describe('retention settings', () => {
     clock += 8 * DAY;
     await t.gateway.runTasks();
     expect(await t.gateway.store.media.get(g.id)).toMatchObject({ prompt: null, text: null, cleanedAt: null });
-    expect((await t.gateway.store.getLog(g.id))?.prompt).toBeNull();
+    expect((await logRow(t, g.id)).prompt).toBeNull();
   });
 
   it('lets only one instance sweep at a time when several share the database', async () => {

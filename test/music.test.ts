@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, postJson, startOrgGateway, type TestGateway } from './harness.js';
 import { looksLikeMp3 } from './s3.js';
 
 /** Music generation against the simulator's Lyria, without object storage (storage: inline). */
@@ -16,12 +16,10 @@ const JPEG = Buffer.from('ffd8ffe000104a46494600010100000100010000ffd9', 'hex');
 const dataUrl = (bytes: Buffer, mime = 'image/png') => `data:${mime};base64,${bytes.toString('base64')}`;
 
 beforeAll(async () => {
-  t = await startTestGateway({ yaml: { settings: { music: { timeout_ms: 500 } } } });
-  ({ key, org: { id: orgId } } = await t.org('music-org', '10'));
+  ({ t, key, orgId } = await startOrgGateway('music-org', '10', { yaml: { settings: { music: { timeout_ms: 500 } } } }));
 });
 afterAll(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  await expectLedgerMatchesLog(t, orgId);
   await t.close();
 });
 beforeEach(async () => {

@@ -3,10 +3,12 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/simulator/server.js';
-import { copyProviders, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { copyProviders, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let sim: Simulator;
 let t: TestGateway;
+let orgId: string;
+let client: OpenAI;
 
 beforeAll(async () => {
   sim = await startSimulator({ port: 0 });
@@ -28,7 +30,7 @@ models:
     max_output_tokens: 1024
     pricing: { prompt: "0.000003", completion: "0.000009" }
 `);
-  t = await startTestGateway({ sim, providersDir: providers, yaml: { providers: { nimbus: { api_key: 'nimbus-secret' } } } });
+  ({ t, orgId, client } = await startOrgGateway('nimbus-user', '1', { sim, providersDir: providers, yaml: { providers: { nimbus: { api_key: 'nimbus-secret' } } } }));
 });
 afterAll(async () => {
   await t.close();
@@ -37,8 +39,6 @@ afterAll(async () => {
 
 describe('a provider added by YAML alone', () => {
   it('serves a completion through the official client, billed at its YAML prices', async () => {
-    const { org, key } = await t.org('nimbus-user', '1');
-    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     const { data: res, response } = await client.chat.completions.create({ model: 'nimbus-large', messages: [{ role: 'user', content: 'Hello nimbus' }] }).withResponse();
     expect(res.model).toBe('nimbus-large');
     expect(res.choices[0]?.message.content).toBeTruthy();
@@ -46,9 +46,8 @@ describe('a provider added by YAML alone', () => {
     const u = res.usage as unknown as Record<string, number>;
     const cost = u.prompt_tokens! * 3 + u.completion_tokens! * 9;
     expect(Math.round(u.cost_usd_total! * 1e6)).toBe(cost);
-    expect(await t.balance(org.id)).toBe(1_000_000 - cost);
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(response.headers.get('x-request-id') ?? '');
+    expect(await t.balance(orgId)).toBe(1_000_000 - cost);
+    const row = await logRow(t, response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ usedProvider: 'nimbus', usedModel: 'nimbus-large-2026-11', requestedModel: 'nimbus-large' });
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
 import { speechSeconds } from '../src/simulator/reply.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
@@ -15,19 +15,10 @@ const RACHEL = '21m00Tcm4TlvDq8ikWAM';
 const TEXT = 'The quick brown fox jumps over the lazy dog, then naps in the warm afternoon sun by the old red bar.';
 
 beforeAll(async () => {
-  t = await startTestGateway();
-  const o = await t.org('speaker', '5');
-  key = o.key;
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, key, orgId, client } = await startOrgGateway('speaker', '5'));
 });
-afterEach(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
-});
-afterAll(async () => {
-  await t.close();
-});
+afterEach(async () => expectLedgerMatchesLog(t, orgId));
+afterAll(async () => t.close());
 
 /** The MP3 the simulator synthesises for `text`: what the gateway must pass through byte for byte. */
 const simulatedMp3 = (text: string): Buffer => buildMp3(framesForSeconds(speechSeconds(text.length)));
@@ -42,8 +33,7 @@ describe('POST /v1/audio/speech with OpenAI models and the official openai clien
     expect(bytes.subarray(0, 3).toString('latin1')).toBe('ID3');
     expect(bytes.equals(simulatedMp3(TEXT))).toBe(true);
     expect(before - (await t.balance(orgId))).toBe(1500); // 100 × $15/M
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(res.headers.get('x-request-id') ?? '');
+    const row = await logRow(t, res.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ modality: 'speech', usedProvider: 'openai', usedModel: 'tts-1', costMicros: 1500, prompt: TEXT, status: 200 });
   });
 

@@ -3,7 +3,7 @@ import OpenAI, { toFile } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
-import { startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { expectLedgerMatchesLog, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let t: TestGateway;
 let key: string;
@@ -17,15 +17,10 @@ const TRANSCRIPT = 'Simulated transcript.';
 
 beforeAll(async () => {
   uploads = tempDir('tollgate-upload-test-');
-  t = await startTestGateway({ yaml: { settings: { audio: { upload_dir: uploads } } } });
-  const o = await t.org('listener', '5');
-  key = o.key;
-  orgId = o.org.id;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  ({ t, key, orgId, client } = await startOrgGateway('listener', '5', { yaml: { settings: { audio: { upload_dir: uploads } } } }));
 });
 afterEach(async () => {
-  await t.gateway.log.flush();
-  expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
+  await expectLedgerMatchesLog(t, orgId);
   expect(await spooledFiles()).toEqual([]);
 });
 afterAll(async () => {
@@ -65,8 +60,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
     expect(result.data.text).toBe(TRANSCRIPT);
     expect(result.data.usage).toEqual({ type: 'duration', seconds: 10, cost: 0.001 });
     expect(cost).toBe(1000); // 10 s × $0.006/min
-    await t.gateway.log.flush();
-    const row = await t.gateway.store.getLog(result.response.headers.get('x-request-id') ?? '');
+    const row = await logRow(t, result.response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ modality: 'transcription', usedProvider: 'openai', usedModel: 'whisper-1', costMicros: 1000, costEstimated: false });
   });
 
@@ -88,8 +82,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
     else expect(result.data).toMatch(expected);
     expect(result.response.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(cost).toBe(1000);
-    await t.gateway.log.flush();
-    expect((await t.gateway.store.getLog(result.response.headers.get('x-request-id') ?? ''))?.costEstimated).toBe(true);
+    expect((await logRow(t, result.response.headers.get('x-request-id') ?? '')).costEstimated).toBe(true);
   });
 
   it('gpt-4o-transcribe reports tokens, so the seconds are estimated from the file', async () => {
