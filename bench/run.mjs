@@ -460,13 +460,17 @@ async function main() {
       providers: providerOverrides(sim.url),
     };
     writeFileSync(configFile, JSON.stringify(config, null, 2)); // JSON is YAML
-    // Music runs on a second gateway on the same database, with S3 storage: the chat gateway
-    // stays in the default configuration (no object storage, so no S3 client in its memory).
+    // Music runs on a second gateway with S3 storage and its own SQLite file (one gateway
+    // process owns a SQLite ledger): the chat gateway stays in the default configuration.
     const musicConfigFile = join(tmp, 'gateway-music.yaml');
     const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
-    writeFileSync(musicConfigFile, JSON.stringify({ ...config, ...(storage ? { storage } : {}) }, null, 2));
-    gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', configFile);
-    const key = gatewayCli('keys', 'create', '--org', 'bench', '--config', configFile).trim().split('\n').pop();
+    writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
+    const keyFor = (file) => {
+      gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
+      return gatewayCli('keys', 'create', '--org', 'bench', '--config', file).trim().split('\n').pop();
+    };
+    const key = keyFor(configFile);
+    const musicKey = keyFor(musicConfigFile);
 
     const gatewayChild = await Child.start({ name: 'gateway', args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
     children.push(gatewayChild);
@@ -519,7 +523,7 @@ async function main() {
       }
     }
     if (scenarios.has('stream')) await streamScenario(targets, results);
-    if (scenarios.has('music')) await musicScenario(musicConfigFile, key, targets[0], Boolean(s3), results);
+    if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
     if (scenarios.has('soak')) await soakScenario(targets[1], results);
     if (scenarios.has('profile')) await profileScenario(configFile, key, sim.url, tmp, date, results);
   } finally {

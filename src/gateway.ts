@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import { builtinPlugins } from '../plugins/index.js';
 import { Authenticator } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
@@ -11,7 +10,6 @@ import type { GatewayPlugin, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
 import { RequestLogWriter } from './request-log.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
-import { S3ObjectStore } from './storage/s3.js';
 import { openStore } from './store/index.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
@@ -72,10 +70,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
   const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
-  const store = openStore(config.database.url, now);
-  const objectStore = config.storage.s3 ? new S3ObjectStore(config.storage.s3) : undefined;
+  const store = openStore(config.database.url, now, { server: true });
+  // Optional services load their client libraries only when configured (memory of the embedded default).
+  const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
-    ? new Redis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 2000 })
+    ? new (await import('ioredis')).Redis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 2000 })
     : undefined;
   redis?.on('error', () => undefined); // reported by the health check, not thrown at the process
   const hooks = new HookRegistry();

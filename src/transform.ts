@@ -60,7 +60,9 @@ function compileMap(map: unknown, where: string): Array<[string, Expr]> {
 
 /** Plain JSON out of a JSONata result (JSONata sequences are arrays with extra flags). */
 function plain(value: unknown): unknown {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
+  // Primitives pass as they are: copying a multi-megabyte base64 string through JSON costs its size again.
+  if (value === undefined || value === null || typeof value !== 'object') return value;
+  return JSON.parse(JSON.stringify(value)) as unknown;
 }
 
 async function evaluateMap(entries: Array<[string, Expr]>, input: unknown): Promise<Record<string, string>> {

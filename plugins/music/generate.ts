@@ -6,6 +6,7 @@ import { costPicos } from '../../src/pricing.js';
 import type { ModelRoute } from '../../src/providers/types.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { logIdOf, type MediaRecord, type MediaStorage } from '../../src/store/media.js';
+import type { Semaphore } from '../../src/semaphore.js';
 import type { Store } from '../../src/store/types.js';
 import { fillPath } from '../../src/upstream.js';
 import type { ImageFetcher, InlineImage } from './images.js';
@@ -17,6 +18,8 @@ const MP3 = 'audio/mpeg';
 
 export interface MusicDeps {
   settings: MusicSettings;
+  /** Bounds how many finished tracks are held in memory at once. */
+  deliveries: Semaphore;
   store: Store;
   objectStore: ObjectStore | undefined;
   images: ImageFetcher;
@@ -76,6 +79,18 @@ function flatPrice(route: ModelRoute): bigint {
 }
 
 async function respondMusic(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Promise<Metered> {
+  // The upstream body waits in its socket (backpressure) until a delivery slot is free.
+  const release = await deps.deliveries.acquire();
+  ctx.reply.raw.once('close', release);
+  try {
+    return await deliver(deps, ctx);
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+async function deliver(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   const extracted = await extract(route, await upstream.body.text());
   if (typeof extracted.blocked === 'string' && extracted.blocked !== '') {
@@ -99,7 +114,9 @@ async function respondMusic(deps: MusicDeps, ctx: RespondContext<MusicRequest>):
   await deps.store.media.put(record);
   ex.extra = { ...ex.extra, storage: storage.kind, bytes: bytes.length };
   ex.ttfbMs = elapsedMs(ex);
-  void reply.code(200).type('application/json').send(responseJson(record, bytes, deps.settings.retention_days));
+  // The upstream's base64 is reused as it is when it is canonical: re-encoding a 4 MB track costs 5 MB more per request.
+  const base64 = /^[A-Za-z0-9+/]*={0,2}$/.test(audioB64) ? audioB64 : bytes.toString('base64');
+  void reply.code(200).type('application/json').send(responseJson(record, base64, deps.settings.retention_days));
   return { costPicos: BigInt(costMicros) * 1_000_000n };
 }
 
@@ -135,7 +152,7 @@ async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ ki
 }
 
 /** The §2.1 object. The base64 (megabytes) is spliced in as-is rather than copied through JSON.stringify. */
-function responseJson(r: MediaRecord, bytes: Buffer, retentionDays: number): string {
+function responseJson(r: MediaRecord, base64: string, retentionDays: number): string {
   const audio: Record<string, unknown> = { base64: '\u0000', mime_type: r.mimeType, storage: r.storage };
   if (r.storage === 's3') Object.assign(audio, { url: `/v1/music/${r.requestId}/content`, expires_in_days: retentionDays });
   const body = JSON.stringify({
@@ -143,5 +160,5 @@ function responseJson(r: MediaRecord, bytes: Buffer, retentionDays: number): str
     audio, text: r.text ?? '', usage: { cost_usd: microsToUsd(r.costMicros) }, created: Math.floor(r.createdAt / 1000),
   });
   const [head, tail] = body.split('"\\u0000"') as [string, string];
-  return `${head}"${bytes.toString('base64')}"${tail}`;
+  return `${head}"${base64}"${tail}`;
 }

@@ -1,5 +1,6 @@
 import { logIdOf } from '../../src/store/media.js';
 import type { GatewayPlugin } from '../../src/plugin.js';
+import { Semaphore } from '../../src/semaphore.js';
 import { serveContent } from './content.js';
 import { musicHandler } from './generate.js';
 import { listHistory } from './history.js';
@@ -33,7 +34,7 @@ export const musicPlugin: GatewayPlugin = {
     const settings = api.settings as MusicSettings;
     const images = new ImageFetcher(settings.image_fetch);
     api.onClose(() => images.close());
-    const deps = { settings, store: api.store, objectStore: api.objectStore, images, now: () => api.now() };
+    const deps = { settings, store: api.store, objectStore: api.objectStore, images, now: () => api.now(), deliveries: new Semaphore(settings.max_concurrent_deliveries) };
     api.modelRoute({
       method: 'POST', url: '/v1/music', bodyLimit: BODY_LIMIT,
       handler: musicHandler({ ...deps, warn: (msg, data) => api.log.warn(data, msg) }),

@@ -10,6 +10,8 @@ export interface MusicSettings {
   /** `proxy` streams the object through the gateway; `redirect` answers 302 to a presigned URL. */
   delivery: 'proxy' | 'redirect';
   presign_ttl_seconds: number;
+  /** Finished tracks decoded, uploaded and sent at once (each needs ~30 MB briefly); the rest wait their turn. */
+  max_concurrent_deliveries: number;
   image_fetch: {
     timeout_ms: number;
     max_bytes: number;
@@ -32,6 +34,7 @@ export const musicSettingsSchema = {
     log_text_retention_days: { type: 'integer', minimum: 1 },
     delivery: { enum: ['proxy', 'redirect'], default: 'proxy' },
     presign_ttl_seconds: { type: 'integer', minimum: 1, maximum: 604_800, default: 300 },
+    max_concurrent_deliveries: { type: 'integer', minimum: 1, default: 3 },
     image_fetch: {
       type: 'object',
       additionalProperties: false,

@@ -1,4 +1,5 @@
-import { DatabaseError, Pool, TypeOverrides, escapeIdentifier, types, type PoolClient } from 'pg';
+import { createRequire } from 'node:module';
+import type { Pool, PoolClient } from 'pg';
 import type { Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { MEDIA_SCHEMA_POSTGRES, PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
@@ -85,6 +86,7 @@ export class PostgresStore implements Store {
   readonly media: MediaStore;
   readonly leases: LeaseStore;
   private readonly pool: Pool;
+  private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
   private schemaReady: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
@@ -100,9 +102,12 @@ export class PostgresStore implements Store {
     const options = [parsed.searchParams.get('options'), schema && `-c search_path=${schema}`].filter(Boolean).join(' ');
     parsed.searchParams.delete('schema');
     parsed.searchParams.delete('options');
-    const typeParsers = new TypeOverrides();
-    typeParsers.setTypeParser(types.builtins.INT8, parseInt8);
-    this.pool = new Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers });
+    // pg is loaded only when a PostgreSQL database is configured: the embedded default never pays for it.
+    const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+    this.pg = pg;
+    const typeParsers = new pg.TypeOverrides();
+    typeParsers.setTypeParser(pg.types.builtins.INT8, parseInt8);
+    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers });
     // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
     this.pool.on('error', () => undefined);
     const query: Query = (sql, params) => this.query(sql, params);
@@ -126,7 +131,7 @@ export class PostgresStore implements Store {
         INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $3, 'initial credits', $5 FROM o WHERE $3::bigint > 0`,
       [org.id, name, credits, retention, org.createdAt]);
     } catch (err) {
-      if (err instanceof DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
+      if (err instanceof this.pg.DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
         throw new DuplicateError(`an organization named "${name}" already exists`);
       }
       throw err;
@@ -274,7 +279,7 @@ export class PostgresStore implements Store {
     await this.transaction(async (client) => {
       // Concurrent CREATE … IF NOT EXISTS can still collide in the catalogue; instances starting together take turns.
       await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate.schema'))");
-      if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(this.schema)}`);
+      if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.pg.escapeIdentifier(this.schema)}`);
       await client.query(SCHEMA + MEDIA_SCHEMA_POSTGRES);
     });
   }

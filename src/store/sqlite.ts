@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
+import { BufferedSqliteLedger } from './sqlite-ledger.js';
 import { MEDIA_SCHEMA_SQLITE, SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
 
@@ -57,8 +58,10 @@ export class SqliteStore implements Store {
   readonly leases: LeaseStore;
   private readonly db: Database.Database;
   private readonly stmt;
+  /** Set when this process owns the file's ledger (the gateway); the CLI writes through. */
+  private readonly buffered: BufferedSqliteLedger | undefined;
 
-  constructor(path: string, private readonly now: () => number = Date.now) {
+  constructor(path: string, private readonly now: () => number = Date.now, opts: { ownLedger?: boolean } = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -84,6 +87,19 @@ export class SqliteStore implements Store {
         extra, created_at) VALUES (@id, @request_id, @org_id, @api_key_id, @modality, @requested_model, @used_model, @used_provider,
         @status, @error_code, @cost_micros, @cost_estimated, @byok, @duration_ms, @ttfb_ms, @prompt, @attempts, @extra, @created_at)`),
     };
+    this.buffered = opts.ownLedger ? new BufferedSqliteLedger(db, now) : undefined;
+  }
+
+  /** The stored balance less what this process holds in memory (reserved, or charged and not yet written). */
+  private toOrg(row: OrgRow): Org {
+    const org = toOrg(row);
+    if (this.buffered) org.balanceMicros -= this.buffered.heldFor(org.id);
+    return org;
+  }
+
+  /** Writes charges buffered in memory (the audit sums must see them). */
+  private writeBuffered(): void {
+    if (this.buffered) this.db.transaction(() => this.buffered?.writePending())();
   }
 
   async ping(): Promise<void> {
@@ -91,7 +107,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.buffered?.close();
+    this.db.close();
   }
 
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
@@ -111,12 +129,12 @@ export class SqliteStore implements Store {
 
   async getOrg(id: string): Promise<Org | undefined> {
     const row = this.stmt.orgById.get(id);
-    return row && toOrg(row);
+    return row && this.toOrg(row);
   }
 
   async findOrgByName(name: string): Promise<Org | undefined> {
     const row = this.stmt.orgByName.get(name);
-    return row && toOrg(row);
+    return row && this.toOrg(row);
   }
 
   async countOrgs(): Promise<number> {
@@ -132,7 +150,7 @@ export class SqliteStore implements Store {
       const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
       if (changed === 0) throw new RangeError('the balance cannot go below zero');
       this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now());
-      return (this.stmt.orgById.get(orgId) as OrgRow).balance_micros;
+      return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;
     })();
   }
 
@@ -166,6 +184,7 @@ export class SqliteStore implements Store {
   }
 
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    if (this.buffered) return this.buffered.reserve(orgId, requestId, amount);
     return this.db.transaction(() => {
       if (this.stmt.debit.run(amount, orgId, amount).changes === 0) return false;
       this.stmt.insertReservation.run(requestId, orgId, amount, this.now());
@@ -174,6 +193,7 @@ export class SqliteStore implements Store {
   }
 
   async settle(requestId: string, cost: Micros): Promise<Micros> {
+    if (this.buffered) return this.buffered.settle(requestId, cost);
     return this.db.transaction(() => {
       const r = this.stmt.reservation.get(requestId);
       if (!r) return 0;
@@ -186,13 +206,16 @@ export class SqliteStore implements Store {
   }
 
   async releaseStaleReservations(olderThan: number): Promise<number> {
+    if (this.buffered) return this.buffered.releaseStale(olderThan);
     const stale = this.db.prepare('SELECT request_id FROM reservations WHERE created_at < ?').all(olderThan) as Array<{ request_id: string }>;
     for (const r of stale) await this.settle(r.request_id, 0);
     return stale.length;
   }
 
   async insertLogs(rows: readonly LogRow[]): Promise<void> {
+    // Buffered charges go in the same transaction as the log rows: ledger and log agree even after a crash.
     this.db.transaction(() => {
+      this.buffered?.writePending();
       for (const r of rows) this.stmt.insertLog.run(toLogDb(r));
     })();
   }
@@ -203,11 +226,13 @@ export class SqliteStore implements Store {
   }
 
   async sumCharges(orgId: string): Promise<Micros> {
+    this.writeBuffered();
     const row = this.db.prepare("SELECT COALESCE(SUM(-amount_micros), 0) AS s FROM ledger WHERE org_id = ? AND kind = 'charge'").get(orgId) as { s: number };
     return row.s;
   }
 
   async sumLoggedCosts(orgId: string): Promise<Micros> {
+    this.writeBuffered();
     const row = this.db.prepare('SELECT COALESCE(SUM(cost_micros), 0) AS s FROM request_logs WHERE org_id = ? AND byok = 0').get(orgId) as { s: number };
     return row.s;
   }

@@ -1,0 +1,96 @@
+import { mkdtempSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { newId } from '../ids.js';
+import { SqliteStore } from './sqlite.js';
+
+/** The gateway's own SQLite ledger: in-memory reservations, batched charges, one server process per file. */
+const opened: SqliteStore[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+});
+
+function file(): string {
+  return join(mkdtempSync(join(tmpdir(), 'tollgate-ledger-')), 'g.db');
+}
+function open(path: string, server: boolean): SqliteStore {
+  const s = new SqliteStore(path, Date.now, { ownLedger: server });
+  opened.push(s);
+  return s;
+}
+const raw = (path: string, sql: string, ...params: unknown[]) => {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(sql).all(...params);
+  } finally {
+    db.close();
+  }
+};
+
+describe('buffered SQLite ledger', () => {
+  it('reserves and settles without writing, then writes the charge with the log batch', async () => {
+    const path = file();
+    const server = open(path, true);
+    const org = await server.createOrg('o', 1000, 'standard');
+    const req = newId('req');
+    expect(await server.reserve(org.id, req, 600)).toBe(true);
+    expect(raw(path, 'SELECT * FROM reservations')).toEqual([]);
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(400);
+    expect(await server.reserve(org.id, newId('req'), 401)).toBe(false);
+    expect(await server.settle(req, 250)).toBe(250);
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(750);
+    expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 1000 }]);
+    await server.insertLogs([]);
+    expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 750 }]);
+    expect(raw(path, "SELECT amount_micros FROM ledger WHERE kind = 'charge'")).toEqual([{ amount_micros: -250 }]);
+    expect(await server.sumCharges(org.id)).toBe(250);
+  });
+
+  it('sees credits an admin command adds to the file while it runs', async () => {
+    const path = file();
+    const server = open(path, true);
+    const admin = open(path, false);
+    const org = await server.createOrg('o', 100, 'standard');
+    expect(await server.reserve(org.id, newId('req'), 100)).toBe(true);
+    expect(await server.reserve(org.id, newId('req'), 50)).toBe(false);
+    await admin.addCredits(org.id, 50, 'top-up');
+    expect(await server.reserve(org.id, newId('req'), 50)).toBe(true);
+    expect(await server.reserve(org.id, newId('req'), 1)).toBe(false);
+  });
+
+  it('grants exactly what the balance covers under many concurrent reservations', async () => {
+    const server = open(file(), true);
+    const org = await server.createOrg('o', 10_000, 'standard');
+    const results = await Promise.all(Array.from({ length: 50 }, () => server.reserve(org.id, newId('req'), 300)));
+    expect(results.filter(Boolean)).toHaveLength(33);
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(100);
+  });
+
+  it('writes charges still in memory when it closes', async () => {
+    const path = file();
+    const server = new SqliteStore(path, Date.now, { ownLedger: true });
+    const org = await server.createOrg('o', 1000, 'standard');
+    const req = newId('req');
+    await server.reserve(org.id, req, 500);
+    await server.settle(req, 123);
+    await server.close();
+    expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 877 }]);
+  });
+
+  it('refuses a second server process on the same file, and allows one after the first closed', async () => {
+    const path = file();
+    const first = new SqliteStore(path, Date.now, { ownLedger: true });
+    expect(() => new SqliteStore(path, Date.now, { ownLedger: true })).toThrow(/another gateway process .* is serving this SQLite database.*use PostgreSQL/);
+    await first.close();
+    open(path, true);
+  });
+
+  it('takes over from a gateway process on this host that died without releasing', async () => {
+    const path = file();
+    const admin = open(path, false);
+    await admin.leases.tryAcquire('sqlite-ledger', `${hostname()}:2147483646:dead`, 60_000, Date.now());
+    expect(() => open(path, true)).not.toThrow();
+  });
+});
