@@ -469,8 +469,12 @@ async function main() {
       gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
       return gatewayCli('keys', 'create', '--org', 'bench', '--config', file).trim().split('\n').pop();
     };
+    // The profiled gateway runs beside the measured one, so it too gets its own SQLite file.
+    const profileConfigFile = join(tmp, 'gateway-profile.yaml');
+    writeFileSync(profileConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
     const key = keyFor(configFile);
     const musicKey = keyFor(musicConfigFile);
+    const profileKey = scenarios.has('profile') ? keyFor(profileConfigFile) : '';
 
     const gatewayChild = await Child.start({ name: 'gateway', args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
     children.push(gatewayChild);
@@ -525,7 +529,7 @@ async function main() {
     if (scenarios.has('stream')) await streamScenario(targets, results);
     if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
     if (scenarios.has('soak')) await soakScenario(targets[1], results);
-    if (scenarios.has('profile')) await profileScenario(configFile, key, sim.url, tmp, date, results);
+    if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results);
   } finally {
     for (const c of children.reverse()) await c.stop();
     cleanup();

@@ -6,7 +6,7 @@ import type { GatewayConfig } from './config/gateway-config.js';
 import { GatewayError } from './errors.js';
 import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
-import { newId } from './ids.js';
+import { IdPool } from './ids.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
@@ -37,11 +37,12 @@ export interface ServerDeps extends PipelineServices {
  * `addPlainRoute`.
  */
 export function createServer(deps: ServerDeps): FastifyInstance {
+  const ids = new IdPool();
   const app = Fastify({
     logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level },
     bodyLimit: deps.config.server.bodyLimitBytes,
     trustProxy: deps.config.server.trustProxy,
-    genReqId: () => newId('req'),
+    genReqId: () => ids.next('req'),
     requestIdHeader: false,
     return503OnClosing: true,
   });

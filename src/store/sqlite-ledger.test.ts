@@ -15,8 +15,8 @@ afterEach(async () => {
 function file(): string {
   return join(mkdtempSync(join(tmpdir(), 'tollgate-ledger-')), 'g.db');
 }
-function open(path: string, server: boolean): SqliteStore {
-  const s = new SqliteStore(path, Date.now, { ownLedger: server });
+function open(path: string, server: boolean, balanceTtlMs?: number): SqliteStore {
+  const s = new SqliteStore(path, Date.now, { ownLedger: server, balanceTtlMs });
   opened.push(s);
   return s;
 }
@@ -48,9 +48,9 @@ describe('buffered SQLite ledger', () => {
     expect(await server.sumCharges(org.id)).toBe(250);
   });
 
-  it('sees credits an admin command adds to the file while it runs', async () => {
+  it('sees credits an admin command adds to the file while it runs (once its cached balance expires)', async () => {
     const path = file();
-    const server = open(path, true);
+    const server = open(path, true, 0);
     const admin = open(path, false);
     const org = await server.createOrg('o', 100, 'standard');
     expect(await server.reserve(org.id, newId('req'), 100)).toBe(true);
@@ -58,6 +58,23 @@ describe('buffered SQLite ledger', () => {
     await admin.addCredits(org.id, 50, 'top-up');
     expect(await server.reserve(org.id, newId('req'), 50)).toBe(true);
     expect(await server.reserve(org.id, newId('req'), 1)).toBe(false);
+  });
+
+  it('caches the stored balance for a moment, keeping it exact through its own writes', async () => {
+    const path = file();
+    const server = open(path, true, 60_000);
+    const admin = open(path, false);
+    const org = await server.createOrg('o', 1000, 'standard');
+    const req = newId('req');
+    expect(await server.reserve(org.id, req, 600)).toBe(true);
+    await server.settle(req, 600);
+    await server.insertLogs([]); // charge written: the cached balance follows it
+    expect(await server.reserve(org.id, newId('req'), 401)).toBe(false);
+    expect(await server.reserve(org.id, newId('req'), 400)).toBe(true);
+    await admin.addCredits(org.id, 500, 'top-up'); // another process: not seen until the cache expires
+    expect(await server.reserve(org.id, newId('req'), 1)).toBe(false);
+    await server.addCredits(org.id, 10, 'own'); // its own write: seen at once
+    expect(await server.reserve(org.id, newId('req'), 510)).toBe(true);
   });
 
   it('grants exactly what the balance covers under many concurrent reservations', async () => {

@@ -25,12 +25,17 @@ export class BufferedSqliteLedger {
   /** Per org: reserved plus charged-but-unwritten micro-USD. */
   private readonly held = new Map<string, Micros>();
   private pending: Charge[] = [];
+  /** Stored balances read recently: credits another process adds count within `balanceTtlMs`. */
+  private readonly balances = new Map<string, { micros: Micros; expires: number }>();
   private timer: NodeJS.Timeout | undefined;
   private readonly renewTimer: NodeJS.Timeout;
   private readonly holder = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   private readonly stmt;
 
-  constructor(private readonly db: Database.Database, private readonly now: () => number, private readonly flushMs = 100) {
+  constructor(
+    private readonly db: Database.Database, private readonly now: () => number, private readonly flushMs = 100,
+    private readonly balanceTtlMs = 1000,
+  ) {
     this.stmt = {
       balance: db.prepare<[string], { balance_micros: number }>('SELECT balance_micros FROM orgs WHERE id = ?'),
       charge: db.prepare('UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?'),
@@ -68,11 +73,28 @@ export class BufferedSqliteLedger {
 
   reserve(orgId: string, requestId: string, amount: Micros): boolean {
     if (this.reservations.has(requestId)) throw new Error(`request ${requestId} already holds a reservation`);
-    const row = this.stmt.balance.get(orgId);
-    if (!row || row.balance_micros - this.heldFor(orgId) < amount) return false;
+    const stored = this.storedBalance(orgId);
+    if (stored === undefined || stored - this.heldFor(orgId) < amount) return false;
     this.reservations.set(requestId, { orgId, amount, createdAt: this.now() });
     this.adjust(orgId, amount);
     return true;
+  }
+
+  /** The org's stored balance, read at most once a second (this process's own writes keep it exact). */
+  private storedBalance(orgId: string): Micros | undefined {
+    const t = Date.now();
+    const hit = this.balances.get(orgId);
+    if (hit && hit.expires > t) return hit.micros;
+    const row = this.stmt.balance.get(orgId);
+    if (!row) return undefined;
+    if (this.balances.size > 10_000) this.balances.clear();
+    this.balances.set(orgId, { micros: row.balance_micros, expires: t + this.balanceTtlMs });
+    return row.balance_micros;
+  }
+
+  /** Forgets a cached balance, after a write through another path (createOrg, addCredits). */
+  forget(orgId: string): void {
+    this.balances.delete(orgId);
   }
 
   settle(requestId: string, cost: Micros): Micros {
@@ -105,6 +127,8 @@ export class BufferedSqliteLedger {
       this.stmt.charge.run(c.amount, c.orgId);
       this.stmt.ledger.run(c.orgId, c.requestId, -c.amount, at);
       this.adjust(c.orgId, -c.amount);
+      const cached = this.balances.get(c.orgId);
+      if (cached) cached.micros = Math.max(cached.micros - c.amount, 0);
     }
   }
 

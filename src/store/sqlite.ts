@@ -61,7 +61,7 @@ export class SqliteStore implements Store {
   /** Set when this process owns the file's ledger (the gateway); the CLI writes through. */
   private readonly buffered: BufferedSqliteLedger | undefined;
 
-  constructor(path: string, private readonly now: () => number = Date.now, opts: { ownLedger?: boolean } = {}) {
+  constructor(path: string, private readonly now: () => number = Date.now, opts: { ownLedger?: boolean; balanceTtlMs?: number } = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -87,7 +87,7 @@ export class SqliteStore implements Store {
         extra, created_at) VALUES (@id, @request_id, @org_id, @api_key_id, @modality, @requested_model, @used_model, @used_provider,
         @status, @error_code, @cost_micros, @cost_estimated, @byok, @duration_ms, @ttfb_ms, @prompt, @attempts, @extra, @created_at)`),
     };
-    this.buffered = opts.ownLedger ? new BufferedSqliteLedger(db, now) : undefined;
+    this.buffered = opts.ownLedger ? new BufferedSqliteLedger(db, now, 100, opts.balanceTtlMs) : undefined;
   }
 
   /** The stored balance less what this process holds in memory (reserved, or charged and not yet written). */
@@ -150,6 +150,7 @@ export class SqliteStore implements Store {
       const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
       if (changed === 0) throw new RangeError('the balance cannot go below zero');
       this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now());
+      this.buffered?.forget(orgId);
       return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;
     })();
   }
