@@ -303,7 +303,7 @@ function validateLyria(status, buf) {
 }
 
 async function musicScenario(configFile, key, bare, storage, results) {
-  const child = await Child.start({ name: 'gateway-music', args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+  const child = await Child.start({ name: 'gateway-music', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
   allChildren.push(child);
   say(`music gateway ${child.url} (pid ${child.pid}; default configuration${storage ? ' + S3 storage on s3rver' : ', no S3 (s3rver did not start)'})`);
   try {
@@ -395,7 +395,7 @@ async function profileScenario(configFile, key, simUrl, tmp, date, results) {
   say(`profile: the gateway, then the bare proxy, under --cpu-prof at 32 connections for ${durationS} s each`);
   try {
     const gw = await profileOne({
-      name: 'gateway', args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], path: '/v1/chat/completions',
+      name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], path: '/v1/chat/completions',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, dir, durationS,
     });
     const bare = await profileOne({
@@ -476,7 +476,7 @@ async function main() {
     const musicKey = keyFor(musicConfigFile);
     const profileKey = scenarios.has('profile') ? keyFor(profileConfigFile) : '';
 
-    const gatewayChild = await Child.start({ name: 'gateway', args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+    const gatewayChild = await Child.start({ name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
     children.push(gatewayChild);
     allChildren.push(gatewayChild);
     say(`gateway ${gatewayChild.url} (pid ${gatewayChild.pid}; default configuration: SQLite, auth, billing, request log; log.level warn)`);
