@@ -3,9 +3,9 @@
 // all in front of the same zero-latency provider simulator, in one run on one machine.
 // Every server is its own child process; this process is the load generator.
 // See docs/benchmarks.md for the method and the latest results.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, freemem, platform, release, tmpdir, totalmem } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -13,6 +13,7 @@ import { summariseProfile } from './lib/cpuprofile.mjs';
 import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
 import { Child, CpuMeter, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
+import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const BENCH = join(ROOT, 'bench');
@@ -112,63 +113,6 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 // ---------------------------------------------------------------- preparation
 
-function newestMtime(dir, filter) {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(p, filter));
-    else if (filter(entry.name)) newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds dist/ when it is missing or older than a source file; a failed build falls back to an existing dist/. */
-function ensureBuilt() {
-  const marker = join(ROOT, 'dist', 'src', 'cli.js');
-  const isSource = (n) => n.endsWith('.ts') && !n.endsWith('.test.ts');
-  const newestSource = Math.max(newestMtime(join(ROOT, 'src'), isSource), newestMtime(join(ROOT, 'plugins'), isSource));
-  if (existsSync(marker) && statSync(marker).mtimeMs >= newestSource) return;
-  say(existsSync(marker) ? 'dist/ is older than the sources: npm run build' : 'dist/ is missing: npm run build');
-  const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  if (r.status !== 0) {
-    if (!existsSync(marker)) throw new Error('npm run build failed and there is no dist/ to fall back on');
-    say('WARNING: npm run build failed; measuring the existing (stale) dist/');
-  }
-}
-
-function machine() {
-  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
-  let nproc;
-  try {
-    nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
-  } catch {
-    nproc = cpus().length;
-  }
-  return {
-    nproc,
-    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? cpus()[0]?.model ?? 'unknown',
-    memGb: totalmem() / 2 ** 30,
-    freeMemGb: freemem() / 2 ** 30,
-    os: `${platform()} ${release()}`,
-    node: process.version,
-  };
-}
-
-function tollgateInfo() {
-  const git = (...args) => {
-    try {
-      return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    } catch {
-      return '';
-    }
-  };
-  return {
-    version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
-    commit: git('rev-parse', '--short', 'HEAD') || 'unknown',
-    dirty: git('status', '--porcelain', '--', 'src', 'plugins', 'providers').length > 0,
-  };
-}
-
 function providerOverrides(simUrl) {
   const dir = join(ROOT, 'providers');
   const ids = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))
@@ -179,17 +123,6 @@ function providerOverrides(simUrl) {
 
 function gatewayCli(...args) {
   return execFileSync(process.execPath, [join(ROOT, 'bin', 'gateway.js'), ...args], { cwd: ROOT, encoding: 'utf8' });
-}
-
-/** Installs bench/peers (Portkey) with npm when it is not there yet. */
-function ensurePeers() {
-  const dir = join(BENCH, 'peers');
-  const entry = join(dir, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
-  if (existsSync(entry)) return entry;
-  say('installing Portkey into bench/peers (npm install)…');
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, encoding: 'utf8', timeout: 180_000 });
-  if (r.status !== 0 || !existsSync(entry)) throw new Error(`npm install in bench/peers failed: ${(r.stderr || r.error?.message || '').trim().split('\n').slice(-3).join(' ')}`);
-  return entry;
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -428,7 +361,7 @@ async function main() {
   };
   const m = results.machine;
   say(`Tollgate bench: ${m.nproc} CPUs (${m.cpu}), Node ${m.node}; scenarios ${[...scenarios].join(', ')}${opt.peers ? ' + Portkey' : ''}`);
-  ensureBuilt();
+  ensureBuilt(say);
 
   const tmp = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const cleanup = () => (opt.keep ? say(`kept ${tmp}`) : rmSync(tmp, { recursive: true, force: true }));
@@ -492,7 +425,7 @@ async function main() {
     ];
     if (opt.peers) {
       try {
-        const entry = ensurePeers();
+        const entry = ensurePeers(say);
         const port = await freePort();
         const pk = await Child.start({
           name: 'portkey', args: [entry, `--port=${port}`, '--headless'], cwd: join(BENCH, 'peers'), env: { NODE_ENV: 'production' }, ready: /(Ready for connections)/,
@@ -552,35 +485,6 @@ async function main() {
     updateDocs(md, results.profile ? profileMarkdown(results.profile) : undefined);
     say('updated docs/benchmarks.md');
   }
-}
-
-async function freePort() {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Replaces the generated blocks of docs/benchmarks.md (between the bench:… markers). */
-function updateDocs(resultsMd, profileMd) {
-  const file = join(ROOT, 'docs', 'benchmarks.md');
-  let doc = readFileSync(file, 'utf8');
-  const replace = (name, content) => {
-    const begin = `<!-- bench:${name}:begin -->`;
-    const end = `<!-- bench:${name}:end -->`;
-    const a = doc.indexOf(begin);
-    const b = doc.indexOf(end);
-    if (a < 0 || b < a) throw new Error(`docs/benchmarks.md has no ${begin} … ${end} block`);
-    doc = `${doc.slice(0, a + begin.length)}\n${content}\n${doc.slice(b)}`;
-  };
-  replace('results', resultsMd);
-  if (profileMd) replace('profile', profileMd);
-  writeFileSync(file, doc);
 }
 
 /** Re-renders a saved results file (after a change to the report, say) without measuring anything. */
