@@ -13,6 +13,7 @@ import { summariseProfile } from './lib/cpuprofile.mjs';
 import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
 import { Child, CpuMeter, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
+import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -210,31 +211,6 @@ async function streamScenario(targets, results) {
   }
 }
 
-function validateMusic(storage) {
-  return (status, buf) => {
-    if (status !== 200) return `status ${status}: ${buf.subarray(0, 200).toString('utf8')}`;
-    let body;
-    try {
-      body = JSON.parse(buf.toString('utf8'));
-    } catch {
-      return 'reply is not JSON';
-    }
-    const audio = body.audio;
-    if (body.object !== 'music.generation' || typeof audio?.base64 !== 'string') return 'reply is not a music.generation with audio.base64';
-    if (audio.base64.length < ((MUSIC_SIZE_MB * 1e6 * 4) / 3) * 0.9) return `audio.base64 is only ${audio.base64.length} characters`;
-    if (storage && audio.storage !== storage) return `audio.storage is ${audio.storage}, expected ${storage}`;
-    return undefined;
-  };
-}
-
-function validateLyria(status, buf) {
-  if (status !== 200) return `status ${status}: ${buf.subarray(0, 200).toString('utf8')}`;
-  const body = JSON.parse(buf.toString('utf8'));
-  const part = body.candidates?.[0]?.content?.parts?.find((p) => p.inlineData);
-  if (!part || part.inlineData.data.length < ((MUSIC_SIZE_MB * 1e6 * 4) / 3) * 0.9) return 'no ~4 MB inlineData audio part';
-  return undefined;
-}
-
 async function musicScenario(configFile, key, bare, storage, results) {
   const child = await Child.start({ name: 'gateway-music', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
   allChildren.push(child);
@@ -268,8 +244,8 @@ async function musicRuns(gateway, bare, storage, results) {
   results.music = { storage: storage ? 's3' : 'inline', count: MUSIC_COUNT, sizeMb: MUSIC_SIZE_MB };
   const lyriaBody = JSON.stringify({ contents: [{ parts: [{ text: MUSIC_PROMPT }] }], generationConfig: { responseModalities: ['AUDIO', 'TEXT'] } });
   const runs = [
-    ['bare', bare, { url: bare.url, path: '/v1beta/models/lyria-3-pro-preview:generateContent', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'sim-key' }, body: lyriaBody, validate: validateLyria }],
-    ['gateway', gateway, { url: gateway.url, path: '/v1/music', headers, body, validate: validateMusic(storage ? 's3' : undefined) }],
+    ['bare', bare, { url: bare.url, path: '/v1beta/models/lyria-3-pro-preview:generateContent', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'sim-key' }, body: lyriaBody, validate: validateLyria(MUSIC_SIZE_MB) }],
+    ['gateway', gateway, { url: gateway.url, path: '/v1/music', headers, body, validate: validateMusic(storage ? 's3' : undefined, MUSIC_SIZE_MB) }],
   ];
   for (const [name, target, req] of runs) {
     await sleep(500);
