@@ -292,6 +292,7 @@ export function limiterContract(name: string, setup: () => Promise<ContractEnv> 
       const r = await limiter.admit(request([key], 1, 10));
       expect(!r.ok && [r.error.code, r.error.status, r.headers['retry-after']]).toEqual(['limits_unavailable', 503, '1']);
       expect(limiter.stats().degraded.budget).toBe(1);
+      await expect(limiter.usage(key)).rejects.toMatchObject({ code: 'limits_unavailable', status: 503 });
       fail = false;
       expect((await limiter.usage(key))).toMatchObject({ rpm: { used: 0 }, budget: { spentMicros: 0, heldMicros: 0 } });
     });
@@ -308,6 +309,10 @@ export function limiterContract(name: string, setup: () => Promise<ContractEnv> 
       await expect(limiter.admit(request([scope({ rpm: -1 })]))).rejects.toThrow(/rpm must be a whole number/);
       await expect(limiter.admit(request([scope({ budget: { micros: 5, period: 'week' as 'day' } })]))).rejects.toThrow(/budget.period/);
       await expect(limiter.admit(request([scope({ tpm: 10 })], 1.5))).rejects.toThrow(/tokens/);
+      await expect(limiter.admit(request([{ id: '', limits: { rpm: 1 } }]))).rejects.toThrow(/non-empty id/);
+      const twice = scope({ rpm: 1 });
+      await expect(limiter.admit(request([twice, twice]))).rejects.toThrow(/given twice/);
+      await expect(limiter.usage(scope({ maxConcurrent: 0.5 }))).rejects.toThrow(/maxConcurrent/);
     });
   });
 }

@@ -66,18 +66,22 @@ export class MemoryLimiter implements Limiter {
         this.opts.onDegraded?.('budget', err as Error);
         return { ok: false, ...unavailable(scopes, `budget spend could not be read: ${(err as Error).message}`) };
       }
-      return this.checkAndReserve(req);
+      const verdict = this.checkAndReserve(req);
+      if (verdict) return verdict;
     }
     return { ok: false, ...unavailable(scopes, 'the budget period changed while it was being read') };
   }
 
-  /** Synchronous from the first read to the last write: this is what makes it atomic. */
-  private checkAndReserve(req: AdmitRequest): AdmitResult {
+  /**
+   * Synchronous from the first read to the last write: this is what makes it atomic.
+   * Undefined when a budget period began since its spend was seeded (seed again).
+   */
+  private checkAndReserve(req: AdmitRequest): AdmitResult | undefined {
     const now = this.now();
     const at = { now, windowMs: this.windowMs };
     const states = req.scopes.map((s) => this.state(s.id));
     const readings = req.scopes.map((s, i) => states[i]!.read(s, now, this.windowMs, req.tokens, req.costMicros));
-    if (readings.some((r) => Number.isNaN(r.budget?.spent))) throw new Error('budget read before it was seeded');
+    if (readings.some((r) => Number.isNaN(r.budget?.spent))) return undefined;
     if (readings.some(refuses)) return { ok: false, ...refusal(req, readings, at) };
     const id = `${req.requestId}.${this.ids.next('h', 8)}`;
     const parts = req.scopes.map((scope, i) => this.reserve(scope, states[i]!, readings[i]!, id, req, now));
@@ -134,10 +138,17 @@ export class MemoryLimiter implements Limiter {
 
   async usage(scope: LimitScope): Promise<ScopeUsage> {
     validateLimitSpec(scope.limits);
-    for (let attempt = 0; attempt < 3 && (await this.seedMissing([scope])); attempt++);
-    const now = this.now();
-    const reading = this.state(scope.id).read(scope, now, this.windowMs, 0, 0);
-    return usageFromReading(scope, reading, { now, windowMs: this.windowMs });
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await this.seedMissing([scope]);
+        const now = this.now();
+        const reading = this.state(scope.id).read(scope, now, this.windowMs, 0, 0);
+        if (!Number.isNaN(reading.budget?.spent)) return usageFromReading(scope, reading, { now, windowMs: this.windowMs });
+      }
+      throw new Error('the budget period changed while it was being read');
+    } catch (err) {
+      throw unavailable([scope], (err as Error).message).error;
+    }
   }
 
   stats(): LimiterStats {

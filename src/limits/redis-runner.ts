@@ -12,6 +12,9 @@ export interface RedisLike {
   readonly status: string;
   evalsha(sha: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  /** For waiting, within the call's timeout, on a client still connecting (at boot). */
+  once(event: 'ready', listener: () => void): unknown;
+  removeListener(event: 'ready', listener: () => void): unknown;
 }
 
 /**
@@ -40,17 +43,27 @@ export class ScriptRunner {
 
   async run(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
     if (DOWN.has(this.redis.status)) throw new StoreUnavailable(`Redis is not connected (${this.redis.status})`, false);
+    let sent = false;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true)), this.timeoutMs);
+      timer = setTimeout(() => reject(sent
+        ? new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true)
+        : new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false)), this.timeoutMs);
     });
+    let onReady: (() => void) | undefined;
     try {
+      if (this.redis.status !== 'ready') {
+        // Still connecting (a client just created): wait for it rather than fail or queue blind.
+        await Promise.race([new Promise<void>((resolve) => this.redis.once('ready', (onReady = resolve))), deadline]);
+      }
+      sent = true;
       return await Promise.race([this.evaluate(script, args), deadline]);
     } catch (err) {
       if (err instanceof StoreUnavailable) throw err;
-      throw new StoreUnavailable(`Redis failed: ${(err as Error).message}`, true);
+      throw new StoreUnavailable(`Redis failed: ${(err as Error).message}`, sent);
     } finally {
       clearTimeout(timer);
+      if (onReady) this.redis.removeListener('ready', onReady);
     }
   }
 

@@ -37,6 +37,14 @@ export class CountingRedis implements RedisLike {
     this.calls++;
     return this.redis.eval(script, numKeys, ...args);
   }
+  once(event: 'ready', listener: () => void): this {
+    this.redis.once(event, listener);
+    return this;
+  }
+  removeListener(event: 'ready', listener: () => void): this {
+    this.redis.removeListener(event, listener);
+    return this;
+  }
 }
 
 export function client(url: string, options: RedisOptions = {}): Redis {

@@ -117,7 +117,7 @@ export class RedisLimiter implements Limiter {
     if (!(hold instanceof RedisHold) || hold.done) return Promise.resolve();
     hold.done = true;
     if (!hold.parts.length) return Promise.resolve();
-    return this.runSettle({ hold, metered, chargeAlways: true });
+    return this.runSettle({ hold, metered, chargeAlways: true }).then(() => undefined);
   }
 
   release(hold: Hold): Promise<void> {
@@ -229,7 +229,8 @@ export class RedisLimiter implements Limiter {
     return new RedisHold(req.requestId, holdId, parts);
   }
 
-  private async runSettle(job: SettleJob): Promise<void> {
+  /** One settle script; on failure the job waits for replay. Returns whether Redis took it. */
+  private async runSettle(job: SettleJob): Promise<boolean> {
     const args: Array<string | number> = [
       this.opts.clock ? String(this.opts.clock()) : '', job.hold.id, job.metered.tokens, job.metered.costMicros,
       job.chargeAlways ? '1' : '0', this.windowMs, job.hold.parts.length,
@@ -237,8 +238,10 @@ export class RedisLimiter implements Limiter {
     for (const p of job.hold.parts) args.push(p.base, p.tokens ?? '', p.slot ? '1' : '', p.cost ?? '', p.spendKey ?? '');
     try {
       await this.call(SETTLE_SCRIPT, args);
+      return true;
     } catch (err) {
       this.enqueue({ ...job, chargeAlways: job.chargeAlways && !(err as StoreUnavailable).sent });
+      return false;
     }
   }
 
@@ -257,11 +260,8 @@ export class RedisLimiter implements Limiter {
   }
 
   private async drain(): Promise<void> {
-    while (this.replays.length) {
-      const job = this.replays.shift()!;
-      const before = this.replays.length;
-      await this.runSettle(job);
-      if (this.replays.length > before) return; // failed and re-queued: Redis is down again
+    for (let job = this.replays.shift(); job; job = this.replays.shift()) {
+      if (!(await this.runSettle(job))) return; // re-queued: Redis is down again
     }
   }
 

@@ -35,6 +35,7 @@ export function limitedScopes(req: AdmitRequest): LimitScope[] {
   count(req.costMicros, 'costMicros');
   const ids = new Set<string>();
   for (const scope of req.scopes) {
+    if (typeof scope.id !== 'string' || !scope.id) throw new RangeError('a limit scope needs a non-empty id');
     validateLimitSpec(scope.limits);
     if (ids.has(scope.id)) throw new RangeError(`scope ${scope.id} is given twice`);
     ids.add(scope.id);
