@@ -114,6 +114,29 @@ describe('Redis driver', () => {
     });
   });
 
+  it('reads a spend seed again once its counter is gone, and never reuses a seed it did not write', async () => {
+    const calls: Record<string, number> = {};
+    let projectFails = true;
+    const key = scope({ budget: { micros: 1000, period: 'total' } });
+    const project = scope({ budget: { micros: 1000, period: 'total' } }, 'project');
+    const limiter = instance({
+      seed: async (id) => {
+        calls[id] = (calls[id] ?? 0) + 1;
+        if (id === project.id && projectFails) throw new Error('database down');
+        return 100 * calls[id]!;
+      },
+    });
+    const refused = await limiter.admit(request([key, project], 1, 10));
+    expect(!refused.ok && refused.error.code).toBe('limits_unavailable');
+    projectFails = false;
+    expect((await limiter.admit(request([key, project], 1, 10))).ok).toBe(true);
+    expect(calls).toEqual({ [key.id]: 2, [project.id]: 2 }); // the key's first read was never written: read again
+    expect((await limiter.usage(key)).budget?.spentMicros).toBe(200);
+    await admin.del(`${prefix}${key.id}:sp:total:0`); // as after a Redis restart or a lapsed TTL
+    expect((await limiter.usage(key)).budget?.spentMicros).toBe(300);
+    expect(calls[key.id]).toBe(3);
+  });
+
   it('admits in one round trip and settles in one', async () => {
     const counting = new CountingRedis(client(REDIS_URL));
     const limiter = new RedisLimiter({ redis: counting, seed: async () => 0, keyPrefix: prefix });

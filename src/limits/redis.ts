@@ -86,30 +86,34 @@ export class RedisLimiter implements Limiter {
     const req = { ...input, scopes };
     if (!scopes.length) return { ok: true, hold: new RedisHold(req.requestId, '', []), headers: {}, degraded: [] };
     const holdId = `${req.requestId}.${this.ids.next('h', 8)}`;
-    let seeds: Seeds = { values: [], carried: [] };
-    // A period may roll over between reading a seed and using it, hence the (bounded) retry.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      let reply: Reply;
-      try {
-        reply = await this.readOrAdmit('admit', req, holdId, seeds.values);
-      } catch (err) {
-        return this.admitWithoutStore(req, holdId, err as StoreUnavailable);
-      } finally {
-        this.forgetSeeds(seeds.carried);
+    let seeds: Seeds = NO_SEEDS;
+    try {
+      // A period may roll over between reading a seed and using it, hence the (bounded) retry.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        let reply: Reply;
+        try {
+          reply = await this.readOrAdmit('admit', req, holdId, seeds.values);
+        } catch (err) {
+          return this.admitWithoutStore(req, holdId, err as StoreUnavailable);
+        } finally {
+          this.forgetSeeds(seeds.carried);
+        }
+        const at = { now: reply.now, windowMs: this.windowMs };
+        if (reply.status === STATUS.admitted) {
+          return { ok: true, hold: this.holdOf(req, holdId, reply.readings), headers: limitHeaders(req, reply.readings, at, true), degraded: [] };
+        }
+        if (reply.status === STATUS.refused) return { ok: false, ...refusal(req, reply.readings, at) };
+        try {
+          seeds = await this.seedsFor(scopes, reply.readings);
+        } catch (err) {
+          this.countDegraded(['budget'], err as Error);
+          return { ok: false, ...unavailable(scopes, `budget spend could not be read: ${(err as Error).message}`) };
+        }
       }
-      const at = { now: reply.now, windowMs: this.windowMs };
-      if (reply.status === STATUS.admitted) {
-        return { ok: true, hold: this.holdOf(req, holdId, reply.readings), headers: limitHeaders(req, reply.readings, at, true), degraded: [] };
-      }
-      if (reply.status === STATUS.refused) return { ok: false, ...refusal(req, reply.readings, at) };
-      try {
-        seeds = await this.seedsFor(scopes, reply.readings);
-      } catch (err) {
-        this.countDegraded(['budget'], err as Error);
-        return { ok: false, ...unavailable(scopes, `budget spend could not be read: ${(err as Error).message}`) };
-      }
+      return { ok: false, ...unavailable(scopes, 'the budget period changed while it was being read') };
+    } finally {
+      this.forgetSeeds(seeds.carried); // a seed read but never written must not be reused later
     }
-    return { ok: false, ...unavailable(scopes, 'the budget period changed while it was being read') };
   }
 
   settle(hold: Hold, metered: Metered): Promise<void> {
@@ -127,7 +131,7 @@ export class RedisLimiter implements Limiter {
   async usage(scope: LimitScope): Promise<ScopeUsage> {
     validateLimitSpec(scope.limits);
     const req = { requestId: 'usage', scopes: [scope], tokens: 0, costMicros: 0 };
-    let seeds: Seeds = { values: [], carried: [] };
+    let seeds: Seeds = NO_SEEDS;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const reply = await this.readOrAdmit('peek', req, '', seeds.values).finally(() => this.forgetSeeds(seeds.carried));
@@ -137,6 +141,8 @@ export class RedisLimiter implements Limiter {
       throw new Error('the budget period changed while it was being read');
     } catch (err) {
       throw unavailable([scope], (err as Error).message).error;
+    } finally {
+      this.forgetSeeds(seeds.carried);
     }
   }
 
@@ -185,7 +191,12 @@ export class RedisLimiter implements Limiter {
       carried.push([key, pending]);
       return pending;
     });
-    return { values: await Promise.all(reads), carried };
+    try {
+      return { values: await Promise.all(reads), carried };
+    } catch (err) {
+      this.forgetSeeds(carried);
+      throw err;
+    }
   }
 
   /**
@@ -194,7 +205,7 @@ export class RedisLimiter implements Limiter {
    * the write has joined the shared read by then; a miss after it (Redis restarted
    * again) reads afresh.
    */
-  private forgetSeeds(carried: ReadonlyArray<[string, Promise<number>]>): void {
+  private forgetSeeds(carried: Seeds['carried']): void {
     for (const [key, p] of carried) if (this.seeding.get(key) === p) this.seeding.delete(key);
   }
 
@@ -271,9 +282,12 @@ export class RedisLimiter implements Limiter {
 }
 
 interface Seeds {
-  values: Array<number | undefined>;
-  carried: Array<[string, Promise<number>]>;
+  readonly values: ReadonlyArray<number | undefined>;
+  /** The shared reads these values came from, forgotten once the call carrying them answered. */
+  readonly carried: ReadonlyArray<readonly [string, Promise<number>]>;
 }
+
+const NO_SEEDS: Seeds = Object.freeze({ values: [], carried: [] });
 
 interface Reply {
   status: number;
