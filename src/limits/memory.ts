@@ -3,7 +3,7 @@ import { ScopeState } from './memory-state.js';
 import { periodBounds, spendCounterName } from './periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
 import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from './types.js';
-import { limitHeaders, refusal, refuses, tokenReservation, unavailable, usageFromReading, type ScopeReading } from './verdict.js';
+import { SEED_FAILED, limitHeaders, refusal, refuses, tokenReservation, unavailable, usageFromReading, type ScopeReading } from './verdict.js';
 
 export const DEFAULT_HOLD_TTL_MS = 15 * 60_000;
 export const WINDOW_MS = 60_000;
@@ -64,7 +64,7 @@ export class MemoryLimiter implements Limiter {
       } catch (err) {
         this.degraded.budget++;
         this.opts.onDegraded?.('budget', err as Error);
-        return { ok: false, ...unavailable(scopes, `budget spend could not be read: ${(err as Error).message}`) };
+        return { ok: false, ...unavailable(scopes, SEED_FAILED) };
       }
       const verdict = this.checkAndReserve(req);
       if (verdict) return verdict;
@@ -146,8 +146,8 @@ export class MemoryLimiter implements Limiter {
         if (!Number.isNaN(reading.budget?.spent)) return usageFromReading(scope, reading, { now, windowMs: this.windowMs });
       }
       throw new Error('the budget period changed while it was being read');
-    } catch (err) {
-      throw unavailable([scope], (err as Error).message).error;
+    } catch {
+      throw unavailable([scope], SEED_FAILED).error;
     }
   }
 

@@ -75,6 +75,8 @@ describe('Redis killed and restarted mid-run', () => {
         }
         const closed = await limiter.admit(request(budgeted, 1, 10));
         expect(!closed.ok && [closed.error.code, closed.error.status, closed.headers['retry-after']]).toEqual(['limits_unavailable', 503, '1']);
+        // The client learns what failed, not where: no host, port or driver message.
+        expect(!closed.ok && closed.error.message).toMatch(/^The budget of key:\w+ cannot be checked right now \(the limits store (is not connected|did not answer within 500 ms)\); nothing was charged, retry shortly$/);
         expect(limiter.stats().degraded).toEqual({ rpm: 6, tpm: 5, concurrency: 0, budget: 1 });
         expect(degraded.filter((k) => k === 'budget')).toHaveLength(1);
         await expect(limiter.usage(budgeted[0]!)).rejects.toMatchObject({ code: 'limits_unavailable' });

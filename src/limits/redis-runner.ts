@@ -23,7 +23,11 @@ export interface RedisLike {
  * which decides how a settle is replayed.
  */
 export class StoreUnavailable extends Error {
-  constructor(message: string, readonly sent: boolean) {
+  /**
+   * @param message for logs (`onDegraded`): may name hosts and ports.
+   * @param publicReason for the client's 503: says what failed, nothing about where.
+   */
+  constructor(message: string, readonly sent: boolean, readonly publicReason = 'the limits store failed') {
     super(message);
     this.name = 'StoreUnavailable';
   }
@@ -42,13 +46,13 @@ export class ScriptRunner {
   constructor(private readonly redis: RedisLike, private readonly timeoutMs: number) {}
 
   async run(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
-    if (DOWN.has(this.redis.status)) throw new StoreUnavailable(`Redis is not connected (${this.redis.status})`, false);
+    if (DOWN.has(this.redis.status)) throw new StoreUnavailable(`Redis is not connected (${this.redis.status})`, false, 'the limits store is not connected');
     let sent = false;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(sent
-        ? new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true)
-        : new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false)), this.timeoutMs);
+        ? new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true, `the limits store did not answer within ${this.timeoutMs} ms`)
+        : new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false, 'the limits store is not connected')), this.timeoutMs);
     });
     let onReady: (() => void) | undefined;
     try {

@@ -6,7 +6,7 @@ import { spendCounterName } from './periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
 import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from './types.js';
 import {
-  degradedHeaders, limitedKinds, limitHeaders, NEVER, refusal, tokenReservation, unavailable, usageFromReading, type ScopeReading,
+  SEED_FAILED, degradedHeaders, limitedKinds, limitHeaders, NEVER, refusal, tokenReservation, unavailable, usageFromReading, type ScopeReading,
 } from './verdict.js';
 
 export interface RedisLimiterOptions {
@@ -107,7 +107,7 @@ export class RedisLimiter implements Limiter {
           seeds = await this.seedsFor(scopes, reply.readings);
         } catch (err) {
           this.countDegraded(['budget'], err as Error);
-          return { ok: false, ...unavailable(scopes, `budget spend could not be read: ${(err as Error).message}`) };
+          return { ok: false, ...unavailable(scopes, SEED_FAILED) };
         }
       }
       return { ok: false, ...unavailable(scopes, 'the budget period changed while it was being read') };
@@ -140,7 +140,7 @@ export class RedisLimiter implements Limiter {
       }
       throw new Error('the budget period changed while it was being read');
     } catch (err) {
-      throw unavailable([scope], (err as Error).message).error;
+      throw unavailable([scope], err instanceof StoreUnavailable ? err.publicReason : SEED_FAILED).error;
     } finally {
       this.forgetSeeds(seeds.carried);
     }
@@ -214,7 +214,7 @@ export class RedisLimiter implements Limiter {
     this.countDegraded(kinds, err);
     // The script may still run when Redis comes back: undo what it would reserve.
     if (err.sent) this.enqueue({ hold: this.holdOf(req, holdId, []), metered: { tokens: 0, costMicros: 0 }, chargeAlways: false });
-    if (kinds.includes('budget')) return { ok: false, ...unavailable(req.scopes, err.message) };
+    if (kinds.includes('budget')) return { ok: false, ...unavailable(req.scopes, err.publicReason) };
     return { ok: true, hold: new RedisHold(req.requestId, '', []), headers: degradedHeaders(req.scopes), degraded: kinds };
   }
 

@@ -178,7 +178,10 @@ function failuresOf(req: AdmitRequest, scope: LimitScope, r: ScopeReading, at: M
   return out;
 }
 
-/** The 503 for a budget the store could not check; nothing was reserved or charged. */
+/** Why a budget could not be checked when its spend seed failed (the error itself is for the logs). */
+export const SEED_FAILED = 'its spend so far could not be read';
+
+/** The 503 for a budget the store could not check; nothing was reserved or charged. `reason` is shown to the client. */
 export function unavailable(scopes: readonly LimitScope[], reason: string): { error: GatewayError; headers: LimitHeaders } {
   const budgeted = scopes.find((s) => s.limits.budget) ?? scopes[0];
   const headers = { ...degradedHeaders(scopes), 'retry-after': '1' };
