@@ -64,7 +64,10 @@ export class ScriptRunner {
       return await Promise.race([this.evaluate(script, args), deadline]);
     } catch (err) {
       if (err instanceof StoreUnavailable) throw err;
-      throw new StoreUnavailable(`Redis failed: ${(err as Error).message}`, sent);
+      const message = String((err as Error).message);
+      // ioredis refuses at once, unsent, when the socket is gone and its offline queue is off.
+      if (message.startsWith('Stream isn\'t writeable')) throw new StoreUnavailable(`Redis is not connected: ${message}`, false, 'the limits store is not connected');
+      throw new StoreUnavailable(`Redis failed: ${message}`, sent);
     } finally {
       clearTimeout(timer);
       if (onReady) this.redis.removeListener('ready', onReady);

@@ -105,7 +105,7 @@ export class OwnRedis {
   /** SIGKILL: the server and everything in it is gone. */
   async kill(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;
