@@ -145,9 +145,10 @@ export interface LimiterStats {
 export interface Limiter {
   /**
    * Checks the request against every limit of every scope and, only if all pass,
-   * reserves it in all of them at once (a refusal changes no counter). Never rejects:
-   * store failures become fail-open admits (rate limits) or a 503 (budgets). A scope
-   * without limits costs nothing; a request with no limited scope makes no store call.
+   * reserves it in all of them at once (a refusal changes no counter). Store failures
+   * never reject: they become fail-open admits (rate limits) or a 503 (budgets); only
+   * invalid arguments do (a RangeError: a bug in the caller). A scope without limits
+   * costs nothing; a request with no limited scope makes no store call.
    */
   admit(req: AdmitRequest): Promise<AdmitResult>;
   /** The request finished: corrects tpm and budget from the bounds to `metered`, frees the slot. Never rejects. */
