@@ -37,6 +37,9 @@ export const ERRORS = {
   upstream_unauthorized: define('upstream_unauthorized', 502, 'upstream_error', 'The upstream provider refused the gateway\'s credentials: %s'),
   gateway_error: define('gateway_error', 400, 'gateway_error', '%s'),
   client_closed_request: define('client_closed_request', 499, 'invalid_request_error', 'The client closed the connection before the reply'),
+  rate_limit_exceeded: define('rate_limit_exceeded', 429, 'rate_limit_error', 'Rate limit reached for %s on %s: limit %s, used %s, requested %s; %s'),
+  budget_exceeded: define('budget_exceeded', 429, 'insufficient_quota', 'Budget reached for %s: this request may cost up to $%s and $%s of the %s budget of $%s is left; %s'),
+  limits_unavailable: define('limits_unavailable', 503, 'server_error', 'The budget of %s cannot be checked right now (%s); nothing was charged, retry shortly'),
   service_unavailable: define('service_unavailable', 503, 'server_error', 'The gateway is shutting down; retry on another instance'),
   internal_error: define('internal_error', 500, 'server_error', 'Internal gateway error (request %s)'),
 } as const satisfies Record<string, ErrorDefinition>;

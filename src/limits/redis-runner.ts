@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The part of an ioredis client the limits engine uses (an ioredis `Redis` fits). The
+ * caller owns the client: the engine never connects, closes or reconfigures it.
+ * Recommended options for it: `enableOfflineQueue: false` and `maxRetriesPerRequest: 1`,
+ * so commands fail at once while Redis is down instead of queueing (the engine bounds
+ * every call with its own timeout either way).
+ */
+export interface RedisLike {
+  /** ioredis connection state: 'ready' when usable; 'reconnecting', 'close', 'end' when not. */
+  readonly status: string;
+  evalsha(sha: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  /** For waiting, within the call's timeout, on a client still connecting (at boot). */
+  once(event: 'ready', listener: () => void): unknown;
+  removeListener(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * Redis did not answer. `sent` is false when the script was never sent (the client was
+ * not connected), true when it was sent and its outcome is unknown (it may still run),
+ * which decides how a settle is replayed.
+ */
+export class StoreUnavailable extends Error {
+  /**
+   * @param message for logs (`onDegraded`): may name hosts and ports.
+   * @param publicReason for the client's 503: says what failed, nothing about where.
+   */
+  constructor(message: string, readonly sent: boolean, readonly publicReason = 'the limits store failed') {
+    super(message);
+    this.name = 'StoreUnavailable';
+  }
+}
+
+const DOWN = new Set(['reconnecting', 'close', 'end']);
+
+/**
+ * Runs the engine's scripts by SHA (one round trip), falling back to sending the source
+ * when Redis has forgotten it (a restarted Redis keeps no scripts). Every call is
+ * answered within `timeoutMs`, whatever the client's own retry and queueing settings.
+ */
+export class ScriptRunner {
+  private readonly shas = new Map<string, string>();
+
+  constructor(private readonly redis: RedisLike, private readonly timeoutMs: number) {}
+
+  async run(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
+    if (DOWN.has(this.redis.status)) throw new StoreUnavailable(`Redis is not connected (${this.redis.status})`, false, 'the limits store is not connected');
+    let sent = false;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(sent
+        ? new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true, `the limits store did not answer within ${this.timeoutMs} ms`)
+        : new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false, 'the limits store is not connected')), this.timeoutMs);
+    });
+    let onReady: (() => void) | undefined;
+    try {
+      if (this.redis.status !== 'ready') {
+        // Still connecting (a client just created): wait for it rather than fail or queue blind.
+        await Promise.race([new Promise<void>((resolve) => this.redis.once('ready', (onReady = resolve))), deadline]);
+      }
+      sent = true;
+      return await Promise.race([this.evaluate(script, args), deadline]);
+    } catch (err) {
+      if (err instanceof StoreUnavailable) throw err;
+      const message = String((err as Error).message);
+      // ioredis refuses at once, unsent, when the socket is gone and its offline queue is off.
+      if (message.startsWith('Stream isn\'t writeable')) throw new StoreUnavailable(`Redis is not connected: ${message}`, false, 'the limits store is not connected');
+      throw new StoreUnavailable(`Redis failed: ${message}`, sent);
+    } finally {
+      clearTimeout(timer);
+      if (onReady) this.redis.removeListener('ready', onReady);
+    }
+  }
+
+  private async evaluate(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
+    let sha = this.shas.get(script);
+    if (!sha) this.shas.set(script, (sha = createHash('sha1').update(script).digest('hex')));
+    try {
+      return await this.redis.evalsha(sha, 0, ...args);
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      return await this.redis.eval(script, 0, ...args);
+    }
+  }
+}
