@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import { copyProviders, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let t: TestGateway;

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { embedText, toFloatList } from '../src/simulator/vectors.js';
+import { embedText, toFloatList } from '../simulator/vectors.js';
 import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;

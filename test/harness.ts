@@ -8,7 +8,7 @@ import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-con
 import { compileSchemas } from '../src/config/schemas.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../src/gateway.js';
 import { packageRoot } from '../src/paths.js';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import type { LogRow, Org, Retention } from '../src/store/types.js';
 
 /** A temporary folder removed by `cleanup`. */

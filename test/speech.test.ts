@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
-import { speechSeconds } from '../src/simulator/reply.js';
+import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
+import { speechSeconds } from '../simulator/reply.js';
 import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
 
 let t: TestGateway;

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import { copyProviders, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let sim: Simulator;

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
+import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { expectLedgerMatchesLog, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
 
 let t: TestGateway;

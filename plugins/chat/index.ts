@@ -2,15 +2,16 @@ import type { FastifyRequest } from 'fastify';
 import { invalidField } from '../../src/errors.js';
 import type { GatewayPlugin, ModalityHandler } from '../../src/plugin.js';
 import { fillPath } from '../../src/upstream.js';
-import { openaiFormat, type ClientFormat } from './codec.js';
+import { openaiFormat } from './formats/openai/index.js';
+import type { ClientFormat } from './formats/types.js';
 import { DIALECTS, dialectNamed } from './dialects/index.js';
 import type { ReplyContext } from './dialects/types.js';
-import { anthropicFormat, formatAnthropicError } from './messages/format.js';
-import { parseMessagesRequest } from './messages/validate.js';
+import { anthropicFormat, formatAnthropicError } from './formats/anthropic/index.js';
+import { parseMessagesRequest } from './formats/anthropic/validate.js';
 import { maxChatCostPicos } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
-import { parseChatRequest } from './validate.js';
+import { parseChatRequest } from './formats/openai/validate.js';
 
 /** The chat handler for one client format: the same models, routes, metering and streaming behind each endpoint. */
 function chatHandler(format: ClientFormat, parse: (body: unknown, request: FastifyRequest) => ChatRequest): ModalityHandler<ChatRequest> {

@@ -4,7 +4,7 @@ import { GatewayError } from '../../src/errors.js';
 import { elapsedMs, type Exchange } from '../../src/exchange.js';
 import type { Metered, RespondContext } from '../../src/plugin.js';
 import { SseDecoder, type SseEvent } from '../../src/sse.js';
-import type { ClientStream, StreamStep } from './codec.js';
+import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
 import { chatCost, estimateTokens, usageRecord, ZERO_COST } from './metering.js';
 import type { ChatRequest } from './request.js';

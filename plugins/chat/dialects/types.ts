@@ -94,6 +94,12 @@ export function completionObject(ctx: ReplyContext, text: string, finish: Finish
   };
 }
 
+/** The text of a canonical completion's choices. */
+export function completionText(completion: Record<string, unknown>): string {
+  const choices = Array.isArray(completion.choices) ? (completion.choices as Array<{ message?: { content?: unknown } }>) : [];
+  return choices.map((c) => (typeof c.message?.content === 'string' ? c.message.content : '')).join('');
+}
+
 /** Token usage in OpenAI's shape (without the gateway's cost fields). */
 export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
   return {

@@ -1,15 +1,15 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from './admin.js';
-import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
-import { compileSchemas, validatePluginSettings } from './config/schemas.js';
-import { ConfigError } from './config/yaml-file.js';
-import { createGateway, modalityRules, selectPlugins } from './gateway.js';
-import { formatUsd } from './money.js';
-import { packageVersion } from './paths.js';
-import { loadCatalog, type ProviderCatalog } from './providers/catalog.js';
-import { startSimulator } from './simulator/server.js';
-import { openStore } from './store/index.js';
-import type { Retention, Store } from './store/types.js';
+import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from '../src/admin.js';
+import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
+import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
+import { ConfigError } from '../src/config/yaml-file.js';
+import { createGateway, modalityRules, selectPlugins } from '../src/gateway.js';
+import { formatUsd } from '../src/money.js';
+import { packageVersion } from '../src/paths.js';
+import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
+import { startSimulator } from '../simulator/server.js';
+import { openStore } from '../src/store/index.js';
+import type { Retention, Store } from '../src/store/types.js';
 
 const DEFAULT_CONFIG = 'gateway.yaml';
 

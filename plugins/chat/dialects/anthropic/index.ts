@@ -1,8 +1,8 @@
-import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../request.js';
+import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
   chunkJson, completionObject, NOTHING, textTokens,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent,
-} from './types.js';
+} from '../types.js';
 
 /** Anthropic `usage`, as in a message, message_start and message_delta. */
 export interface AnthropicUsage {

@@ -1,8 +1,8 @@
-import type { GatewayError } from '../../../src/errors.js';
-import { formatSse } from '../../../src/sse.js';
-import type { ChatCodec, StreamStep } from '../codec.js';
-import { anthropicUsage, type AnthropicUsage } from '../dialects/anthropic.js';
-import { textTokens, type ReplyContext } from '../dialects/types.js';
+import type { GatewayError } from '../../../../src/errors.js';
+import { formatSse } from '../../../../src/sse.js';
+import type { ChatCodec, StreamStep } from '../types.js';
+import { anthropicUsage, type AnthropicUsage } from '../../dialects/anthropic/index.js';
+import { textTokens, type ReplyContext } from '../../dialects/types.js';
 import { anthropicUsageObject, errorFrame } from './encode.js';
 
 interface NativeEvent {

@@ -1,8 +1,8 @@
-import { contentText, isObject, type ChatRequest, type Untranslatable } from '../request.js';
+import { contentText, isObject, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
   chunkJson, completionObject, NOTHING, textTokens,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent, type TranslatedResponse,
-} from './types.js';
+} from '../types.js';
 
 interface UsageMetadata {
   promptTokenCount?: number;

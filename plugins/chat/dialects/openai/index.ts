@@ -1,5 +1,5 @@
-import type { ChatRequest } from '../request.js';
-import { NOTHING, type ChatDialect, type TokenUsage, type TranslatedEvent } from './types.js';
+import type { ChatRequest } from '../../request.js';
+import { NOTHING, type ChatDialect, type TokenUsage, type TranslatedEvent } from '../types.js';
 
 interface OpenAIUsage {
   prompt_tokens?: number;

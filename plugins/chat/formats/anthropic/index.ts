@@ -1,7 +1,6 @@
-import type { GatewayError } from '../../../src/errors.js';
-import type { ClientFormat } from '../codec.js';
-import { completionText } from '../codec.js';
-import type { TokenUsage } from '../dialects/types.js';
+import type { GatewayError } from '../../../../src/errors.js';
+import type { ClientFormat } from '../types.js';
+import { completionText, type TokenUsage } from '../../dialects/types.js';
 import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';
 import { nativeAnthropicCodec } from './native.js';
 
