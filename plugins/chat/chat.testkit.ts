@@ -1,4 +1,4 @@
-import { SseDecoder, type SseEvent } from '../../src/sse.js';
+import { SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ReplyContext, StreamTranslator, TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 import { parseChatRequest } from './formats/openai/validate.js';

@@ -1,7 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { invalidField } from '../../src/errors.js';
-import type { GatewayPlugin, ModalityHandler } from '../../src/plugin.js';
-import { fillPath } from '../../src/upstream.js';
+import { fillPath, type GatewayPlugin, invalidField, type ModalityHandler } from '../../src/sdk.js';
 import { openaiFormat } from './formats/openai/index.js';
 import type { ClientFormat } from './formats/types.js';
 import { DIALECTS, dialectNamed } from './dialects/index.js';

@@ -1,6 +1,4 @@
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelDef, PriceKey } from '../../src/providers/types.js';
+import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 

@@ -1,6 +1,4 @@
-import { GatewayError } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import type { Metered, RespondContext } from '../../src/plugin.js';
+import { elapsedMs, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
 import { chatCost, estimateTokens, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';

@@ -1,9 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { GatewayError } from '../../src/errors.js';
-import { elapsedMs, type Exchange } from '../../src/exchange.js';
-import type { Metered, RespondContext } from '../../src/plugin.js';
-import { SseDecoder, type SseEvent } from '../../src/sse.js';
+import { elapsedMs, type Exchange, GatewayError, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
 import { chatCost, estimateTokens, usageRecord, ZERO_COST } from './metering.js';

@@ -1,11 +1,4 @@
-import { GatewayError, invalidField } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import type { GatewayPlugin, Metered, ModalityHandler, RespondContext } from '../../src/plugin.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import { transformRefusal } from '../../src/transform.js';
-import { fillPath, type UpstreamRequest } from '../../src/upstream.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 

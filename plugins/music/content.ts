@@ -1,8 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../../src/errors.js';
-import type { Exchange } from '../../src/exchange.js';
-import { parseRange, type ObjectStore } from '../../src/storage/object-store.js';
-import type { Store } from '../../src/store/types.js';
+import { type Exchange, GatewayError, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 export interface ContentDeps {

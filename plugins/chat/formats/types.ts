@@ -1,4 +1,4 @@
-import type { GatewayError } from '../../../src/errors.js';
+import type { GatewayError } from '../../../src/sdk.js';
 import type { ChatDialect, ReplyContext, TokenUsage } from '../dialects/types.js';
 import type { ChatCost } from '../metering.js';
 import type { ChatRequest } from '../request.js';

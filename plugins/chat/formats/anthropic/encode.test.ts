@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../../src/errors.js';
+import { GatewayError } from '../../../../src/sdk.js';
 import { chunkJson, completionObject } from '../../dialects/types.js';
 import { CTX, parseSseText } from '../../chat.testkit.js';
 import { anthropicEncoder, anthropicUsageObject, messageFromCompletion, stopReason } from './encode.js';

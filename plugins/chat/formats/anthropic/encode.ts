@@ -1,4 +1,4 @@
-import { formatSse } from '../../../../src/sse.js';
+import { formatSse } from '../../../../src/sdk.js';
 import type { ReplyContext, TokenUsage } from '../../dialects/types.js';
 import { costFields, type ChatCost } from '../../metering.js';
 

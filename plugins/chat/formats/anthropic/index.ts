@@ -1,4 +1,4 @@
-import type { GatewayError } from '../../../../src/errors.js';
+import type { GatewayError } from '../../../../src/sdk.js';
 import type { ClientFormat } from '../types.js';
 import { completionText, type TokenUsage } from '../../dialects/types.js';
 import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';

@@ -1,5 +1,4 @@
-import type { GatewayError } from '../../../../src/errors.js';
-import { formatSse } from '../../../../src/sse.js';
+import { formatSse, type GatewayError } from '../../../../src/sdk.js';
 import type { ChatCodec, StreamStep } from '../types.js';
 import { anthropicUsage, type AnthropicUsage } from '../../dialects/anthropic/index.js';
 import { textTokens, type ReplyContext } from '../../dialects/types.js';

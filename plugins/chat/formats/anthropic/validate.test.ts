@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../../src/errors.js';
+import { GatewayError } from '../../../../src/sdk.js';
 import { deepFreeze } from '../../chat.testkit.js';
 import { parseMessagesRequest } from './validate.js';
 

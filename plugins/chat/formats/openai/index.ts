@@ -1,4 +1,4 @@
-import { formatSse } from '../../../../src/sse.js';
+import { formatSse } from '../../../../src/sdk.js';
 import { completionText } from '../../dialects/types.js';
 import { usageObject } from '../../metering.js';
 import type { ClientFormat } from '../types.js';

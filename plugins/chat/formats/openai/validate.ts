@@ -1,4 +1,4 @@
-import { invalidField } from '../../../../src/errors.js';
+import { invalidField } from '../../../../src/sdk.js';
 import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
