@@ -78,8 +78,3 @@ export function usageRecord(u: TokenUsage | undefined): Record<string, number> {
     ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}),
   };
 }
-
-/** A rough token count (4 characters a token) for when the upstream reported none. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}

@@ -1,6 +1,6 @@
-import { elapsedMs, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
-import { chatCost, estimateTokens, usageRecord } from './metering.js';
+import { chatCost, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondStream } from './stream.js';
 
