@@ -1,4 +1,5 @@
-import type { GatewayError } from '../../../src/sdk.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ErrorFormatter, GatewayError } from '../../../src/sdk.js';
 import type { ChatDialect, ReplyContext, TokenUsage } from '../dialects/types.js';
 import type { ChatCost } from '../metering.js';
 import type { ChatRequest } from '../request.js';
@@ -37,10 +38,22 @@ export interface ChatCodec {
   stream(): ClientStream;
 }
 
-/** A client-facing wire format (an endpoint's request and reply shape). */
+/**
+ * A client-facing chat format: one endpoint, its request and reply shape, served by
+ * every chat model whatever its provider's dialect. Each lives in `formats/<client>/`
+ * and is listed in `formats/index.ts`; the plugin registers one route per format.
+ */
 export interface ClientFormat {
   readonly name: string;
+  /** The route clients of this format call, e.g. `/v1/chat/completions`. */
+  readonly url: string;
+  /** Also accept the key in `x-api-key` (Anthropic-style clients). */
+  readonly acceptXApiKey?: boolean;
+  /** Error bodies in this format's shape; OpenAI-style when absent. */
+  readonly formatError?: ErrorFormatter;
   /** The dialect that speaks this format upstream: a request in this format goes to it untranslated. */
   readonly nativeDialect: string;
+  /** Validates a request body in this format (400 naming the field) and gives it in canonical form. */
+  parse(body: unknown, headers: IncomingHttpHeaders): ChatRequest;
   codec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext): ChatCodec;
 }

@@ -2,6 +2,7 @@ import { formatSse } from '../../../../src/sdk.js';
 import { completionText } from '../../dialects/types.js';
 import { usageObject } from '../../metering.js';
 import type { ClientFormat } from '../types.js';
+import { parseChatRequest } from './validate.js';
 
 const asRecord = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {});
 
@@ -12,7 +13,9 @@ const asRecord = (v: unknown): Record<string, unknown> => (typeof v === 'object'
  */
 export const openaiFormat: ClientFormat = {
   name: 'openai',
+  url: '/v1/chat/completions',
   nativeDialect: 'openai',
+  parse: (body) => parseChatRequest(body),
   codec(dialect, req, ctx) {
     return {
       response(body) {
