@@ -55,6 +55,15 @@ describe('bad input gets a clear 4xx, nothing charged', () => {
     await expectError(postJson(`${t.url}/v1/chat/completions`, '{"model": ', key), 400, 'invalid_json');
   });
 
+  it.each([
+    ['__proto__', '{"__proto__": {"polluted": true}, "model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'],
+    ['constructor.prototype', '{"constructor": {"prototype": {"polluted": true}}, "model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'],
+  ])('a body setting %s → 400 invalid_json, as fastify refuses prototype poisoning', async (_name, body) => {
+    const b = await expectError(postJson(`${t.url}/v1/chat/completions`, body, key), 400, 'invalid_json');
+    expect(b.error.message).toContain('__proto__');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('empty body → 400 invalid_json', async () => {
     await expectError(postJson(`${t.url}/v1/chat/completions`, '', key), 400, 'invalid_json');
   });
