@@ -2,14 +2,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
+import { useGateway } from './fixtures.js';
 import { postJson, startTestGateway, type TestGateway } from './harness.js';
 
 /** Reference images given as URLs: downloaded by the gateway, capped, and never from private addresses unless allowed. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 let images: Server;
 let base: string;
-let open: TestGateway;
-let strict: TestGateway;
+const fetchSettings = { allow_http: true, timeout_ms: 500 };
+const open = useGateway({ yaml: { settings: { music: { image_fetch: { ...fetchSettings, allow_hosts: ['127.0.0.1'] } } } } });
+const strict = useGateway({ yaml: { settings: { music: { image_fetch: fetchSettings } } } });
 
 beforeAll(async () => {
   images = createServer((req, res) => {
@@ -22,13 +24,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => images.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
-  const fetchSettings = { allow_http: true, timeout_ms: 500 };
-  open = await startTestGateway({ yaml: { settings: { music: { image_fetch: { ...fetchSettings, allow_hosts: ['127.0.0.1'] } } } } });
-  strict = await startTestGateway({ yaml: { settings: { music: { image_fetch: fetchSettings } } } });
 });
-afterAll(async () => {
-  await open.close();
-  await strict.close();
+afterAll(() => {
   images.close();
 });
 
