@@ -32,7 +32,9 @@ async function serveGateway(configFile, off) {
   const { loadGatewayConfig } = await import(join(ROOT, 'dist/src/config/gateway-config.js'));
   const { compileSchemas } = await import(join(ROOT, 'dist/src/config/schemas.js'));
   const { createGateway } = await import(join(ROOT, 'dist/src/gateway.js'));
-  const gateway = await createGateway({ config: loadGatewayConfig(configFile, compileSchemas()) });
+  const { selectPlugins } = await import(join(ROOT, 'dist/plugins/index.js'));
+  const config = loadGatewayConfig(configFile, compileSchemas());
+  const gateway = await createGateway({ config, plugins: selectPlugins(config) });
   if (off.includes('ledger')) {
     gateway.store.reserve = async () => true;
     gateway.store.settle = async (_id, cost) => cost;

@@ -4,8 +4,8 @@
 // default young generation lets RSS float ~40 MB higher under load for no throughput gain
 // (npm run bench). `npm start` passes the same flag; `node bin/gateway.js` alone does not.
 
-import('../dist/src/cli.js').then((m) => m.main(process.argv)).catch((err) => {
-  if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/src/cli.js')) {
+import('../dist/cli/index.js').then((m) => m.main(process.argv)).catch((err) => {
+  if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli/index.js')) {
     console.error('gateway: dist/ is missing; run `npm install` (or `npm run build`) first.');
   } else {
     console.error(`gateway: ${err && err.message ? err.message : err}`);

@@ -1,4 +1,4 @@
-import type { GatewayPlugin } from '../src/plugin.js';
+import type { GatewayConfig, GatewayPlugin } from '../src/sdk.js';
 import { audioPlugin } from './audio/index.js';
 import { chatPlugin } from './chat/index.js';
 import { embeddingsPlugin } from './embeddings/index.js';
@@ -13,3 +13,11 @@ export const builtinPlugins: Readonly<Record<string, GatewayPlugin>> = {
   models: modelsPlugin,
   music: musicPlugin,
 };
+
+/** Picks the built-in plugins named in config (all of them when unset) plus any extra ones. */
+export function selectPlugins(config: GatewayConfig, extra: readonly GatewayPlugin[] = []): GatewayPlugin[] {
+  const names = config.plugins ?? Object.keys(builtinPlugins);
+  const unknown = names.filter((n) => !(n in builtinPlugins));
+  if (unknown.length > 0) throw new Error(`${config.file}: plugins: unknown plugin ${unknown.join(', ')} (known: ${Object.keys(builtinPlugins).join(', ')})`);
+  return [...names.map((n) => builtinPlugins[n] as GatewayPlugin), ...extra];
+}

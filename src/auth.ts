@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from './errors.js';
 import { randomBase62 } from './ids.js';
 import type { ApiKeyRecord, Org, Store } from './store/types.js';
+import { TtlCache } from './ttl-cache.js';
 
 const KEY_PATTERN = /^tg_[A-Za-z0-9]{40}$/;
 /** `tg_` and the first 8 random characters: readable, unique, kept in the database. */
@@ -29,7 +30,10 @@ export function extractKey(headers: Record<string, string | string[] | undefined
   return undefined;
 }
 
-interface CachedKey { key: ApiKeyRecord; org: Org; expires: number }
+interface CachedKey { key: ApiKeyRecord; org: Org }
+
+/** Keys whose lookup is kept; past it the least recently used is read again when it comes back. */
+const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Resolves bearer keys to their org. Lookups are cached for `ttlMs` (default 1 s), so
@@ -37,18 +41,19 @@ interface CachedKey { key: ApiKeyRecord; org: Org; expires: number }
  * without a database read on every request.
  */
 export class Authenticator {
-  private readonly cache = new Map<string, CachedKey>();
+  private readonly cache;
 
-  constructor(private readonly store: Store, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+  constructor(private readonly store: Store, ttlMs = 1000, now: () => number = Date.now) {
+    this.cache = new TtlCache<string, CachedKey>({ max: MAX_CACHED_KEYS, ttlMs, now });
+  }
 
   async authenticate(key: string | undefined): Promise<{ key: ApiKeyRecord; org: Org }> {
     if (key === undefined) throw new GatewayError('missing_api_key');
     if (!KEY_PATTERN.test(key)) throw new GatewayError('invalid_api_key');
     const prefix = key.slice(0, PREFIX_LENGTH);
-    const t = this.now();
     let entry = this.cache.get(prefix);
-    if (!entry || entry.expires <= t) {
-      entry = await this.load(prefix, t);
+    if (!entry) {
+      entry = await this.load(prefix);
       if (!entry) throw new GatewayError('invalid_api_key');
     }
     const expected = Buffer.from(entry.key.hash, 'hex');
@@ -59,15 +64,14 @@ export class Authenticator {
     return { key: entry.key, org: entry.org };
   }
 
-  private async load(prefix: string, t: number): Promise<CachedKey | undefined> {
+  private async load(prefix: string): Promise<CachedKey | undefined> {
     const key = await this.store.findApiKey(prefix);
     const org = key && (await this.store.getOrg(key.orgId));
     if (!key || !org) {
       this.cache.delete(prefix);
       return undefined;
     }
-    const entry = { key, org, expires: t + this.ttlMs };
-    if (this.cache.size > 10_000) this.cache.clear();
+    const entry = { key, org };
     this.cache.set(prefix, entry);
     return entry;
   }

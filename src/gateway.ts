@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { builtinPlugins } from '../plugins/index.js';
 import { Authenticator } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
@@ -17,8 +16,12 @@ import { UpstreamClient } from './upstream.js';
 
 export interface GatewayOptions {
   config: GatewayConfig;
-  /** Plugins beyond the built-in ones named by `plugins:` in gateway.yaml (tests, embedders). */
-  extraPlugins?: GatewayPlugin[];
+  /**
+   * The modality plugins to load, in order. The core never imports a plugin: the
+   * composition root (the CLI, a test, an embedder) chooses them, e.g. with
+   * `selectPlugins` from plugins/index.ts.
+   */
+  plugins: readonly GatewayPlugin[];
   /** Injectable clock (ms since epoch) for tests. */
   now?: () => number;
   env?: NodeJS.ProcessEnv;
@@ -39,16 +42,8 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Picks the plugins named in config (all built-ins when unset) plus any extra ones. */
-export function selectPlugins(config: GatewayConfig, extra: GatewayPlugin[] = []): GatewayPlugin[] {
-  const names = config.plugins ?? Object.keys(builtinPlugins);
-  const unknown = names.filter((n) => !(n in builtinPlugins));
-  if (unknown.length > 0) throw new Error(`${config.file}: plugins: unknown plugin ${unknown.join(', ')} (known: ${Object.keys(builtinPlugins).join(', ')})`);
-  return [...names.map((n) => builtinPlugins[n] as GatewayPlugin), ...extra];
-}
-
 /** Modality rules of every plugin; two plugins claiming one modality is a boot error. */
-export function modalityRules(plugins: GatewayPlugin[]): Map<string, ModalityRules> {
+export function modalityRules(plugins: readonly GatewayPlugin[]): Map<string, ModalityRules> {
   const rules = new Map<string, ModalityRules>();
   const owner = new Map<string, string>();
   for (const p of plugins) {
@@ -65,7 +60,7 @@ export function modalityRules(plugins: GatewayPlugin[]): Map<string, ModalityRul
 export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const { config } = opts;
   const now = opts.now ?? Date.now;
-  const plugins = selectPlugins(config, opts.extraPlugins);
+  const { plugins } = opts;
   const catalog = loadCatalog({
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });

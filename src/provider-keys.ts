@@ -1,28 +1,30 @@
 import type { Store } from './store/types.js';
+import { TtlCache } from './ttl-cache.js';
 
-interface Entry { keys: ReadonlyMap<string, string>; expires: number }
+/** Orgs whose provider keys are kept; past it the least recently used is read again when it comes back. */
+const MAX_CACHED_ORGS = 10_000;
 
 /**
  * Each org's own provider keys (BYOK), cached for `ttlMs` (1 s) so a model request
  * does not read the database; a key set with the CLI takes effect within that time.
  */
 export class ProviderKeyCache {
-  private readonly cache = new Map<string, Entry>();
+  private readonly cache;
 
-  constructor(private readonly store: Store, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+  constructor(private readonly store: Store, ttlMs = 1000, now: () => number = Date.now) {
+    this.cache = new TtlCache<string, ReadonlyMap<string, string>>({ max: MAX_CACHED_ORGS, ttlMs, now });
+  }
 
   async keysOf(orgId: string): Promise<ReadonlyMap<string, string>> {
-    const t = this.now();
     const hit = this.cache.get(orgId);
-    if (hit && hit.expires > t) return hit.keys;
+    if (hit) return hit;
     const providers = await this.store.listProviderKeyProviders(orgId);
     const keys = new Map<string, string>();
     for (const p of providers) {
       const key = await this.store.getProviderKey(orgId, p);
       if (key) keys.set(p, key);
     }
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(orgId, { keys, expires: t + this.ttlMs });
+    this.cache.set(orgId, keys);
     return keys;
   }
 }

@@ -45,9 +45,13 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     genReqId: () => ids.next('req'),
     requestIdHeader: false,
     return503OnClosing: true,
+    // fastify's own JSON parser (secure-json-parse): a body setting __proto__ or constructor.prototype is refused (400).
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
   });
   app.decorateRequest('exchange', null as unknown as Exchange);
-  installBodyParsers(app);
+  // JSON is the only body type the core accepts (415 otherwise); plugins add theirs with bodyParser().
+  app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
@@ -153,6 +157,7 @@ const FASTIFY_CODES: Record<string, (e: FastifyError, r: FastifyRequest) => Gate
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, r) => new GatewayError('unsupported_media_type', [String(r.headers['content-type'] ?? '(none)')]),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, r) => new GatewayError('body_too_large', [r.routeOptions.bodyLimit ?? 0]),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new GatewayError('invalid_json', ['the body is empty']),
+  FST_ERR_CTP_INVALID_JSON_BODY: () => new GatewayError('invalid_json', ['it is not well-formed JSON, or it sets __proto__ or constructor.prototype (refused)']),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new GatewayError('invalid_request', ['Content-Length does not match the body']),
 };
 
@@ -163,17 +168,4 @@ function toGatewayError(err: FastifyError | GatewayError, request: FastifyReques
   if (err.statusCode === 400 && err.code === 'FST_ERR_VALIDATION') return new GatewayError('invalid_request', [err.message]);
   request.log.error({ err, requestId: request.id }, 'unexpected error');
   return new GatewayError('internal_error', [request.id]);
-}
-
-function installBodyParsers(app: FastifyInstance): void {
-  app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.length === 0) return done(new GatewayError('invalid_json', ['the body is empty']), undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      done(new GatewayError('invalid_json', [(err as Error).message]), undefined);
-    }
-  });
 }

@@ -1,33 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { revokeKey } from '../src/admin.js';
 import type { ErrorBody } from '../src/errors.js';
-import { logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { logRow, postJson } from './harness.js';
 
 let clock = Date.now();
-let t: TestGateway;
-let key: string;
+const t = useOrgGateway('auth-org', '1', { now: () => clock });
 const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-
-beforeAll(async () => {
-  t = await startTestGateway({ now: () => clock });
-  key = (await t.org('auth-org', '1')).key;
-});
-afterAll(async () => t.close());
 
 const call = (headers: Record<string, string>) => postJson(`${t.url}/v1/chat/completions`, chat, undefined, headers);
 
 describe('auth on /v1', () => {
   it('accepts a valid bearer key', async () => {
-    expect((await call({ authorization: `Bearer ${key}` })).status).toBe(200);
+    expect((await call({ authorization: `Bearer ${t.key}` })).status).toBe(200);
   });
 
   it.each([
     ['missing', () => ({}), 'missing_api_key'],
     ['empty bearer', () => ({ authorization: 'Bearer ' }), 'invalid_api_key'],
-    ['not bearer', () => ({ authorization: `Basic ${key}` }), 'invalid_api_key'],
+    ['not bearer', () => ({ authorization: `Basic ${t.key}` }), 'invalid_api_key'],
     ['malformed key', () => ({ authorization: 'Bearer sk-123' }), 'invalid_api_key'],
     ['well-formed but unknown', () => ({ authorization: `Bearer tg_${'A'.repeat(40)}` }), 'invalid_api_key'],
-    ['right prefix, wrong secret', () => ({ authorization: `Bearer ${key.slice(0, 11)}${'x'.repeat(32)}` }), 'invalid_api_key'],
+    ['right prefix, wrong secret', () => ({ authorization: `Bearer ${t.key.slice(0, 11)}${'x'.repeat(32)}` }), 'invalid_api_key'],
   ])('refuses a %s key with 401 and an OpenAI-style body', async (_name, headers: () => Record<string, string>, code) => {
     const r = await call(headers());
     expect(r.status).toBe(401);
@@ -43,10 +37,10 @@ describe('auth on /v1', () => {
   });
 
   it('stores keys hashed: only the prefix is readable', async () => {
-    const rec = await t.gateway.store.findApiKey(key.slice(0, 11));
+    const rec = await t.gateway.store.findApiKey(t.key.slice(0, 11));
     expect(rec?.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(rec?.hash).not.toContain(key.slice(11));
-    expect(JSON.stringify(rec)).not.toContain(key);
+    expect(rec?.hash).not.toContain(t.key.slice(11));
+    expect(JSON.stringify(rec)).not.toContain(t.key);
   });
 
   it('a revoked key stops working once the one-second key cache expires', async () => {

@@ -2,11 +2,12 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Exchange } from '../src/exchange.js';
 import type { GatewayPlugin } from '../src/plugin.js';
 import { post, settledBalance } from './chat-helpers.js';
-import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { copyProviders, expectLedgerMatchesLog, logRow, postJson, tempDir } from './harness.js';
 
 /**
  * Bad input on both chat endpoints gets a clear error code in the endpoint's own
@@ -15,9 +16,6 @@ import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGatewa
  */
 
 const START = 1_000_000;
-let t: TestGateway;
-let key: string;
-let orgId: string;
 let stall: { server: Server; received: Array<() => void>; closed: Array<() => void> };
 /** Exchanges that reached post-billing (a client that left has no x-request-id to read). */
 const finished: Exchange[] = [];
@@ -35,7 +33,7 @@ async function startStallingUpstream(): Promise<typeof stall> {
   return { server, ...s };
 }
 
-beforeAll(async () => {
+const t = useOrgGateway('bad-chat-input', '1', async () => {
   stall = await startStallingUpstream();
   const dir = copyProviders(tempDir());
   writeFileSync(join(dir, 'stall.yaml'), `
@@ -48,16 +46,15 @@ endpoints:
 models:
   - { id: stall-model, modality: chat, max_output_tokens: 100, pricing: { prompt: "0.000001", completion: "0.000002" } }
 `);
-  ({ t, key, orgId } = await startOrgGateway('bad-chat-input', '1', {
+  return {
     providersDir: dir, extraPlugins: [recorder], yaml: { server: { host: '127.0.0.1', port: 0, body_limit_bytes: 4096 }, providers: { stall: { api_key: 'k' } } },
-  }));
+  };
 });
 afterEach(async () => {
-  expect(await settledBalance(t, orgId, START)).toBe(START);
-  await expectLedgerMatchesLog(t, orgId);
+  expect(await settledBalance(t, t.orgId, START)).toBe(START);
+  await expectLedgerMatchesLog(t, t.orgId);
 });
 afterAll(async () => {
-  await t.close();
   stall.server.closeAllConnections();
   await new Promise((r) => stall.server.close(r));
 });
@@ -99,7 +96,7 @@ const CASES: Array<[string, unknown, number, string, string | undefined]> = [
 describe.each(ENDPOINTS)('$path', (ep) => {
   it.each(CASES)('refuses %s', async (_name, body, status, code, param) => {
     const calls = JSON.stringify(t.sim.calls());
-    const r = await postJson(`${t.url}${ep.path}`, body, key);
+    const r = await postJson(`${t.url}${ep.path}`, body, t.key);
     expect(r.status).toBe(status);
     const error = ep.error(r.body);
     expect(error.code).toBe(code);
@@ -109,14 +106,14 @@ describe.each(ENDPOINTS)('$path', (ep) => {
   });
 
   it('refuses a system role inside messages only on /v1/messages (it has a system field)', async () => {
-    const r = await postJson(`${t.url}${ep.path}`, { ...ok, messages: [{ role: 'system', content: 'x' }, ...ok.messages] }, key);
+    const r = await postJson(`${t.url}${ep.path}`, { ...ok, messages: [{ role: 'system', content: 'x' }, ...ok.messages] }, t.key);
     if (ep.path === '/v1/messages') {
       expect(r.status).toBe(400);
       expect(ep.error(r.body)).toMatchObject({ code: 'invalid_request', param: 'messages[0].role' });
     } else {
       expect(r.status).toBe(200);
-      await expectLedgerMatchesLog(t, orgId);
-      await t.gateway.store.addCredits(orgId, START - (await t.balance(orgId)), 'test top-up'); // keep START for the next case
+      await expectLedgerMatchesLog(t, t.orgId);
+      await t.gateway.store.addCredits(t.orgId, START - (await t.balance(t.orgId)), 'test top-up'); // keep START for the next case
     }
   });
 
@@ -124,7 +121,7 @@ describe.each(ENDPOINTS)('$path', (ep) => {
     const received = new Promise<void>((r) => stall.received.push(r));
     const closed = new Promise<void>((r) => stall.closed.push(r));
     const ac = new AbortController();
-    const pending = post(`${t.url}${ep.path}`, { ...ok, model: 'stall-model' }, key, {}, ac.signal).catch((e: unknown) => e);
+    const pending = post(`${t.url}${ep.path}`, { ...ok, model: 'stall-model' }, t.key, {}, ac.signal).catch((e: unknown) => e);
     await received;
     ac.abort();
     await pending;
@@ -142,7 +139,7 @@ describe('features a provider cannot take are refused before any call', () => {
     ['claude-haiku-4-5', { n: 2 }, 'n'],
   ])('%s with %j → 400 naming %s', async (model, extra, param) => {
     const calls = JSON.stringify(t.sim.calls());
-    const r = await postJson(`${t.url}/v1/chat/completions`, { ...ok, model, ...extra }, key);
+    const r = await postJson(`${t.url}/v1/chat/completions`, { ...ok, model, ...extra }, t.key);
     expect(r.status).toBe(400);
     expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({ code: 'invalid_request', param });
     expect(JSON.stringify(t.sim.calls())).toBe(calls);

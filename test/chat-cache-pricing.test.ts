@@ -2,9 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { chatMicros, post, readSse } from './chat-helpers.js';
-import { copyProviders, expectLedgerMatchesLog, logRow, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { copyProviders, logRow, postJson, tempDir } from './harness.js';
 
 /**
  * Exact metering with prompt caching: an upstream that reports cache reads (and, for
@@ -38,11 +39,8 @@ const REPLIES: Record<string, { json: unknown; sse: string }> = {
 };
 
 let server: Server;
-let t: TestGateway;
-let key: string;
-let orgId: string;
 
-beforeAll(async () => {
+const t = useOrgGateway('cache', '1', async () => {
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -65,13 +63,11 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'cache-openai.yaml'), file('cache-openai', '/chat/completions', 'openai'));
   writeFileSync(join(dir, 'cache-anthropic.yaml'), file('cache-anthropic', '/messages', 'anthropic-messages'));
   writeFileSync(join(dir, 'cache-gemini.yaml'), file('cache-gemini', '/models/{model}:{action}', 'gemini'));
-  ({ t, key, orgId } = await startOrgGateway('cache', '1', {
+  return {
     providersDir: dir, yaml: { providers: Object.fromEntries(['cache-openai', 'cache-anthropic', 'cache-gemini'].map((id) => [id, { api_key: 'k' }])) },
-  }));
-});
-afterEach(async () => expectLedgerMatchesLog(t, orgId));
+  };
+}, { ledger: true });
 afterAll(async () => {
-  await t.close();
   await new Promise((r) => server.close(r));
 });
 
@@ -88,24 +84,24 @@ describe.each(CASES)('$dialect upstream reporting cached prompt tokens', ({ dial
   const body = { model: `cache-${dialect}-model`, max_tokens: 20, messages: [{ role: 'user', content: 'Context: '.repeat(150) }] };
 
   it('bills reads and writes at their prices on /v1/chat/completions, showing cached_tokens', async () => {
-    const before = await t.balance(orgId);
-    const r = await postJson(`${t.url}/v1/chat/completions`, body, key);
+    const before = await t.balance(t.orgId);
+    const r = await postJson(`${t.url}/v1/chat/completions`, body, t.key);
     expect(r.status).toBe(200);
     const usage = (r.body as { usage: Record<string, unknown> }).usage;
     expect(usage).toMatchObject({ prompt_tokens: 1200, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 1000 } });
     expect(Math.round((usage.cost_usd_total as number) * 1e6)).toBe(cost);
-    expect(before - (await t.balance(orgId))).toBe(cost);
+    expect(before - (await t.balance(t.orgId))).toBe(cost);
     const row = await logRow(t, r.headers.get('x-request-id') ?? '');
     expect(row.extra?.usage).toEqual({ prompt_tokens: 1200, completion_tokens: 10, cached_tokens: 1000, ...(cacheWrite ? { cache_write_tokens: cacheWrite } : {}) });
   });
 
   it('shows the split in Anthropic terms on /v1/messages, streamed', async () => {
-    const before = await t.balance(orgId);
-    const res = await post(`${t.url}/v1/messages`, { ...body, stream: true }, key);
+    const before = await t.balance(t.orgId);
+    const res = await post(`${t.url}/v1/messages`, { ...body, stream: true }, t.key);
     const delta = (await readSse(res)).find((e) => e.event === 'message_delta');
     const usage = (JSON.parse(delta?.data ?? '{}') as { usage: Record<string, number> }).usage;
     expect(usage).toMatchObject({ input_tokens: 1200 - 1000 - cacheWrite, cache_read_input_tokens: 1000, cache_creation_input_tokens: cacheWrite, output_tokens: 10 });
     expect(Math.round(usage.cost_usd_total! * 1e6)).toBe(cost);
-    expect(before - (await t.balance(orgId))).toBe(cost);
+    expect(before - (await t.balance(t.orgId))).toBe(cost);
   });
 });

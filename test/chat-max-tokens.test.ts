@@ -1,8 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 
 /**
  * Spec §7: an Anthropic-family model asked without max_tokens reaches the provider,
@@ -11,27 +12,20 @@ import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGat
  * The gateway never invents a max_tokens, and nothing is charged.
  */
 
-let t: TestGateway;
-let key: string;
-let orgId: string;
-let client: OpenAI;
 const START = 5_000_000;
 
-beforeAll(async () => {
-  ({ t, key, orgId, client } = await startOrgGateway('max-tokens', '5'));
-});
+const t = useOrgGateway('max-tokens', '5');
 afterEach(async () => {
-  expect(await t.balance(orgId)).toBe(START);
-  await expectLedgerMatchesLog(t, orgId);
+  expect(await t.balance(t.orgId)).toBe(START);
+  await expectLedgerMatchesLog(t, t.orgId);
 });
-afterAll(async () => t.close());
 
 const calls = (): number => t.sim.calls()['POST /anthropic/v1/messages'] ?? 0;
 
 describe('an Anthropic model without max_tokens', () => {
   it.each([false, true])('on /v1/chat/completions (stream: %s) → 400 gateway_error in the spec shape, after one upstream call', async (stream) => {
     const n = calls();
-    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream, messages: [{ role: 'user', content: 'Hi' }] }, key);
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream, messages: [{ role: 'user', content: 'Hi' }] }, t.key);
     expect(calls()).toBe(n + 1); // it did reach the provider: no default was injected, no retry on a 4xx
     expect(r.status).toBe(400);
     const { error } = r.body as ErrorBody;
@@ -45,20 +39,20 @@ describe('an Anthropic model without max_tokens', () => {
   });
 
   it('reaches the official openai client as a BadRequestError with the gateway code', async () => {
-    const err = await client.chat.completions.create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
+    const err = await t.client.chat.completions.create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe('gateway_error');
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toContain('max_tokens: Field required');
   });
 
   it('on /v1/messages → 400 in Anthropic\'s error shape, keeping the gateway code and routing context', async () => {
-    const r = await postJson(`${t.url}/v1/messages`, { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] }, undefined, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    const r = await postJson(`${t.url}/v1/messages`, { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] }, undefined, { 'x-api-key': t.key, 'anthropic-version': '2023-06-01' });
     expect(r.status).toBe(400);
     expect(r.body).toEqual({
       type: 'error',
       error: { type: 'invalid_request_error', message: 'max_tokens: Field required', code: 'gateway_error', usedProvider: 'anthropic', requestedModel: 'claude-haiku-4-5' },
     });
-    const client = new Anthropic({ apiKey: key, baseURL: t.url, maxRetries: 0 });
+    const client = new Anthropic({ apiKey: t.key, baseURL: t.url, maxRetries: 0 });
     const err = await client.messages.create({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } as unknown as Anthropic.MessageCreateParamsNonStreaming).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as InstanceType<typeof Anthropic.APIError>).message).toContain('max_tokens: Field required');

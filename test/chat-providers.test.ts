@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatMicros, simPromptTokens, type PerMillion } from './chat-helpers.js';
-import { expectLedgerMatchesLog, logRow, startOrgGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { logRow } from './harness.js';
 
 /**
  * Every declared chat provider, through the official `openai` client, unchanged:
@@ -39,15 +40,7 @@ const CASES: ProviderCase[] = [
   openaiCompatible('mistral', 'mistral-small-latest', '/mistral/v1', { prompt: '0.10', completion: '0.30' }),
 ];
 
-let t: TestGateway;
-let orgId: string;
-let client: OpenAI;
-
-beforeAll(async () => {
-  ({ t, orgId, client } = await startOrgGateway('providers', '5'));
-});
-afterEach(async () => expectLedgerMatchesLog(t, orgId));
-afterAll(async () => t.close());
+const t = useOrgGateway('providers', '5', {}, { ledger: true });
 
 const PROMPT = 'Hello there [[sim:tokens=7]]';
 const calls = (key: string): number => t.sim.calls()[key] ?? 0;
@@ -61,9 +54,9 @@ describe.each(CASES)('$provider ($model) through the openai client', (c) => {
   const expected = chatMicros(c.price, { prompt: simPromptTokens(PROMPT), completion: 7 });
 
   it('answers a non-streamed completion, billed at the YAML prices from the upstream usage', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const n = calls(c.calls.plain);
-    const { data, response } = await client.chat.completions.create({ model: c.model, max_tokens: 50, messages: [{ role: 'user', content: PROMPT }] }).withResponse();
+    const { data, response } = await t.client.chat.completions.create({ model: c.model, max_tokens: 50, messages: [{ role: 'user', content: PROMPT }] }).withResponse();
     expect(calls(c.calls.plain)).toBe(n + 1);
     expect(data.object).toBe('chat.completion');
     expect(data.model).toBe(c.model);
@@ -73,15 +66,15 @@ describe.each(CASES)('$provider ($model) through the openai client', (c) => {
     expect(usage).toMatchObject({ prompt_tokens: simPromptTokens(PROMPT), completion_tokens: 7, total_tokens: simPromptTokens(PROMPT) + 7 });
     expect(Math.round(usage.cost_usd_total! * 1e6)).toBe(expected);
     expect(Math.round((usage.cost_usd_input! + usage.cost_usd_output!) * 1e6)).toBe(expected);
-    expect(before - (await t.balance(orgId))).toBe(expected);
+    expect(before - (await t.balance(t.orgId))).toBe(expected);
     const row = await logRow(t, response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ usedProvider: c.provider, usedModel: c.upstreamModel, requestedModel: c.model, status: 200, costMicros: expected, costEstimated: false });
   });
 
   it('streams chunks and a final usage chunk with cost when include_usage is asked', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const n = calls(c.calls.stream);
-    const stream = await client.chat.completions.create({
+    const stream = await t.client.chat.completions.create({
       model: c.model, max_tokens: 50, messages: [{ role: 'user', content: PROMPT }], stream: true, stream_options: { include_usage: true },
     });
     let text = '';
@@ -102,12 +95,12 @@ describe.each(CASES)('$provider ($model) through the openai client', (c) => {
     expect(finish).toBe('stop');
     expect(usage).toMatchObject({ prompt_tokens: simPromptTokens(PROMPT), completion_tokens: 7 });
     expect(Math.round(usage!.cost_usd_total! * 1e6)).toBe(expected);
-    expect(before - (await t.balance(orgId))).toBe(expected);
+    expect(before - (await t.balance(t.orgId))).toBe(expected);
   });
 
   it('streams without a usage chunk when not asked, yet bills the upstream usage (not an estimate)', async () => {
-    const before = await t.balance(orgId);
-    const { data: stream, response } = await client.chat.completions.create({
+    const before = await t.balance(t.orgId);
+    const { data: stream, response } = await t.client.chat.completions.create({
       model: c.model, max_tokens: 50, messages: [{ role: 'user', content: PROMPT }], stream: true,
     }).withResponse();
     let sawUsage = false;
@@ -118,19 +111,19 @@ describe.each(CASES)('$provider ($model) through the openai client', (c) => {
     }
     expect(sawUsage).toBe(false);
     expect(text).toBe('This is a simulated reply. This is');
-    expect(before - (await t.balance(orgId))).toBe(expected);
+    expect(before - (await t.balance(t.orgId))).toBe(expected);
     const row = await logRow(t, response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ usedProvider: c.provider, costMicros: expected, costEstimated: false, status: 200 });
   });
 
   it('turns an upstream 5xx into an SDK error with code upstream_error, charging nothing', async () => {
-    const before = await t.balance(orgId);
-    const err = await client.chat.completions.create({ model: c.model, max_tokens: 50, messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }).catch((e: unknown) => e);
+    const before = await t.balance(t.orgId);
+    const err = await t.client.chat.completions.create({ model: c.model, max_tokens: 50, messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);
     const apiErr = err as InstanceType<typeof OpenAI.APIError>;
     expect(apiErr.status).toBe(502);
     expect(apiErr.code).toBe('upstream_error');
     expect(apiErr.error).toMatchObject({ usedProvider: c.provider, requestedModel: c.model });
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
   });
 });

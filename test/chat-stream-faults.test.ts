@@ -1,8 +1,9 @@
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SseEvent } from '../src/sse.js';
 import { chatMicros, post, readSse, settledBalance, simPromptTokens, type PerMillion } from './chat-helpers.js';
-import { expectLedgerMatchesLog, logRow, startOrgGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { logRow } from './harness.js';
 
 /**
  * An upstream stream that breaks after its first bytes reached the client (dropped
@@ -11,16 +12,7 @@ import { expectLedgerMatchesLog, logRow, startOrgGateway, type TestGateway } fro
  * The simulator sends about half of a reply's events before the fault.
  */
 
-let t: TestGateway;
-let key: string;
-let orgId: string;
-let client: OpenAI;
-
-beforeAll(async () => {
-  ({ t, key, orgId, client } = await startOrgGateway('faults', '5'));
-});
-afterEach(async () => expectLedgerMatchesLog(t, orgId));
-afterAll(async () => t.close());
+const t = useOrgGateway('faults', '5', {}, { ledger: true });
 
 interface DialectCase {
   dialect: string;
@@ -60,9 +52,9 @@ const CASES = DIALECTS.flatMap((d) => (['drop_mid_stream', 'stream_error'] as co
 
 describe.each(CASES)('$dialect upstream, $fault, on $path', (c) => {
   it('ends with an error event after the delivered words and bills only those', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const content = `Tell me something [[sim:${c.fault}]]`;
-    const res = await post(`${t.url}${c.path}`, { model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content }] }, key);
+    const res = await post(`${t.url}${c.path}`, { model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content }] }, t.key);
     expect(res.status).toBe(200);
     const events = await readSse(res);
     const ep = ENDPOINTS[c.path];
@@ -73,7 +65,7 @@ describe.each(CASES)('$dialect upstream, $fault, on $path', (c) => {
     if (c.path === '/v1/messages') expect(error?.type).toBe('api_error');
     const prompt = c.promptReported ? simPromptTokens(content) : Math.ceil(content.length / 4);
     const cost = chatMicros(c.price, { prompt, completion: c.delivered });
-    expect(before - (await settledBalance(t, orgId, before - cost))).toBe(cost);
+    expect(before - (await settledBalance(t, t.orgId, before - cost))).toBe(cost);
     const row = await logRow(t, res.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ status: 200, errorCode: 'upstream_error', costMicros: cost, costEstimated: true, usedProvider: c.provider });
     expect(row.extra?.usage).toEqual({ prompt_tokens: prompt, completion_tokens: c.delivered });
@@ -82,7 +74,7 @@ describe.each(CASES)('$dialect upstream, $fault, on $path', (c) => {
 
 describe.each(DIALECTS)('$dialect upstream seen through the openai client', (c) => {
   it('raises an APIError from the error event after the delivered chunks', async () => {
-    const stream = await client.chat.completions.create({ model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'go [[sim:drop_mid_stream]]' }] });
+    const stream = await t.client.chat.completions.create({ model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'go [[sim:drop_mid_stream]]' }] });
     let text = '';
     const err = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
@@ -93,12 +85,12 @@ describe.each(DIALECTS)('$dialect upstream seen through the openai client', (c) 
   });
 
   it('a malformed first event is an error event and costs nothing (no word was delivered)', async () => {
-    const before = await t.balance(orgId);
-    const res = await post(`${t.url}/v1/chat/completions`, { model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'x [[sim:malformed]]' }] }, key);
+    const before = await t.balance(t.orgId);
+    const res = await post(`${t.url}/v1/chat/completions`, { model: c.model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'x [[sim:malformed]]' }] }, t.key);
     const events = await readSse(res);
     expect(ENDPOINTS['/v1/chat/completions'].error(events.at(-1))).toMatchObject({ code: 'upstream_error' });
     expect(ENDPOINTS['/v1/chat/completions'].ended(events)).toBe(false);
-    expect(await settledBalance(t, orgId, before)).toBe(before);
+    expect(await settledBalance(t, t.orgId, before)).toBe(before);
     const row = await logRow(t, res.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ costMicros: 0, errorCode: 'upstream_error' });
   });

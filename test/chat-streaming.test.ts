@@ -2,10 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SseDecoder, type SseEvent } from '../src/sse.js';
 import { post, settledBalance } from './chat-helpers.js';
-import { copyProviders, expectLedgerMatchesLog, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { copyProviders, logRow, tempDir } from './harness.js';
 
 /**
  * Streaming is incremental and cancellable, proven without timers: a gated upstream
@@ -79,12 +80,9 @@ async function startGatedUpstream(): Promise<{ url: string; server: Server; next
   return { url, server, next: () => new Promise((r) => { const c = ready.shift(); if (c) r(c); else waiting.push(r); }) };
 }
 
-let t: TestGateway;
 let upstream: Awaited<ReturnType<typeof startGatedUpstream>>;
-let key: string;
-let orgId: string;
 
-beforeAll(async () => {
+const t = useOrgGateway('streams', '1', async () => {
   upstream = await startGatedUpstream();
   const providers = copyProviders(tempDir());
   const file = (id: string, base: string, path: string, dialect: string) => `
@@ -100,13 +98,11 @@ models:
   writeFileSync(join(providers, 'gated-openai.yaml'), file('gated-openai', '/v1', '/chat/completions', 'openai'));
   writeFileSync(join(providers, 'gated-anthropic.yaml'), file('gated-anthropic', '/v1', '/messages', 'anthropic-messages'));
   writeFileSync(join(providers, 'gated-gemini.yaml'), file('gated-gemini', '/v1beta', '/models/{model}:{action}', 'gemini'));
-  ({ t, key, orgId } = await startOrgGateway('streams', '1', {
+  return {
     providersDir: providers, yaml: { providers: Object.fromEntries(['gated-openai', 'gated-anthropic', 'gated-gemini'].map((id) => [id, { api_key: 'k' }])) },
-  }));
-});
-afterEach(async () => expectLedgerMatchesLog(t, orgId));
+  };
+}, { ledger: true });
 afterAll(async () => {
-  await t.close();
   upstream.server.closeAllConnections();
   await new Promise((r) => upstream.server.close(r));
 });
@@ -151,8 +147,8 @@ describe.each(CASES)('$dialect upstream → /v1/$endpoint', ({ dialect, endpoint
   const body = { model: `gated-${dialect}-model`, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Say hello to the world' }] };
 
   it('forwards the first words while the upstream is still generating, then completes and bills the upstream usage', async () => {
-    const before = await t.balance(orgId);
-    const res = await post(`${t.url}${ep.path}`, body, key);
+    const before = await t.balance(t.orgId);
+    const res = await post(`${t.url}${ep.path}`, body, t.key);
     expect(res.status).toBe(200);
     const call = await upstream.next();
     // The upstream has not finished: seeing "Hello" now proves the gateway did not buffer the reply.
@@ -162,15 +158,15 @@ describe.each(CASES)('$dialect upstream → /v1/$endpoint', ({ dialect, endpoint
     expect(events.map(ep.text).join('')).toBe('Hello world');
     expect(ep.last(events)).toBe(true);
     expect((await call.closed).finished).toBe(true);
-    expect(before - (await settledBalance(t, orgId, before - FULL_COST))).toBe(FULL_COST);
+    expect(before - (await settledBalance(t, t.orgId, before - FULL_COST))).toBe(FULL_COST);
     const row = await logRow(t, res.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ status: 200, costMicros: FULL_COST, costEstimated: false, errorCode: null });
   });
 
   it('cancels the upstream when the client leaves mid-stream and bills the delivered words (estimated)', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const ac = new AbortController();
-    const res = await post(`${t.url}${ep.path}`, body, key, {}, ac.signal);
+    const res = await post(`${t.url}${ep.path}`, body, t.key, {}, ac.signal);
     const call = await upstream.next();
     const { reader } = await readUntil(res, ep.text, 'Hello');
     ac.abort();
@@ -182,7 +178,7 @@ describe.each(CASES)('$dialect upstream → /v1/$endpoint', ({ dialect, endpoint
     const delivered = { openai: 1, anthropic: 2, gemini: 1 }[dialect];
     const prompt = dialect === 'openai' ? Math.ceil('Say hello to the world'.length / 4) : 11;
     const cost = prompt * 10 + delivered * 20;
-    expect(before - (await settledBalance(t, orgId, before - cost))).toBe(cost);
+    expect(before - (await settledBalance(t, t.orgId, before - cost))).toBe(cost);
     const row = await logRow(t, res.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ costMicros: cost, costEstimated: true });
     expect(row.extra?.usage).toEqual({ prompt_tokens: prompt, completion_tokens: delivered });

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { buildProgram } from '../src/cli.js';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { buildProgram } from '../cli/index.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import { buildOnce, cli, KEY, killAll, lastLine, query, ROOT, STACK_FRAME, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 

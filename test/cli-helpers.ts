@@ -26,7 +26,7 @@ function sourceHash(): string {
       else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) h.update(p).update(readFileSync(p));
     }
   };
-  for (const d of ['src', 'plugins']) walk(join(ROOT, d));
+  for (const d of ['src', 'plugins', 'simulator', 'cli']) walk(join(ROOT, d));
   for (const f of ['tsconfig.json', 'tsconfig.build.json']) h.update(readFileSync(join(ROOT, f)));
   return h.digest('hex');
 }

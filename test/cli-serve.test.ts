@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 

@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { expectLedgerMatchesLog, logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
+import { useGateway } from './fixtures.js';
+import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 
-let t: TestGateway;
 let clock = Date.now();
-beforeAll(async () => {
-  t = await startTestGateway({ now: () => clock });
-});
-afterAll(async () => t.close());
+const t = useGateway({ now: () => clock });
 
 const chatUrl = () => `${t.url}/v1/chat/completions`;
 const body = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], max_tokens: 20, ...extra });

@@ -6,9 +6,11 @@ import { expect } from 'vitest';
 import { createKey, createOrg } from '../src/admin.js';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../src/gateway.js';
+import { selectPlugins } from '../plugins/index.js';
+import { createGateway, type Gateway } from '../src/gateway.js';
+import type { GatewayPlugin } from '../src/plugin.js';
 import { packageRoot } from '../src/paths.js';
-import { startSimulator, type Simulator } from '../src/simulator/server.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import type { LogRow, Org, Retention } from '../src/store/types.js';
 
 /** A temporary folder removed by `cleanup`. */
@@ -46,7 +48,8 @@ export interface TestGatewayOptions {
   /** Extra gateway.yaml content merged at the top level. */
   yaml?: Record<string, unknown>;
   providersDir?: string;
-  extraPlugins?: GatewayOptions['extraPlugins'];
+  /** Plugins loaded after the built-in ones gateway.yaml names. */
+  extraPlugins?: GatewayPlugin[];
   now?: () => number;
   sim?: Simulator;
 }
@@ -79,7 +82,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML
   const config = loadGatewayConfig(file, compileSchemas());
-  const gateway = await createGateway({ config, extraPlugins: opts.extraPlugins, now: opts.now });
+  const gateway = await createGateway({ config, plugins: selectPlugins(config, opts.extraPlugins), now: opts.now });
   const url = await gateway.listen(0);
   return {
     gateway, config, url, sim, dir,

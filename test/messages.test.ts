@@ -1,7 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { chatMicros, post, readSse, type PerMillion } from './chat-helpers.js';
-import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { logRow, postJson } from './harness.js';
 
 /**
  * POST /v1/messages: Anthropic's format in and out, so Anthropic SDK users reach every
@@ -9,17 +10,11 @@ import { expectLedgerMatchesLog, logRow, postJson, startOrgGateway, type TestGat
  * gateway's cost in `usage`, named-event streaming, x-api-key or Bearer auth.
  */
 
-let t: TestGateway;
-let key: string;
-let orgId: string;
+const t = useOrgGateway('messages', '5', {}, { ledger: true });
 let client: Anthropic;
-
-beforeAll(async () => {
-  ({ t, key, orgId } = await startOrgGateway('messages', '5'));
-  client = new Anthropic({ apiKey: key, baseURL: t.url, maxRetries: 0 });
+beforeAll(() => {
+  client = new Anthropic({ apiKey: t.key, baseURL: t.url, maxRetries: 0 });
 });
-afterEach(async () => expectLedgerMatchesLog(t, orgId));
-afterAll(async () => t.close());
 
 const SYSTEM = 'Be brief.';
 const USER = 'Hello there';
@@ -47,7 +42,7 @@ describe.each(MODELS)('$model through the Anthropic SDK', (c) => {
   const cost = chatMicros(c.price, { prompt: c.promptTokens, completion: 8 });
 
   it('answers a message in Anthropic form, with usage and cost', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const { data: msg, response } = await client.messages.create(params(c.model)).withResponse();
     expect(msg).toMatchObject({ type: 'message', role: 'assistant', model: c.model, stop_reason: 'end_turn' });
     expect(msg.id).toMatch(/^msg_/);
@@ -56,13 +51,13 @@ describe.each(MODELS)('$model through the Anthropic SDK', (c) => {
     expect(usage).toMatchObject({ input_tokens: c.promptTokens, output_tokens: 8, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
     expect(usd(usage.cost_usd_total)).toBe(cost);
     expect(usd(usage.cost_usd_input) + usd(usage.cost_usd_output)).toBe(cost);
-    expect(before - (await t.balance(orgId))).toBe(cost);
+    expect(before - (await t.balance(t.orgId))).toBe(cost);
     const row = await logRow(t, response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ usedProvider: c.provider, requestedModel: c.model, status: 200, costMicros: cost, costEstimated: false });
   });
 
   it('streams named events the SDK accumulates into the same message', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const stream = client.messages.stream(params(c.model));
     const types: string[] = [];
     let text = '';
@@ -78,7 +73,7 @@ describe.each(MODELS)('$model through the Anthropic SDK', (c) => {
     expect(types[0]).toBe('message_start');
     expect(types.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
     expect(types.filter((x) => x === 'content_block_delta')).toHaveLength(8);
-    expect(before - (await t.balance(orgId))).toBe(cost);
+    expect(before - (await t.balance(t.orgId))).toBe(cost);
   });
 
   it('puts the billed cost in the message_delta usage of a raw stream', async () => {
@@ -103,7 +98,7 @@ describe.each(MODELS)('$model through the Anthropic SDK', (c) => {
 
 describe('auth, version and errors in Anthropic form', () => {
   it('accepts x-api-key (older SDKs) as well as Bearer, and any anthropic-version', async () => {
-    const r = await postJson(`${t.url}/v1/messages`, params('gemini-2.5-flash'), undefined, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    const r = await postJson(`${t.url}/v1/messages`, params('gemini-2.5-flash'), undefined, { 'x-api-key': t.key, 'anthropic-version': '2023-06-01' });
     expect(r.status).toBe(200);
     expect((r.body as { content: unknown }).content).toEqual([{ type: 'text', text: REPLY }]);
   });
@@ -114,7 +109,7 @@ describe('auth, version and errors in Anthropic form', () => {
     const strict = await client.messages.create(withTemperature).catch((e: unknown) => e);
     expect(strict).toBeInstanceOf(Anthropic.BadRequestError);
     expect((strict as Error).message).toContain('temperature');
-    const old = await postJson(`${t.url}/v1/messages`, { ...params('claude-haiku-4-5'), temperature: 0.5 }, undefined, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    const old = await postJson(`${t.url}/v1/messages`, { ...params('claude-haiku-4-5'), temperature: 0.5 }, undefined, { 'x-api-key': t.key, 'anthropic-version': '2023-06-01' });
     expect(old.status).toBe(200);
   });
 
@@ -129,17 +124,17 @@ describe('auth, version and errors in Anthropic form', () => {
   it('an unknown model is a 404 not_found_error with code model_not_found', async () => {
     const err = await client.messages.create(params('claude-0')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);
-    const r = await postJson(`${t.url}/v1/messages`, params('claude-0'), key);
+    const r = await postJson(`${t.url}/v1/messages`, params('claude-0'), t.key);
     expect(r.body).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'model_not_found', param: 'model' } });
   });
 
   it('an upstream 5xx is a 502 api_error, not retried by the SDK, nothing charged', async () => {
-    const before = await t.balance(orgId);
-    const res = await post(`${t.url}/v1/messages`, { ...params('claude-haiku-4-5'), messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, key);
+    const before = await t.balance(t.orgId);
+    const res = await post(`${t.url}/v1/messages`, { ...params('claude-haiku-4-5'), messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
     expect(res.status).toBe(502);
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'upstream_error', usedProvider: 'anthropic', requestedModel: 'claude-haiku-4-5' } });
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
   });
 });
 
@@ -152,7 +147,7 @@ describe('what crosses formats and what does not', () => {
   });
 
   it.each(['gemini-2.5-flash', 'gpt-4o-mini'])('tools for %s are refused with 400 naming the field, before any upstream call', async (model) => {
-    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [tool] }, key);
+    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [tool] }, t.key);
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_request', param: 'tools' } });
   });
@@ -164,7 +159,7 @@ describe('what crosses formats and what does not', () => {
   });
 
   it('a stream is billed from the upstream usage even through translation (log row not estimated)', async () => {
-    const res = await post(`${t.url}/v1/messages`, { ...params('gpt-4o-mini'), stream: true }, key);
+    const res = await post(`${t.url}/v1/messages`, { ...params('gpt-4o-mini'), stream: true }, t.key);
     const events = await readSse(res);
     expect(events.map((e) => e.event)).toContain('message_delta');
     const row = await logRow(t, res.headers.get('x-request-id') ?? '');

@@ -1,14 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { copyProviders, expectLedgerMatchesLog, postJson, startOrgGateway, tempDir, type TestGateway } from './harness.js';
-
-let t: TestGateway;
-let key: string;
-let orgId: string;
-let client: OpenAI;
+import { useOrgGateway } from './fixtures.js';
+import { copyProviders, expectLedgerMatchesLog, postJson, tempDir } from './harness.js';
 
 interface ProviderEntry { providerId: string; modelName: string; pricing: Record<string, unknown>; [flag: string]: unknown }
 interface ModelRecord {
@@ -16,7 +12,7 @@ interface ModelRecord {
   deprecated_at: string | null; deactivated_at: string | null; [field: string]: unknown;
 }
 
-beforeAll(async () => {
+const t = useOrgGateway('browser', '1', () => {
   const providers = copyProviders(tempDir());
   // A second provider for one model id, and models at each stage of their life.
   writeFileSync(join(providers, 'zz-fixture.yaml'), `
@@ -32,12 +28,9 @@ models:
   - { id: retired-embedder, modality: embeddings, deprecated_at: "2020-01-01", deactivated_at: "2021-06-30", pricing: { prompt: "0.0000001" } }
   - { id: future-embedder, modality: embeddings, deprecated_at: "2999-01-01", deactivated_at: "2999-06-30", pricing: { prompt: "0.0000001" } }
 `);
-  ({ t, key, orgId, client } = await startOrgGateway('browser', '1', { providersDir: providers }));
+  return { providersDir: providers };
 });
-afterAll(async () => {
-  await expectLedgerMatchesLog(t, orgId);
-  await t.close();
-});
+afterAll(async () => expectLedgerMatchesLog(t, t.orgId));
 
 async function list(query = '', headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: { object?: string; data: ModelRecord[] } & Partial<ErrorBody> }> {
   const res = await fetch(`${t.url}/v1/models${query}`, { headers });
@@ -146,20 +139,20 @@ describe('GET /v1/models', () => {
 
   it('works with the official openai client: list and retrieve', async () => {
     const seen: string[] = [];
-    for await (const m of client.models.list()) seen.push(m.id);
+    for await (const m of t.client.models.list()) seen.push(m.id);
     expect(seen).toEqual(expect.arrayContaining(['text-embedding-3-small', 'gemini-embedding-001', 'tts-1', 'eleven_multilingual_v2', 'whisper-1', 'nova-3']));
-    expect(await client.models.retrieve('whisper-1')).toMatchObject({ id: 'whisper-1', object: 'model', owned_by: 'openai' });
-    expect(await client.models.retrieve('text-embedding-004')).toMatchObject({ deactivated_at: '2026-01-14' });
-    await expect(client.models.retrieve('no-such-model')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await t.client.models.retrieve('whisper-1')).toMatchObject({ id: 'whisper-1', object: 'model', owned_by: 'openai' });
+    expect(await t.client.models.retrieve('text-embedding-004')).toMatchObject({ deactivated_at: '2026-01-14' });
+    await expect(t.client.models.retrieve('no-such-model')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it('costs nothing, and a deactivated model is refused at request time with 410', async () => {
-    const before = await t.balance(orgId);
-    await list('', { authorization: `Bearer ${key}` });
-    const r = await postJson(`${t.url}/v1/embeddings`, { model: 'retired-embedder', input: 'x' }, key);
+    const before = await t.balance(t.orgId);
+    await list('', { authorization: `Bearer ${t.key}` });
+    const r = await postJson(`${t.url}/v1/embeddings`, { model: 'retired-embedder', input: 'x' }, t.key);
     expect(r.status).toBe(410);
     expect((r.body as ErrorBody).error).toMatchObject({ code: 'model_deactivated', param: 'model', message: expect.stringMatching(/2021-06-30/) });
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
     // A deprecated model that is still active keeps working until its deactivation.
     expect(find((await list()).body.data, 'old-embedder').deprecated_at).toBe('2020-01-01');
   });

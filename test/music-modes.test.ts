@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../src/simulator/server.js';
+import { startSimulator } from '../simulator/server.js';
 import { logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
 import { startS3, type TestS3 } from './s3.js';
 

@@ -1,30 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { useGateway } from './fixtures.js';
+import { postJson } from './harness.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
 
 /** Music storage (spec §3, §4.2, §4.3) against a real S3-protocol server. */
 const DAY = 86_400_000;
 let clock = Date.UTC(2026, 10, 1);
 let s3: TestS3;
-let t: TestGateway;
 let alice: { key: string; orgId: string };
 let bob: { key: string; orgId: string };
+const t = useGateway(async () => {
+  s3 = await startS3();
+  return { now: () => clock, yaml: { storage: { s3: s3.config } } };
+});
 
 type Generation = { id: string; audio: { base64: string; storage: string; url?: string; expires_in_days?: number }; usage: { cost_usd: number } };
 type HistoryItem = { id: string; object: string; prompt: string; created: number; audio: null | { url?: string; mime_type: string; storage: string };
   usage: { cost_usd: number }; metadata: Record<string, string>; expired: boolean; error: boolean };
 
 beforeAll(async () => {
-  s3 = await startS3();
-  t = await startTestGateway({ now: () => clock, yaml: { storage: { s3: s3.config } } });
   const a = await t.org('alice', '10');
   const b = await t.org('bob', '10');
   alice = { key: a.key, orgId: a.org.id };
   bob = { key: b.key, orgId: b.org.id };
 });
 afterAll(async () => {
-  await t.close();
   await s3.close();
 });
 

@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { expectLedgerMatchesLog, postJson, startOrgGateway, type TestGateway } from './harness.js';
+import { useOrgGateway } from './fixtures.js';
+import { expectLedgerMatchesLog, postJson } from './harness.js';
 import { looksLikeMp3 } from './s3.js';
 
 /** Music generation against the simulator's Lyria, without object storage (storage: inline). */
-let t: TestGateway;
-let key: string;
-let orgId: string;
+const t = useOrgGateway('music-org', '10', { yaml: { settings: { music: { timeout_ms: 500 } } } });
 let balance: number;
 const CLIP_CALL = 'POST /gemini/v1beta/models/lyria-3-clip-preview:generateContent';
 const PRO_CALL = 'POST /gemini/v1beta/models/lyria-3-pro-preview:generateContent';
@@ -15,20 +14,14 @@ const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000
 const JPEG = Buffer.from('ffd8ffe000104a46494600010100000100010000ffd9', 'hex');
 const dataUrl = (bytes: Buffer, mime = 'image/png') => `data:${mime};base64,${bytes.toString('base64')}`;
 
-beforeAll(async () => {
-  ({ t, key, orgId } = await startOrgGateway('music-org', '10', { yaml: { settings: { music: { timeout_ms: 500 } } } }));
-});
-afterAll(async () => {
-  await expectLedgerMatchesLog(t, orgId);
-  await t.close();
-});
+afterAll(async () => expectLedgerMatchesLog(t, t.orgId));
 beforeEach(async () => {
   t.sim.resetCalls();
-  balance = await t.balance(orgId);
+  balance = await t.balance(t.orgId);
 });
 
-const music = (body: unknown) => postJson(`${t.url}/v1/music`, body, key);
-const charged = async () => balance - (await t.balance(orgId));
+const music = (body: unknown) => postJson(`${t.url}/v1/music`, body, t.key);
+const charged = async () => balance - (await t.balance(t.orgId));
 type Generation = { id: string; object: string; model: string; used_model: string; used_provider: string; text: string; created: number;
   audio: { base64: string; mime_type: string; storage: string; url?: string; expires_in_days?: number }; usage: { cost_usd: number } };
 
@@ -53,7 +46,7 @@ describe('POST /v1/music', () => {
 
   it('charges $0.08 for pro, whose track is longer than a clip', async () => {
     const clip = (await music({ model: 'tune-3-clip-preview', prompt: 'short' })).body as Generation;
-    balance = await t.balance(orgId);
+    balance = await t.balance(t.orgId);
     const r = await music({ model: 'tune-3-pro-preview', prompt: 'An epic orchestral piece' });
     expect(r.status).toBe(200);
     const pro = r.body as Generation;
@@ -110,7 +103,7 @@ describe('POST /v1/music refuses bad input with 400, nothing charged, nothing se
   });
 
   it('refuses a body that is not JSON', async () => {
-    expect((await postJson(`${t.url}/v1/music`, '{"model":', key)).status).toBe(400);
+    expect((await postJson(`${t.url}/v1/music`, '{"model":', t.key)).status).toBe(400);
   });
 
   it('402 when credits cannot cover the flat price, nothing sent upstream', async () => {

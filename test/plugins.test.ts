@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
+import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
 import { packageRoot } from '../src/paths.js';
 import type { GatewayPlugin } from '../src/plugin.js';
@@ -39,7 +40,7 @@ describe('plugins and stages', () => {
     const file = join(dir, 'gateway.yaml');
     writeFileSync(file, `database: { url: "sqlite:${join(dir, 'g.db')}" }\nproviders_dir: ${join(packageRoot(), 'providers')}\n`);
     const config = loadGatewayConfig(file, compileSchemas());
-    await expect(createGateway({ config, extraPlugins: [bad] })).rejects.toThrow(
+    await expect(createGateway({ config, plugins: selectPlugins(config, [bad]) })).rejects.toThrow(
       'plugin "typo" registers a hook on unknown stage "post-upstraem"; stages are: pre-auth, auth, pre-upstream, upstream, post-upstream, billing, post-billing',
     );
   });
@@ -49,6 +50,16 @@ describe('plugins and stages', () => {
     const dir = tempDir();
     const file = join(dir, 'gateway.yaml');
     writeFileSync(file, `database: { url: "sqlite:${join(dir, 'g.db')}" }\nproviders_dir: ${join(packageRoot(), 'providers')}\n`);
-    await expect(createGateway({ config: loadGatewayConfig(file, compileSchemas()), extraPlugins: [dup] })).rejects.toThrow(/both serve modality "chat"/);
+    const config = loadGatewayConfig(file, compileSchemas());
+    await expect(createGateway({ config, plugins: selectPlugins(config, [dup]) })).rejects.toThrow(/both serve modality "chat"/);
+  });
+
+  it('serves only the plugins it is given: the core brings none of its own', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, `database: { url: "sqlite:${join(dir, 'g.db')}" }\nproviders_dir: ${join(packageRoot(), 'providers')}\n`);
+    const config = loadGatewayConfig(file, compileSchemas());
+    // The provider files declare chat, audio and music endpoints: with no plugin loaded, nothing serves them.
+    await expect(createGateway({ config, plugins: [] })).rejects.toThrow(/no loaded plugin serves the modality "chat"/);
   });
 });

@@ -1,26 +1,23 @@
 import { readdirSync } from 'node:fs';
 import OpenAI, { toFile } from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { buildMp3, framesForSeconds } from '../src/simulator/mp3.js';
-import { expectLedgerMatchesLog, logRow, startOrgGateway, tempDir, type TestGateway } from './harness.js';
+import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
+import { useOrgGateway } from './fixtures.js';
+import { expectLedgerMatchesLog, logRow, tempDir } from './harness.js';
 
-let t: TestGateway;
-let key: string;
-let orgId: string;
-let client: OpenAI;
 let uploads: string;
+const t = useOrgGateway('listener', '5', () => {
+  uploads = tempDir('tollgate-upload-test-');
+  return { yaml: { settings: { audio: { upload_dir: uploads } } } };
+});
 
 /** About 10 s of 128 kbps MP3: the simulator and the gateway's estimate both bill 10 s. */
 const AUDIO = buildMp3(framesForSeconds(10));
 const TRANSCRIPT = 'Simulated transcript.';
 
-beforeAll(async () => {
-  uploads = tempDir('tollgate-upload-test-');
-  ({ t, key, orgId, client } = await startOrgGateway('listener', '5', { yaml: { settings: { audio: { upload_dir: uploads } } } }));
-});
 afterEach(async () => {
-  await expectLedgerMatchesLog(t, orgId);
+  await expectLedgerMatchesLog(t, t.orgId);
   expect(await spooledFiles()).toEqual([]);
 });
 afterAll(async () => {
@@ -43,20 +40,20 @@ async function spooledFiles(): Promise<string[]> {
 const audioFile = (bytes: Buffer = AUDIO, name = 'speech.mp3') => toFile(bytes, name, { type: 'audio/mpeg' });
 
 async function charged<T>(fn: () => Promise<T>): Promise<{ result: T; cost: number }> {
-  const before = await t.balance(orgId);
+  const before = await t.balance(t.orgId);
   const result = await fn();
-  return { result, cost: before - (await t.balance(orgId)) };
+  return { result, cost: before - (await t.balance(t.orgId)) };
 }
 
 async function postForm(form: FormData | string, headers: Record<string, string> = {}, url = '/v1/audio/transcriptions') {
-  const res = await fetch(`${t.url}${url}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, ...headers }, body: form });
+  const res = await fetch(`${t.url}${url}`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, ...headers }, body: form });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as ErrorBody };
 }
 
 describe('POST /v1/audio/transcriptions with OpenAI models and the official openai client', () => {
   it('json: the transcript with the upstream\'s duration usage and the cost, billed per second', async () => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1' }).withResponse());
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1' }).withResponse());
     expect(result.data.text).toBe(TRANSCRIPT);
     expect(result.data.usage).toEqual({ type: 'duration', seconds: 10, cost: 0.001 });
     expect(cost).toBe(1000); // 10 s × $0.006/min
@@ -65,7 +62,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
   });
 
   it('verbose_json: passes the upstream object through', async () => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', response_format: 'verbose_json', language: 'en' }));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', response_format: 'verbose_json', language: 'en' }));
     expect(result).toMatchObject({ task: 'transcribe', text: TRANSCRIPT, segments: [expect.objectContaining({ start: 0 })] });
     expect(result.duration).toBeCloseTo(9.99, 1);
     expect(cost).toBe(1000);
@@ -76,7 +73,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
     ['srt', /^1\n00:00:00,000 --> 00:00:09,9\d\d\nSimulated transcript\.\n/],
     ['vtt', /^WEBVTT\n\n00:00:00\.000 --> 00:00:09\.9\d\d\nSimulated transcript\.\n/],
   ] as const)('%s: the upstream\'s plain text, billed by the gateway\'s own duration estimate', async (format, expected) => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', response_format: format }).withResponse());
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', response_format: format }).withResponse());
     expect(typeof result.data).toBe('string');
     if (typeof expected === 'string') expect(result.data).toBe(expected);
     else expect(result.data).toMatch(expected);
@@ -86,7 +83,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
   });
 
   it('gpt-4o-transcribe reports tokens, so the seconds are estimated from the file', async () => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'gpt-4o-transcribe' }));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'gpt-4o-transcribe' }));
     expect(result.text).toBe(TRANSCRIPT);
     expect(result.usage).toMatchObject({ type: 'tokens', cost: 0.001 });
     expect(cost).toBe(1000);
@@ -96,7 +93,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
     const big = buildMp3(Math.floor((25 * 1024 * 1024 - 74) / 417));
     expect(big.length).toBeLessThanOrEqual(25 * 1024 * 1024);
     t.sim.resetCalls();
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(big), model: 'whisper-1' }));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(big), model: 'whisper-1' }));
     expect(result.usage).toMatchObject({ type: 'duration', seconds: Math.ceil(big.length / 16_000) });
     expect(cost).toBe(Math.ceil(big.length / 16_000) * 100);
     expect(t.sim.calls()).toEqual({ 'POST /openai/v1/audio/transcriptions': 1 });
@@ -106,7 +103,7 @@ describe('POST /v1/audio/transcriptions with OpenAI models and the official open
 describe('POST /v1/audio/transcriptions with Deepgram nova-3, mapped by its YAML (raw audio body)', () => {
   it('json: the transcript from results, billed per second of metadata.duration', async () => {
     t.sim.resetCalls();
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', language: 'en' }));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', language: 'en' }));
     expect(result.text).toBe(TRANSCRIPT);
     expect(result.usage).toEqual({ type: 'duration', seconds: 10, cost: 0.000717 });
     expect(cost).toBe(717); // ceil(9.987 s) × $0.0043/min
@@ -118,20 +115,20 @@ describe('POST /v1/audio/transcriptions with Deepgram nova-3, mapped by its YAML
     ['srt', /^1\n00:00:00,000 --> 00:00:09,987\nSimulated transcript\.\n\n$/],
     ['vtt', /^WEBVTT\n\n00:00:00\.000 --> 00:00:09\.987\nSimulated transcript\.\n\n$/],
   ] as const)('%s: rendered by the gateway', async (format, expected) => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', response_format: format }));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', response_format: format }));
     expect(result).toMatch(expected);
     expect(cost).toBe(717);
   });
 
   it('verbose_json: rendered by the gateway with the duration and one segment', async () => {
-    const result = await client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', response_format: 'verbose_json', language: 'de' });
+    const result = await t.client.audio.transcriptions.create({ file: await audioFile(), model: 'nova-3', response_format: 'verbose_json', language: 'de' });
     expect(result).toMatchObject({ task: 'transcribe', language: 'de', duration: 9.987, text: TRANSCRIPT, segments: [{ id: 0, start: 0, end: 9.987, text: TRANSCRIPT }] });
   });
 
   it('maps an upstream failure (a directive inside the audio) to 502 and charges nothing', async () => {
     t.sim.resetCalls();
     const faulty = Buffer.concat([AUDIO, Buffer.from('[[sim:status=500]]')]);
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(faulty), model: 'nova-3' }).catch((e: unknown) => e));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(faulty), model: 'nova-3' }).catch((e: unknown) => e));
     expect((result as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     expect(cost).toBe(0);
     expect(t.sim.calls()).toEqual({ 'POST /deepgram/v1/listen': 2 }); // the YAML retries 5xx once
@@ -164,20 +161,20 @@ describe('POST /v1/audio/transcriptions refuses bad input with a clear 4xx and c
   ];
   it.each(cases)('%s', async (_name, body, headers, status, code, param) => {
     t.sim.resetCalls();
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const r = await postForm(body(), headers);
     expect(r.status).toBe(status);
     expect(r.body.error).toMatchObject({ code, param });
     expect(t.sim.calls()).toEqual({});
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
   });
 
   it('refuses a file over 25 MB with 413 when Content-Length says so, before reading it', async () => {
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const r = await postForm(form({ model: 'whisper-1', file: new Blob([new Uint8Array(26 * 1024 * 1024).fill(0xff)]) }));
     expect(r.status).toBe(413);
     expect(r.body.error.code).toBe('body_too_large');
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
   });
 
   it('refuses a chunked upload (no Content-Length) with 413 once the file passes 25 MB', async () => {
@@ -195,17 +192,17 @@ describe('POST /v1/audio/transcriptions refuses bad input with a clear 4xx and c
         sent++;
       },
     });
-    const before = await t.balance(orgId);
+    const before = await t.balance(t.orgId);
     const res = await fetch(`${t.url}/v1/audio/transcriptions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=b' }, body, duplex: 'half',
+      method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=b' }, body, duplex: 'half',
     } as RequestInit & { duplex: 'half' });
     expect(res.status).toBe(413);
     expect(((await res.json()) as ErrorBody).error.code).toBe('body_too_large');
-    expect(await t.balance(orgId)).toBe(before);
+    expect(await t.balance(t.orgId)).toBe(before);
   });
 
   it('maps an OpenAI failure to 502 and charges nothing', async () => {
-    const { result, cost } = await charged(async () => client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', prompt: '[[sim:status=500]]' }).catch((e: unknown) => e));
+    const { result, cost } = await charged(async () => t.client.audio.transcriptions.create({ file: await audioFile(), model: 'whisper-1', prompt: '[[sim:status=500]]' }).catch((e: unknown) => e));
     expect((result as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     expect(cost).toBe(0);
   });

@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
-import { postJson, startTestGateway, type TestGateway } from './harness.js';
+import { useGateway } from './fixtures.js';
+import { postJson } from './harness.js';
 
 /** A provider refusing the key the gateway sent is upstream_unauthorized, however the provider says it. */
-let t: TestGateway;
-beforeAll(async () => {
-  t = await startTestGateway();
-});
-afterAll(async () => t.close());
+const t = useGateway();
 
 describe('a refused provider key', () => {
   it.each([

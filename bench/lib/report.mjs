@@ -131,7 +131,7 @@ export function resultsMarkdown(r) {
     `### Run of ${r.date}`,
     '',
     `Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpu}, ${f0(m.memGb)} GB RAM, ${m.os}; Node ${m.node}. `
-      + `Tollgate ${r.tollgate.version} at ${r.tollgate.commit}${r.tollgate.dirty ? ' (plus uncommitted changes in src/, plugins/ or providers/)' : ''}${r.portkeyVersion ? `; Portkey gateway ${r.portkeyVersion}` : ''}. `
+      + `Tollgate ${r.tollgate.version} at ${r.tollgate.commit}${r.tollgate.dirty ? ' (plus uncommitted changes in src/, plugins/, simulator/, cli/ or providers/)' : ''}${r.portkeyVersion ? `; Portkey gateway ${r.portkeyVersion}` : ''}. `
       + `Run took ${f0(r.elapsedS)} s; options: \`${r.options.argv || '(defaults)'}\`.`,
   ];
   if (skipped) out.push('', skipped);

@@ -21,9 +21,9 @@ function newestMtime(dir, filter) {
 
 /** Builds dist/ when it is missing or older than a source file; a failed build falls back to an existing dist/. */
 export function ensureBuilt(say) {
-  const marker = join(ROOT, 'dist', 'src', 'cli.js');
+  const marker = join(ROOT, 'dist', 'cli', 'index.js');
   const isSource = (n) => n.endsWith('.ts') && !n.endsWith('.test.ts');
-  const newestSource = Math.max(newestMtime(join(ROOT, 'src'), isSource), newestMtime(join(ROOT, 'plugins'), isSource));
+  const newestSource = Math.max(...['src', 'plugins', 'simulator', 'cli'].map((d) => newestMtime(join(ROOT, d), isSource)));
   if (existsSync(marker) && statSync(marker).mtimeMs >= newestSource) return;
   say(existsSync(marker) ? 'dist/ is older than the sources: npm run build' : 'dist/ is missing: npm run build');
   const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
@@ -62,7 +62,7 @@ export function tollgateInfo() {
   return {
     version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
     commit: git('rev-parse', '--short', 'HEAD') || 'unknown',
-    dirty: git('status', '--porcelain', '--', 'src', 'plugins', 'providers').length > 0,
+    dirty: git('status', '--porcelain', '--', 'src', 'plugins', 'simulator', 'cli', 'providers').length > 0,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildMp3, framesForSeconds } from '../../src/simulator/mp3.js';
+import { buildMp3, framesForSeconds } from '../../simulator/mp3.js';
 import { estimateSeconds, maxSeconds, sniffAudio } from './audio-format.js';
 
 /** A PCM WAV header for `seconds` of 16 kHz mono 16-bit audio, followed by its data. */

@@ -1,18 +1,20 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors.js';
-import { tempDir } from '../../test/harness.js';
+import { GatewayError } from '../../src/sdk.js';
 import { HEAD_BYTES, spoolMultipart, type SpoolOptions } from './multipart.js';
 
 let dir: string;
 let opts: SpoolOptions;
 beforeEach(() => {
-  dir = tempDir('tollgate-spool-');
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
   opts = { dir, fileField: 'file', maxFileBytes: 64 * 1024, maxFieldBytes: 100, maxFields: 4 };
 });
 afterEach(() => {
   expect(readdirSync(dir)).toEqual([]); // every outcome leaves the spool folder clean
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const headers = { 'content-type': 'multipart/form-data; boundary=XX' };

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
-import { GatewayError, invalidField } from '../../src/errors.js';
+import { GatewayError, invalidField } from '../../src/sdk.js';
 
 /** Bytes kept from the start of the file, to recognise its format and read its header. */
 export const HEAD_BYTES = 4096;

@@ -1,11 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { invalidField } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import type { Metered, ModalityHandler, ModelRequest, RespondContext } from '../../src/plugin.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import { fillPath, type UpstreamRequest } from '../../src/upstream.js';
+import { costPicos, elapsedMs, fillPath, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
 import { applyRequestTransform } from './transform-request.js';
 
 /** OpenAI's limit on `input`, which the gateway keeps for every speech model. */

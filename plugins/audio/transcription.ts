@@ -1,10 +1,4 @@
-import { GatewayError, invalidField } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import type { Metered, ModalityHandler, ModelRequest, RespondContext } from '../../src/plugin.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import { fillPath, type UpstreamRequest } from '../../src/upstream.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
 import { ACCEPTED_AUDIO, estimateSeconds, maxSeconds, sniffAudio, type AudioFormat } from './audio-format.js';
 import { MultipartForm, type SpooledFile } from './multipart.js';
 import { applyRequestTransform } from './transform-request.js';

@@ -1,6 +1,4 @@
-import { invalidField } from '../../src/errors.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import { transformRefusal, type BuiltRequest } from '../../src/transform.js';
+import { type BuiltRequest, invalidField, type ModelRoute, transformRefusal } from '../../src/sdk.js';
 
 /**
  * Runs the endpoint's YAML request transform, if it has one. A transform that refuses

@@ -1,22 +1,17 @@
-import type { FastifyRequest } from 'fastify';
-import { invalidField } from '../../src/errors.js';
-import type { GatewayPlugin, ModalityHandler } from '../../src/plugin.js';
-import { fillPath } from '../../src/upstream.js';
-import { openaiFormat, type ClientFormat } from './codec.js';
+import { fillPath, type GatewayPlugin, invalidField, type ModalityHandler } from '../../src/sdk.js';
+import { CLIENT_FORMATS } from './formats/index.js';
+import type { ClientFormat } from './formats/types.js';
 import { DIALECTS, dialectNamed } from './dialects/index.js';
 import type { ReplyContext } from './dialects/types.js';
-import { anthropicFormat, formatAnthropicError } from './messages/format.js';
-import { parseMessagesRequest } from './messages/validate.js';
 import { maxChatCostPicos } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
-import { parseChatRequest } from './validate.js';
 
 /** The chat handler for one client format: the same models, routes, metering and streaming behind each endpoint. */
-function chatHandler(format: ClientFormat, parse: (body: unknown, request: FastifyRequest) => ChatRequest): ModalityHandler<ChatRequest> {
+function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
   return {
     modality: 'chat',
-    parse,
+    parse: (body, request) => format.parse(body, request.headers),
     checkRoute(req, route) {
       const dialect = dialectNamed(route.endpoint.dialect);
       if (req.native && dialect.name === format.nativeDialect) return; // sent as the client wrote it
@@ -47,21 +42,16 @@ function chatHandler(format: ClientFormat, parse: (body: unknown, request: Fasti
 }
 
 /**
- * Chat completions across providers: `POST /v1/chat/completions` (OpenAI format) and
- * `POST /v1/messages` (Anthropic format, for Anthropic SDK users), both served by
- * every chat model whatever its provider's dialect.
+ * Chat across providers: one route per client format (formats/index.ts) —
+ * `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic) — each
+ * served by every chat model whatever its provider's dialect.
  */
 export const chatPlugin: GatewayPlugin = {
   name: 'chat',
   modalities: { chat: { requiredPricing: ['prompt', 'completion'], dialects: [...DIALECTS.keys()] } },
   register(api) {
-    api.modelRoute({ method: 'POST', url: '/v1/chat/completions', handler: chatHandler(openaiFormat, (body) => parseChatRequest(body)) });
-    api.modelRoute({
-      method: 'POST',
-      url: '/v1/messages',
-      acceptXApiKey: true,
-      formatError: formatAnthropicError,
-      handler: chatHandler(anthropicFormat, (body, request) => parseMessagesRequest(body, request.headers)),
-    });
+    for (const format of CLIENT_FORMATS) {
+      api.modelRoute({ method: 'POST', url: format.url, acceptXApiKey: format.acceptXApiKey, formatError: format.formatError, handler: chatHandler(format) });
+    }
   },
 };

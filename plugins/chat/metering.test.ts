@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsdToPicos } from '../../src/money.js';
-import type { ModelDef, PriceKey } from '../../src/providers/types.js';
+import { type ModelDef, parseUsdToPicos, type PriceKey } from '../../src/sdk.js';
 import { chatCost, maxChatCostPicos, usageObject } from './metering.js';
 import { MEDIA_TOKEN_BOUND, promptTokenBound, TOOLS_TOKEN_BOUND } from './request.js';
-import { chatRequest } from './test-support.js';
+import { chatRequest } from './chat.testkit.js';
 
 function model(pricing: Partial<Record<PriceKey, string>>, extra: Partial<ModelDef> = {}): ModelDef {
   const pricePicos = Object.fromEntries(Object.entries(pricing).map(([k, v]) => [k, parseUsdToPicos(v)]));

@@ -1,6 +1,4 @@
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelDef, PriceKey } from '../../src/providers/types.js';
+import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 
@@ -79,9 +77,4 @@ export function usageRecord(u: TokenUsage | undefined): Record<string, number> {
     ...(u.cachedTokens ? { cached_tokens: u.cachedTokens } : {}),
     ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}),
   };
-}
-
-/** A rough token count (4 characters a token) for when the upstream reported none. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
 }

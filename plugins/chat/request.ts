@@ -1,4 +1,4 @@
-import type { ModelRequest } from '../../src/plugin.js';
+import type { ModelRequest } from '../../src/sdk.js';
 
 /** A message of the canonical (OpenAI chat) request. */
 export interface ChatMessage {

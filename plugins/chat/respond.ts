@@ -1,8 +1,6 @@
-import { GatewayError } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import type { Metered, RespondContext } from '../../src/plugin.js';
-import type { ChatCodec, ClientReply } from './codec.js';
-import { chatCost, estimateTokens, usageRecord } from './metering.js';
+import { elapsedMs, estimateTokens, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
+import type { ChatCodec, ClientReply } from './formats/types.js';
+import { chatCost, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondStream } from './stream.js';
 

@@ -1,12 +1,9 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { GatewayError } from '../../src/errors.js';
-import { elapsedMs, type Exchange } from '../../src/exchange.js';
-import type { Metered, RespondContext } from '../../src/plugin.js';
-import { SseDecoder, type SseEvent } from '../../src/sse.js';
-import type { ClientStream, StreamStep } from './codec.js';
+import { elapsedMs, estimateTokens, type Exchange, GatewayError, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
+import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
-import { chatCost, estimateTokens, usageRecord, ZERO_COST } from './metering.js';
+import { chatCost, usageRecord, ZERO_COST } from './metering.js';
 import type { ChatRequest } from './request.js';
 
 /** How a stream went, as far as billing is concerned. */

@@ -1,13 +1,6 @@
-import { GatewayError, invalidField } from '../../src/errors.js';
-import { elapsedMs } from '../../src/exchange.js';
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import type { GatewayPlugin, Metered, ModalityHandler, RespondContext } from '../../src/plugin.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import { transformRefusal } from '../../src/transform.js';
-import { fillPath, type UpstreamRequest } from '../../src/upstream.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
-import { encodeVector, estimateTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
+import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
 /** What the endpoint's YAML request transform sees (JSONata input). */
 function transformInput(req: EmbeddingRequest, route: ModelRoute): Record<string, unknown> {
@@ -83,7 +76,7 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   if (!got || data.length !== inputCount(parsed)) throw new GatewayError('upstream_error', ['the upstream sent a malformed embeddings response']);
   // Token-array input is counted exactly; only text needs an estimate.
   const estimated = got.promptTokens === undefined && parsed.texts !== undefined;
-  const promptTokens = got.promptTokens ?? (parsed.texts ? estimateTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
+  const promptTokens = got.promptTokens ?? (parsed.texts ? estimateInputTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
   const costPicosValue = costPicos(route.model, { prompt: promptTokens });
   ex.ttfbMs = elapsedMs(ex);
   void reply.code(200).type('application/json').send(JSON.stringify({

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors.js';
-import type { ModelRoute } from '../../src/providers/types.js';
+import { GatewayError, type ModelRoute } from '../../src/sdk.js';
 import { checkEmbeddingRoute, parseEmbeddingRequest } from './validate.js';
 
 const ok = (input: unknown, extra: Record<string, unknown> = {}) => parseEmbeddingRequest({ model: 'm', input, ...extra });

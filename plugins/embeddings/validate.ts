@@ -1,6 +1,4 @@
-import { invalidField } from '../../src/errors.js';
-import type { ModelRequest } from '../../src/plugin.js';
-import type { ModelRoute } from '../../src/providers/types.js';
+import { invalidField, type ModelRequest, type ModelRoute } from '../../src/sdk.js';
 
 export type EncodingFormat = 'float' | 'base64';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { base64ToFloats, encodeVector, estimateTokens, floatsToBase64, tokenBound, vectorList } from './vectors.js';
+import { base64ToFloats, encodeVector, estimateInputTokens, floatsToBase64, tokenBound, vectorList } from './vectors.js';
 
 describe('embedding vectors', () => {
   it('round-trips float32 little-endian base64 (what the OpenAI SDK decodes)', () => {
@@ -28,7 +28,7 @@ describe('embedding vectors', () => {
 
   it('estimates tokens below the reservation bound', () => {
     const texts = ['abcd', 'é', 'x'.repeat(9)];
-    expect(estimateTokens(texts)).toBe(1 + 1 + 3);
+    expect(estimateInputTokens(texts)).toBe(1 + 1 + 3);
     expect(tokenBound(texts, undefined)).toBe(5 + 3 + 10); // UTF-8 bytes + 1 per input
     expect(tokenBound(undefined, [[1, 2], [3]])).toBe(3);
   });

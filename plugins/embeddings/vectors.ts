@@ -1,3 +1,4 @@
+import { estimateTokens } from '../../src/sdk.js';
 import type { EncodingFormat } from './validate.js';
 
 /** One embedding as an upstream sends it: numbers, or OpenAI's base64 of float32 little-endian bytes. */
@@ -40,8 +41,8 @@ export function vectorList(extracted: unknown): unknown[] | undefined {
  * Tokens counted by the gateway when the upstream reports none (Gemini's embedding
  * methods): about 4 characters a token, at least one per input.
  */
-export function estimateTokens(texts: readonly string[]): number {
-  return texts.reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0);
+export function estimateInputTokens(texts: readonly string[]): number {
+  return texts.reduce((n, t) => n + Math.max(1, estimateTokens(t)), 0);
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { GatewayError, invalidField } from '../../src/errors.js';
-import type { GatewayPlugin } from '../../src/plugin.js';
+import { GatewayError, type GatewayPlugin, invalidField } from '../../src/sdk.js';
 import { modelRecords } from './records.js';
 
 /**

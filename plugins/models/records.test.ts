@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelRoute } from '../../src/providers/types.js';
+import type { ModelRoute } from '../../src/sdk.js';
 import { modelRecords } from './records.js';
 
 const caps = { streaming: true, vision: false, documents: false, cancellation: false, tools: true, parallelToolCalls: false, reasoning: false };

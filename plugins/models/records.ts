@@ -1,4 +1,4 @@
-import type { ModelDef, ModelRoute, PriceKey } from '../../src/providers/types.js';
+import type { ModelDef, ModelRoute, PriceKey } from '../../src/sdk.js';
 
 /** The price keys every record shows (spec §2.3), "0" when the model has no such price. */
 const RECORD_PRICE_KEYS: readonly PriceKey[] = [

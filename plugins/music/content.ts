@@ -1,8 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../../src/errors.js';
-import type { Exchange } from '../../src/exchange.js';
-import { parseRange, type ObjectStore } from '../../src/storage/object-store.js';
-import type { Store } from '../../src/store/types.js';
+import { type Exchange, GatewayError, type MediaRecord, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 export interface ContentDeps {
@@ -19,15 +16,10 @@ export interface ContentDeps {
  */
 export async function serveContent(deps: ContentDeps, ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { id } = request.params as { id: string };
-  const record = await deps.store.media.get(id);
-  if (!record || record.orgId !== ex.org?.id || record.modality !== 'music') throw new GatewayError('not_found', [`No music track ${id}`]);
-  if (record.cleanedAt !== null) throw new GatewayError('gone', [`Track ${id} was deleted by the ${deps.settings.retention_days}-day retention sweep`]);
-  if (record.error || record.storage !== 's3' || !record.objectKey || !deps.objectStore) {
-    throw new GatewayError('not_found', [`Track ${id} is not hosted (storage: ${record.storage}); use audio.base64 from the generation reply`]);
-  }
+  const { record, objectKey, objects } = hostedTrack(await deps.store.media.get(id), id, ex.org?.id, deps.settings.retention_days, deps.objectStore);
   void reply.header('cache-control', 'private, no-store');
   if (deps.settings.delivery === 'redirect') {
-    return reply.redirect(await deps.objectStore.presignGet(record.objectKey, deps.settings.presign_ttl_seconds), 302);
+    return reply.redirect(await objects.presignGet(objectKey, deps.settings.presign_ttl_seconds), 302);
   }
   const range = parseRange(request.headers.range, record.bytes);
   if (range === 'unsatisfiable') {
@@ -37,7 +29,7 @@ export async function serveContent(deps: ContentDeps, ex: Exchange, request: Fas
   }
   let body;
   try {
-    body = await deps.objectStore.get(record.objectKey, range);
+    body = await objects.get(objectKey, range);
   } catch (err) {
     if ((err as { name?: string }).name === 'NoSuchKey') throw new GatewayError('gone', [`Track ${id} is no longer in storage`]);
     throw new GatewayError('upstream_error', [`object storage failed: ${(err as Error).message}`]);
@@ -45,4 +37,20 @@ export async function serveContent(deps: ContentDeps, ex: Exchange, request: Fas
   void reply.header('accept-ranges', 'bytes').header('content-type', record.mimeType).header('content-length', String(body.length));
   if (range) void reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${record.bytes}`);
   return reply.send(body.stream);
+}
+
+/**
+ * The org's hosted track named `id`, or the error its client gets: another org's, an
+ * unknown or a non-music id is 404 (never 403, which would confirm the id exists), a
+ * swept track 410, a track that was never hosted (or no object storage) 404.
+ */
+export function hostedTrack<S>(
+  record: MediaRecord | undefined, id: string, orgId: string | undefined, retentionDays: number, objectStore: S | undefined,
+): { record: MediaRecord; objectKey: string; objects: S } {
+  if (!record || record.orgId !== orgId || record.modality !== 'music') throw new GatewayError('not_found', [`No music track ${id}`]);
+  if (record.cleanedAt !== null) throw new GatewayError('gone', [`Track ${id} was deleted by the ${retentionDays}-day retention sweep`]);
+  if (record.error || record.storage !== 's3' || !record.objectKey || objectStore === undefined) {
+    throw new GatewayError('not_found', [`Track ${id} is not hosted (storage: ${record.storage}); use audio.base64 from the generation reply`]);
+  }
+  return { record, objectKey: record.objectKey, objects: objectStore };
 }

@@ -1,14 +1,4 @@
-import { GatewayError, invalidField } from '../../src/errors.js';
-import { elapsedMs, type Exchange } from '../../src/exchange.js';
-import { microsToUsd, picosToMicros } from '../../src/money.js';
-import type { Metered, ModalityHandler, RespondContext } from '../../src/plugin.js';
-import { costPicos } from '../../src/pricing.js';
-import type { ModelRoute } from '../../src/providers/types.js';
-import type { ObjectStore } from '../../src/storage/object-store.js';
-import { logIdOf, type MediaRecord, type MediaStorage } from '../../src/store/media.js';
-import type { Semaphore } from '../../src/semaphore.js';
-import type { Store } from '../../src/store/types.js';
-import { fillPath } from '../../src/upstream.js';
+import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type MediaStorage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Semaphore, type Store } from '../../src/sdk.js';
 import type { ImageFetcher, InlineImage } from './images.js';
 import type { MusicSettings } from './settings.js';
 import { parseMusicRequest, type MusicRequest } from './validate.js';

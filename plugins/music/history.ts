@@ -1,9 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, invalidField } from '../../src/errors.js';
-import type { Exchange } from '../../src/exchange.js';
-import { microsToUsd } from '../../src/money.js';
-import type { MediaRecord } from '../../src/store/media.js';
-import type { Store } from '../../src/store/types.js';
+import { type Exchange, GatewayError, invalidField, type MediaRecord, microsToUsd, type Store } from '../../src/sdk.js';
 
 const DEFAULT_LIMIT = 30;
 const MAX_LIMIT = 100;

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, errors as undiciErrors } from 'undici';
-import { GatewayError, invalidField } from '../../src/errors.js';
+import { GatewayError, invalidField } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 /** A reference image: decoded and checked, or a URL still to fetch. */

@@ -1,6 +1,4 @@
-import { logIdOf } from '../../src/store/media.js';
-import type { GatewayPlugin } from '../../src/plugin.js';
-import { Semaphore } from '../../src/semaphore.js';
+import { type GatewayPlugin, logIdOf, Semaphore } from '../../src/sdk.js';
 import { serveContent } from './content.js';
 import { musicHandler } from './generate.js';
 import { listHistory } from './history.js';

@@ -1,6 +1,4 @@
-import { newId } from '../../src/ids.js';
-import type { ObjectStore } from '../../src/storage/object-store.js';
-import type { Store } from '../../src/store/types.js';
+import { newId, type ObjectStore, type Store } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,4 @@
-import { invalidField } from '../../src/errors.js';
-import type { ModelRequest } from '../../src/plugin.js';
+import { invalidField, type ModelRequest } from '../../src/sdk.js';
 import { decodeDataUrl, type ImageSource } from './images.js';
 
 export const MAX_PROMPT_CHARS = 4096;

@@ -1,16 +1,5 @@
 import { fromMediaRow, MEDIA_COLUMNS, toMediaRow, type LeaseStore, type MediaRecord, type MediaRow, type MediaStore } from './media.js';
 
-export const MEDIA_SCHEMA_POSTGRES = `
-CREATE TABLE IF NOT EXISTS media (
-  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT NOT NULL, modality TEXT NOT NULL, model TEXT NOT NULL,
-  used_model TEXT, used_provider TEXT, prompt TEXT, text TEXT, storage TEXT NOT NULL CHECK (storage IN ('s3','inline','none')),
-  object_key TEXT, bytes BIGINT NOT NULL, mime_type TEXT NOT NULL, cost_micros BIGINT NOT NULL, error BOOLEAN NOT NULL,
-  error_code TEXT, created_at BIGINT NOT NULL, expires_at BIGINT, cleaned_at BIGINT, meta JSON);
-CREATE INDEX IF NOT EXISTS media_org_time ON media(org_id, modality, created_at);
-CREATE INDEX IF NOT EXISTS media_expiry ON media(expires_at) WHERE cleaned_at IS NULL AND storage = 's3';
-CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL);
-`;
-
 type Scalar = string | number | boolean | null;
 /** The driver's query function (schema ensured, NUL made storable). */
 export type Query = <R extends object>(sql: string, params?: readonly Scalar[]) => Promise<R[]>;

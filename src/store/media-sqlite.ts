@@ -1,17 +1,6 @@
 import type Database from 'better-sqlite3';
 import { fromMediaRow, MEDIA_COLUMNS, toMediaRow, type LeaseStore, type MediaRecord, type MediaRow, type MediaStore } from './media.js';
 
-export const MEDIA_SCHEMA_SQLITE = `
-CREATE TABLE IF NOT EXISTS media (
-  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT NOT NULL, modality TEXT NOT NULL, model TEXT NOT NULL,
-  used_model TEXT, used_provider TEXT, prompt TEXT, text TEXT, storage TEXT NOT NULL CHECK (storage IN ('s3','inline','none')),
-  object_key TEXT, bytes INTEGER NOT NULL, mime_type TEXT NOT NULL, cost_micros INTEGER NOT NULL, error INTEGER NOT NULL,
-  error_code TEXT, created_at INTEGER NOT NULL, expires_at INTEGER, cleaned_at INTEGER, meta TEXT);
-CREATE INDEX IF NOT EXISTS media_org_time ON media(org_id, modality, created_at);
-CREATE INDEX IF NOT EXISTS media_expiry ON media(expires_at) WHERE cleaned_at IS NULL AND storage = 's3';
-CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
-`;
-
 const asRecord = (row: MediaRow | undefined): MediaRecord | undefined => row && fromMediaRow(row);
 
 export class SqliteMediaStore implements MediaStore {

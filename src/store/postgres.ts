@@ -2,49 +2,11 @@ import { createRequire } from 'node:module';
 import type { Pool, PoolClient } from 'pg';
 import type { Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
-import { MEDIA_SCHEMA_POSTGRES, PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
+import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
+import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
-import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store, type UpstreamAttempt } from './types.js';
-
-/*
- * Same tables and meaning as the SQLite driver. Money and epoch-millisecond times are
- * BIGINT. `attempts` and `extra` are `json`, not `jsonb`: jsonb refuses the `\u0000`
- * escape, and one such string from a client would fail its log batch on every retry.
- */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS orgs (
-  id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, balance_micros BIGINT NOT NULL CHECK (balance_micros >= 0),
-  retention TEXT NOT NULL CHECK (retention IN ('standard','none')), created_at BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS api_keys (
-  id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), prefix TEXT NOT NULL UNIQUE, hash TEXT NOT NULL,
-  created_at BIGINT NOT NULL, revoked_at BIGINT);
-CREATE TABLE IF NOT EXISTS provider_keys (
-  org_id TEXT NOT NULL REFERENCES orgs(id), provider_id TEXT NOT NULL, key TEXT NOT NULL, updated_at BIGINT NOT NULL,
-  PRIMARY KEY (org_id, provider_id));
-CREATE TABLE IF NOT EXISTS reservations (
-  request_id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), amount_micros BIGINT NOT NULL,
-  created_at BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS reservations_created ON reservations(created_at);
-CREATE TABLE IF NOT EXISTS ledger (
-  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), request_id TEXT,
-  kind TEXT NOT NULL CHECK (kind IN ('credit','charge')), amount_micros BIGINT NOT NULL, note TEXT,
-  created_at BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS ledger_org ON ledger(org_id);
-CREATE TABLE IF NOT EXISTS request_logs (
-  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT, api_key_id TEXT, modality TEXT NOT NULL,
-  requested_model TEXT, used_model TEXT, used_provider TEXT, status INTEGER NOT NULL, error_code TEXT,
-  cost_micros BIGINT NOT NULL, cost_estimated BOOLEAN NOT NULL, byok BOOLEAN NOT NULL, duration_ms INTEGER NOT NULL,
-  ttfb_ms INTEGER, prompt TEXT, attempts JSON NOT NULL, extra JSON, created_at BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS request_logs_org_time ON request_logs(org_id, modality, created_at);
-`;
-
-/** Log columns in insert order, with the array type `unnest` needs for each. */
-const LOG_COLUMNS = [
-  ['id', 'text'], ['request_id', 'text'], ['org_id', 'text'], ['api_key_id', 'text'], ['modality', 'text'],
-  ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
-  ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
-  ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
-] as const;
+import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -56,19 +18,6 @@ const INSERT_LOGS = `INSERT INTO request_logs (${LOG_COLUMNS.map(([c]) => c).joi
 
 type Scalar = string | number | boolean | null;
 type Param = Scalar | readonly Scalar[];
-type LogColumn = (typeof LOG_COLUMNS)[number][0];
-
-interface OrgRow { id: string; name: string; balance_micros: number; retention: Retention; created_at: number }
-interface KeyRow { id: string; org_id: string; prefix: string; hash: string; created_at: number; revoked_at: number | null }
-interface LogDbRow {
-  request_id: string; org_id: string | null; api_key_id: string | null; modality: string; requested_model: string | null;
-  used_model: string | null; used_provider: string | null; status: number; error_code: string | null; cost_micros: number;
-  cost_estimated: boolean; byok: boolean; duration_ms: number; ttfb_ms: number | null; prompt: string | null;
-  attempts: UpstreamAttempt[]; extra: Record<string, unknown> | null; created_at: number;
-}
-
-const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
-const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, revokedAt: r.revoked_at });
 
 export interface PostgresStoreOptions {
   /** Schema holding the tables, created if missing; overrides `?schema=` in the URL. Default: the server's search_path. */
@@ -247,7 +196,7 @@ export class PostgresStore implements Store {
   }
 
   async getLog(requestId: string): Promise<LogRow | undefined> {
-    const [row] = await this.query<LogDbRow>('SELECT * FROM request_logs WHERE request_id = $1 OR id = $1 LIMIT 1', [requestId]);
+    const [row] = await this.query<StoredLogRow>('SELECT * FROM request_logs WHERE request_id = $1 OR id = $1 LIMIT 1', [requestId]);
     return row && fromLogDb(row);
   }
 
@@ -266,7 +215,7 @@ export class PostgresStore implements Store {
     return (await this.pool.query<R>(sql, params.map(storable))).rows;
   }
 
-  /** Creates the schema once per instance; a failure (database down) is retried by the next call. */
+  /** Migrates the schema once per instance; a failure (database down) is retried by the next call. */
   private ensureSchema(): Promise<void> {
     this.schemaReady ??= this.createSchema().catch((err: unknown) => {
       this.schemaReady = undefined;
@@ -277,10 +226,10 @@ export class PostgresStore implements Store {
 
   private async createSchema(): Promise<void> {
     await this.transaction(async (client) => {
-      // Concurrent CREATE … IF NOT EXISTS can still collide in the catalogue; instances starting together take turns.
+      // Instances starting together take turns: each migration is applied once, and concurrent DDL never collides in the catalogue.
       await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate.schema'))");
       if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.pg.escapeIdentifier(this.schema)}`);
-      await client.query(SCHEMA + MEDIA_SCHEMA_POSTGRES);
+      await migratePostgres(client);
     });
   }
 
@@ -313,24 +262,4 @@ function storable(value: Param): Param {
   if (typeof value === 'string') return value.replaceAll('\u0000', '\uFFFD');
   if (Array.isArray(value)) return value.map((v: Scalar) => (typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v));
   return value;
-}
-
-/** The id mirrors SQLite's: `log_` + the request id after `req_`. */
-function toLogDb(r: LogRow): Record<LogColumn, Scalar> {
-  return {
-    id: `log_${r.requestId.slice(4)}`, request_id: r.requestId, org_id: r.orgId, api_key_id: r.apiKeyId, modality: r.modality,
-    requested_model: r.requestedModel, used_model: r.usedModel, used_provider: r.usedProvider, status: r.status,
-    error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated, byok: r.byok,
-    duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
-    attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
-  };
-}
-
-function fromLogDb(r: LogDbRow): LogRow {
-  return {
-    requestId: r.request_id, orgId: r.org_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
-    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
-    costEstimated: r.cost_estimated, byok: r.byok, durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
-    attempts: r.attempts, createdAt: r.created_at, extra: r.extra,
-  };
 }

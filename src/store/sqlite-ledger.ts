@@ -1,12 +1,15 @@
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import type { Micros } from '../money.js';
+import { TtlCache } from '../ttl-cache.js';
 
 interface Reservation { orgId: string; amount: Micros; createdAt: number }
 interface Charge { orgId: string; requestId: string; amount: Micros }
 
 const LEASE = 'sqlite-ledger';
 const LEASE_TTL_MS = 15_000;
+/** Orgs whose stored balance is kept; past it the least recently used is read again. */
+const MAX_CACHED_BALANCES = 10_000;
 
 /**
  * The credit ledger of a gateway that owns its SQLite file. Reservations live in
@@ -26,7 +29,7 @@ export class BufferedSqliteLedger {
   private readonly held = new Map<string, Micros>();
   private pending: Charge[] = [];
   /** Stored balances read recently: credits another process adds count within `balanceTtlMs`. */
-  private readonly balances = new Map<string, { micros: Micros; expires: number }>();
+  private readonly balances;
   private timer: NodeJS.Timeout | undefined;
   private readonly renewTimer: NodeJS.Timeout;
   private readonly holder = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
@@ -34,8 +37,9 @@ export class BufferedSqliteLedger {
 
   constructor(
     private readonly db: Database.Database, private readonly now: () => number, private readonly flushMs = 100,
-    private readonly balanceTtlMs = 1000,
+    balanceTtlMs = 1000,
   ) {
+    this.balances = new TtlCache<string, { micros: Micros }>({ max: MAX_CACHED_BALANCES, ttlMs: balanceTtlMs, now: Date.now });
     this.stmt = {
       balance: db.prepare<[string], { balance_micros: number }>('SELECT balance_micros FROM orgs WHERE id = ?'),
       charge: db.prepare('UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?'),
@@ -82,13 +86,11 @@ export class BufferedSqliteLedger {
 
   /** The org's stored balance, read at most once a second (this process's own writes keep it exact). */
   private storedBalance(orgId: string): Micros | undefined {
-    const t = Date.now();
     const hit = this.balances.get(orgId);
-    if (hit && hit.expires > t) return hit.micros;
+    if (hit) return hit.micros;
     const row = this.stmt.balance.get(orgId);
     if (!row) return undefined;
-    if (this.balances.size > 10_000) this.balances.clear();
-    this.balances.set(orgId, { micros: row.balance_micros, expires: t + this.balanceTtlMs });
+    this.balances.set(orgId, { micros: row.balance_micros });
     return row.balance_micros;
   }
 
@@ -127,7 +129,7 @@ export class BufferedSqliteLedger {
       this.stmt.charge.run(c.amount, c.orgId);
       this.stmt.ledger.run(c.orgId, c.requestId, -c.amount, at);
       this.adjust(c.orgId, -c.amount);
-      const cached = this.balances.get(c.orgId);
+      const cached = this.balances.peek(c.orgId);
       if (cached) cached.micros = Math.max(cached.micros - c.amount, 0);
     }
   }

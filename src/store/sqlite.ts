@@ -5,46 +5,10 @@ import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { BufferedSqliteLedger } from './sqlite-ledger.js';
-import { MEDIA_SCHEMA_SQLITE, SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
+import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
+import { migrateSqlite } from './migrations/index.js';
+import { fromLogDb, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS orgs (
-  id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, balance_micros INTEGER NOT NULL CHECK (balance_micros >= 0),
-  retention TEXT NOT NULL CHECK (retention IN ('standard','none')), created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS api_keys (
-  id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), prefix TEXT NOT NULL UNIQUE, hash TEXT NOT NULL,
-  created_at INTEGER NOT NULL, revoked_at INTEGER);
-CREATE TABLE IF NOT EXISTS provider_keys (
-  org_id TEXT NOT NULL REFERENCES orgs(id), provider_id TEXT NOT NULL, key TEXT NOT NULL, updated_at INTEGER NOT NULL,
-  PRIMARY KEY (org_id, provider_id));
-CREATE TABLE IF NOT EXISTS reservations (
-  request_id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id), amount_micros INTEGER NOT NULL,
-  created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, org_id TEXT NOT NULL REFERENCES orgs(id), request_id TEXT,
-  kind TEXT NOT NULL CHECK (kind IN ('credit','charge')), amount_micros INTEGER NOT NULL, note TEXT,
-  created_at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS ledger_org ON ledger(org_id);
-CREATE TABLE IF NOT EXISTS request_logs (
-  id TEXT PRIMARY KEY, request_id TEXT NOT NULL UNIQUE, org_id TEXT, api_key_id TEXT, modality TEXT NOT NULL,
-  requested_model TEXT, used_model TEXT, used_provider TEXT, status INTEGER NOT NULL, error_code TEXT,
-  cost_micros INTEGER NOT NULL, cost_estimated INTEGER NOT NULL, byok INTEGER NOT NULL, duration_ms INTEGER NOT NULL,
-  ttfb_ms INTEGER, prompt TEXT, attempts TEXT NOT NULL, extra TEXT, created_at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS request_logs_org_time ON request_logs(org_id, modality, created_at);
-`;
-
-interface OrgRow { id: string; name: string; balance_micros: number; retention: Retention; created_at: number }
-interface KeyRow { id: string; org_id: string; prefix: string; hash: string; created_at: number; revoked_at: number | null }
-interface LogDbRow {
-  id: string; request_id: string; org_id: string | null; api_key_id: string | null; modality: string;
-  requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
-  error_code: string | null; cost_micros: number; cost_estimated: number; byok: number; duration_ms: number;
-  ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
-}
-
-const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
-const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, revokedAt: r.revoked_at });
 
 /**
  * The embedded store: one SQLite file in WAL mode, so the CLI can change orgs, keys
@@ -68,7 +32,7 @@ export class SqliteStore implements Store {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
-    this.db.exec(SCHEMA + MEDIA_SCHEMA_SQLITE);
+    migrateSqlite(this.db);
     this.media = new SqliteMediaStore(this.db);
     this.leases = new SqliteLeaseStore(this.db);
     const db = this.db;
@@ -217,12 +181,15 @@ export class SqliteStore implements Store {
     // Buffered charges go in the same transaction as the log rows: ledger and log agree even after a crash.
     this.db.transaction(() => {
       this.buffered?.writePending();
-      for (const r of rows) this.stmt.insertLog.run(toLogDb(r));
+      for (const r of rows) {
+        const row = toLogDb(r);
+        this.stmt.insertLog.run({ ...row, cost_estimated: row.cost_estimated ? 1 : 0, byok: row.byok ? 1 : 0 });
+      }
     })();
   }
 
   async getLog(requestId: string): Promise<LogRow | undefined> {
-    const row = this.db.prepare('SELECT * FROM request_logs WHERE request_id = ? OR id = ?').get(requestId, requestId) as LogDbRow | undefined;
+    const row = this.db.prepare('SELECT * FROM request_logs WHERE request_id = ? OR id = ?').get(requestId, requestId) as StoredLogRow | undefined;
     return row && fromLogDb(row);
   }
 
@@ -237,24 +204,4 @@ export class SqliteStore implements Store {
     const row = this.db.prepare('SELECT COALESCE(SUM(cost_micros), 0) AS s FROM request_logs WHERE org_id = ? AND byok = 0').get(orgId) as { s: number };
     return row.s;
   }
-}
-
-function toLogDb(r: LogRow): LogDbRow {
-  return {
-    id: `log_${r.requestId.slice(4)}`, request_id: r.requestId, org_id: r.orgId, api_key_id: r.apiKeyId, modality: r.modality,
-    requested_model: r.requestedModel, used_model: r.usedModel, used_provider: r.usedProvider, status: r.status,
-    error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated ? 1 : 0, byok: r.byok ? 1 : 0,
-    duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
-    attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
-  };
-}
-
-function fromLogDb(r: LogDbRow): LogRow {
-  return {
-    requestId: r.request_id, orgId: r.org_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
-    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
-    costEstimated: r.cost_estimated === 1, byok: r.byok === 1, durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
-    attempts: JSON.parse(r.attempts) as LogRow['attempts'], createdAt: r.created_at,
-    extra: r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null,
-  };
 }

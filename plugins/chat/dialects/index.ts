@@ -1,6 +1,6 @@
-import { anthropicDialect } from './anthropic.js';
-import { geminiDialect } from './gemini.js';
-import { openaiDialect } from './openai.js';
+import { anthropicDialect } from './anthropic/index.js';
+import { geminiDialect } from './gemini/index.js';
+import { openaiDialect } from './openai/index.js';
 import type { ChatDialect } from './types.js';
 
 /** Every chat dialect, by the name provider YAML uses (`dialect:`). */

@@ -74,6 +74,27 @@ export interface ChatDialect {
 /** A stream event that carries nothing for the client. */
 export const NOTHING: TranslatedEvent = Object.freeze({ chunks: Object.freeze([]) as unknown as string[], deliveredTokens: 0, done: false });
 
+/** What a stream reports for an event whose data is not a JSON object: the stream ends with an error. */
+export const MALFORMED_EVENT = 'the upstream sent a malformed stream event';
+
+/** The translation of a malformed stream event. */
+export const MALFORMED: TranslatedEvent = Object.freeze({ ...NOTHING, error: MALFORMED_EVENT });
+
+/**
+ * The JSON object in one upstream stream event's `data:`, or undefined when the data
+ * does not parse or is not an object: the preamble every stream translator shares.
+ * The shape is the caller's declaration of what it reads; fields stay optional.
+ */
+export function parseStreamEvent<T extends object>(data: string): T | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as T) : undefined;
+}
+
 /** OpenAI finish reasons for the canonical form. */
 export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 
@@ -94,6 +115,12 @@ export function completionObject(ctx: ReplyContext, text: string, finish: Finish
   };
 }
 
+/** The text of a canonical completion's choices. */
+export function completionText(completion: Record<string, unknown>): string {
+  const choices = Array.isArray(completion.choices) ? (completion.choices as Array<{ message?: { content?: unknown } }>) : [];
+  return choices.map((c) => (typeof c.message?.content === 'string' ? c.message.content : '')).join('');
+}
+
 /** Token usage in OpenAI's shape (without the gateway's cost fields). */
 export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
   return {
@@ -102,9 +129,4 @@ export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
   };
-}
-
-/** Tokens in a piece of streamed text, when the provider sends several per event (≈4 characters a token). */
-export function textTokens(text: string): number {
-  return text.length === 0 ? 0 : Math.ceil(text.length / 4);
 }

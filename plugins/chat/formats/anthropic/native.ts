@@ -1,8 +1,7 @@
-import type { GatewayError } from '../../../src/errors.js';
-import { formatSse } from '../../../src/sse.js';
-import type { ChatCodec, StreamStep } from '../codec.js';
-import { anthropicUsage, type AnthropicUsage } from '../dialects/anthropic.js';
-import { textTokens, type ReplyContext } from '../dialects/types.js';
+import { estimateTokens, formatSse, type GatewayError } from '../../../../src/sdk.js';
+import type { ChatCodec, StreamStep } from '../types.js';
+import { anthropicUsage, type AnthropicUsage } from '../../dialects/anthropic/index.js';
+import { MALFORMED_EVENT, parseStreamEvent, type ReplyContext } from '../../dialects/types.js';
 import { anthropicUsageObject, errorFrame } from './encode.js';
 
 interface NativeEvent {
@@ -39,12 +38,8 @@ export function nativeAnthropicCodec(ctx: ReplyContext, errorBody: (err: Gateway
       let held: NativeEvent | undefined;
       return {
         onEvent(event, data): StreamStep {
-          let ev: NativeEvent;
-          try {
-            ev = JSON.parse(data) as NativeEvent;
-          } catch {
-            return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
-          }
+          const ev = parseStreamEvent<NativeEvent>(data);
+          if (!ev) return { ...NOTHING, error: MALFORMED_EVENT };
           const name = event ?? ev.type ?? 'message';
           switch (ev.type) {
             case 'error':
@@ -62,7 +57,7 @@ export function nativeAnthropicCodec(ctx: ReplyContext, errorBody: (err: Gateway
               return { ...NOTHING, done: true };
             case 'content_block_delta': {
               const d = ev.delta ?? {};
-              return { frames: [formatSse(data, name)], deliveredTokens: textTokens(d.text ?? d.partial_json ?? d.thinking ?? ''), done: false };
+              return { frames: [formatSse(data, name)], deliveredTokens: estimateTokens(d.text ?? d.partial_json ?? d.thinking ?? ''), done: false };
             }
             default:
               return { frames: [formatSse(data, name)], deliveredTokens: 0, done: false };

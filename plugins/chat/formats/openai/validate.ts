@@ -1,5 +1,5 @@
-import { invalidField } from '../../src/errors.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from './request.js';
+import { invalidField } from '../../../../src/sdk.js';
+import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 

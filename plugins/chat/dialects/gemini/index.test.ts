@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CTX, chatRequest, runStream } from '../test-support.js';
-import { geminiDialect, geminiUsage } from './gemini.js';
+import { CTX, chatRequest, runStream } from '../../chat.testkit.js';
+import { geminiDialect, geminiUsage } from './index.js';
 
 const user = (content: unknown) => ({ role: 'user', content });
 

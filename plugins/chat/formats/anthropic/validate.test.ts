@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../src/errors.js';
-import { deepFreeze } from '../test-support.js';
+import { GatewayError } from '../../../../src/sdk.js';
+import { deepFreeze } from '../../chat.testkit.js';
 import { parseMessagesRequest } from './validate.js';
 
 const ok = { model: 'claude-x', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };

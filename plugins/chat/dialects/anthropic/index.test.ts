@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatRequest } from '../request.js';
-import { CTX, chatRequest, deepFreeze, runStream } from '../test-support.js';
-import { anthropicDialect, anthropicUsage, finishFromStopReason } from './anthropic.js';
+import type { ChatRequest } from '../../request.js';
+import { CTX, chatRequest, deepFreeze, runStream } from '../../chat.testkit.js';
+import { anthropicDialect, anthropicUsage, finishFromStopReason } from './index.js';
 
 const user = (content: unknown) => ({ role: 'user', content });
 const body = (req: ChatRequest): Record<string, unknown> => JSON.parse(anthropicDialect.requestBody(req, 'claude-up')) as Record<string, unknown>;

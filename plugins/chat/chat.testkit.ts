@@ -1,7 +1,7 @@
-import { SseDecoder, type SseEvent } from '../../src/sse.js';
+import { SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ReplyContext, StreamTranslator, TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
-import { parseChatRequest } from './validate.js';
+import { parseChatRequest } from './formats/openai/validate.js';
 
 /** Shared fixtures for the chat unit tests (not loaded by the gateway). */
 

@@ -1,8 +1,9 @@
-import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../request.js';
+import { estimateTokens } from '../../../../src/sdk.js';
+import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
-  chunkJson, completionObject, NOTHING, textTokens,
+  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent,
-} from './types.js';
+} from '../types.js';
 
 /** Anthropic `usage`, as in a message, message_start and message_delta. */
 export interface AnthropicUsage {
@@ -106,15 +107,11 @@ interface StreamEvent {
 /** Anthropic named events (message_start … message_stop) → canonical chunks, one event at a time. */
 function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined, data: string): TranslatedEvent } {
   let usage: AnthropicUsage = {};
-  const text = (t: string): TranslatedEvent => ({ chunks: [chunkJson(ctx, { content: t }, null)], deliveredTokens: textTokens(t), done: false });
+  const text = (t: string): TranslatedEvent => ({ chunks: [chunkJson(ctx, { content: t }, null)], deliveredTokens: estimateTokens(t), done: false });
   return {
     onEvent(_event, data): TranslatedEvent {
-      let ev: StreamEvent;
-      try {
-        ev = JSON.parse(data) as StreamEvent;
-      } catch {
-        return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
-      }
+      const ev = parseStreamEvent<StreamEvent>(data);
+      if (!ev) return MALFORMED;
       switch (ev.type) {
         case 'message_start':
           usage = { ...ev.message?.usage };

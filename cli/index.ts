@@ -1,15 +1,16 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from './admin.js';
-import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
-import { compileSchemas, validatePluginSettings } from './config/schemas.js';
-import { ConfigError } from './config/yaml-file.js';
-import { createGateway, modalityRules, selectPlugins } from './gateway.js';
-import { formatUsd } from './money.js';
-import { packageVersion } from './paths.js';
-import { loadCatalog, type ProviderCatalog } from './providers/catalog.js';
-import { startSimulator } from './simulator/server.js';
-import { openStore } from './store/index.js';
-import type { Retention, Store } from './store/types.js';
+import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from '../src/admin.js';
+import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
+import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
+import { ConfigError } from '../src/config/yaml-file.js';
+import { selectPlugins } from '../plugins/index.js';
+import { createGateway, modalityRules } from '../src/gateway.js';
+import { formatUsd } from '../src/money.js';
+import { packageVersion } from '../src/paths.js';
+import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
+import { startSimulator } from '../simulator/server.js';
+import { openStore } from '../src/store/index.js';
+import type { Retention, Store } from '../src/store/types.js';
 
 const DEFAULT_CONFIG = 'gateway.yaml';
 
@@ -26,9 +27,10 @@ function loadConfig(file: string): GatewayConfig {
 /** Loads the config and every provider file: what `validate` checks and `serve` needs. */
 function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
   const config = loadConfig(file);
-  for (const p of selectPlugins(config)) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
+  const plugins = selectPlugins(config);
+  for (const p of plugins) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
   const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(selectPlugins(config)),
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins),
   });
   return { config, catalog };
 }
@@ -48,7 +50,7 @@ async function serve(opts: { config: string; port?: number }): Promise<void> {
     const sim = await startSimulator({ port: config.simulator.port });
     console.log(`provider simulator listening on ${sim.url}`);
   }
-  const gateway = await createGateway({ config });
+  const gateway = await createGateway({ config, plugins: selectPlugins(config) });
   if (config.bootstrap) {
     const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
     if (demo) {
@@ -109,7 +111,8 @@ export function buildProgram(): Command {
   program.command('sweep').description('Run the maintenance tasks once now (the music retention sweep); the server also runs them periodically.')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
-      const gateway = await createGateway({ config: loadConfig(opts.config) });
+      const config = loadConfig(opts.config);
+      const gateway = await createGateway({ config, plugins: selectPlugins(config) });
       try {
         const results = await gateway.runTasks();
         if (results.length === 0) console.log('no maintenance task is registered by the loaded plugins');

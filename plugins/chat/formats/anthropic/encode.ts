@@ -1,6 +1,6 @@
-import { formatSse } from '../../../src/sse.js';
-import type { ReplyContext, TokenUsage } from '../dialects/types.js';
-import { costFields, type ChatCost } from '../metering.js';
+import { formatSse } from '../../../../src/sdk.js';
+import type { ReplyContext, TokenUsage } from '../../dialects/types.js';
+import { costFields, type ChatCost } from '../../metering.js';
 
 /**
  * Canonical (OpenAI) replies → Anthropic Messages replies, for /v1/messages clients

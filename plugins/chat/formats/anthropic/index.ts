@@ -1,9 +1,9 @@
-import type { GatewayError } from '../../../src/errors.js';
-import type { ClientFormat } from '../codec.js';
-import { completionText } from '../codec.js';
-import type { TokenUsage } from '../dialects/types.js';
+import type { GatewayError } from '../../../../src/sdk.js';
+import type { ClientFormat } from '../types.js';
+import { completionText, type TokenUsage } from '../../dialects/types.js';
 import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';
 import { nativeAnthropicCodec } from './native.js';
+import { parseMessagesRequest } from './validate.js';
 
 /** Anthropic error types by HTTP status, as the Anthropic API names them. */
 const ERROR_TYPES: Readonly<Record<number, string>> = {
@@ -37,7 +37,11 @@ export function formatAnthropicError(err: GatewayError): unknown {
  */
 export const anthropicFormat: ClientFormat = {
   name: 'anthropic',
+  url: '/v1/messages',
+  acceptXApiKey: true,
+  formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
+  parse: parseMessagesRequest,
   codec(dialect, req, ctx) {
     if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);
     return {

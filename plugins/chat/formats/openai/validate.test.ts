@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors.js';
+import { GatewayError } from '../../../../src/sdk.js';
 import { parseChatRequest } from './validate.js';
 
 const ok = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };

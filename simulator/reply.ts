@@ -3,6 +3,7 @@
  * can predict exactly what the gateway should meter.
  */
 
+import { estimateTokens, tokensForChars } from '../src/tokens.js';
 import type { Directives } from './directives.js';
 
 /** Words the reply cycles through; 1 word = 1 completion token. */
@@ -40,12 +41,12 @@ export function replyText(plan: ReplyPlan): string {
 
 /** Prompt tokens: ceil(total text characters / 4) + 3 per message. */
 export function promptTokens(chars: number, messages: number): number {
-  return Math.ceil(chars / 4) + 3 * messages;
+  return tokensForChars(chars) + 3 * messages;
 }
 
 /** Tokens of one embedding input string: ceil(chars / 4), at least 1. */
 export function textTokens(text: string): number {
-  return Math.max(1, Math.ceil(text.length / 4));
+  return Math.max(1, estimateTokens(text));
 }
 
 /** Seconds of synthesized speech for `chars` characters (~15 characters per second). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CTX, chatRequest, runStream } from '../test-support.js';
-import { openaiDialect, openaiUsage } from './openai.js';
+import { CTX, chatRequest, runStream } from '../../chat.testkit.js';
+import { openaiDialect, openaiUsage } from './index.js';
 
 const chunk = (delta: object, finish: string | null = null, usage: object | null = null) =>
   JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }], usage });

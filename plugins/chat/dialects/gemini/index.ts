@@ -1,8 +1,9 @@
-import { contentText, isObject, type ChatRequest, type Untranslatable } from '../request.js';
+import { estimateTokens } from '../../../../src/sdk.js';
+import { contentText, isObject, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
-  chunkJson, completionObject, NOTHING, textTokens,
+  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent, type TranslatedResponse,
-} from './types.js';
+} from '../types.js';
 
 interface UsageMetadata {
   promptTokenCount?: number;
@@ -123,13 +124,8 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
   let candidatesSoFar = 0;
   return {
     onEvent(_event, data): TranslatedEvent {
-      let r: GeminiResponse;
-      try {
-        r = JSON.parse(data) as GeminiResponse;
-      } catch {
-        return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
-      }
-      if (typeof r !== 'object' || r === null) return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
+      const r = parseStreamEvent<GeminiResponse>(data);
+      if (!r) return MALFORMED;
       if (r.error) return { ...NOTHING, error: r.error.message ?? 'upstream error' };
       const chunks: string[] = [];
       const text = candidateText(r);
@@ -142,7 +138,7 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
       if (finish) chunks.push(chunkJson(ctx, {}, finish));
       // usageMetadata counts are cumulative: their growth is exactly what this event delivered.
       const candidates = r.usageMetadata?.candidatesTokenCount;
-      const delivered = typeof candidates === 'number' ? Math.max(0, candidates - candidatesSoFar) : textTokens(text);
+      const delivered = typeof candidates === 'number' ? Math.max(0, candidates - candidatesSoFar) : estimateTokens(text);
       if (typeof candidates === 'number') candidatesSoFar = Math.max(candidatesSoFar, candidates);
       return { chunks, usage: geminiUsage(r.usageMetadata), deliveredTokens: delivered, done: finish !== undefined };
     },

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { invalidField } from '../../../src/errors.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../request.js';
+import { invalidField } from '../../../../src/sdk.js';
+import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 
 /** Client headers that steer an Anthropic request; forwarded when the provider speaks Anthropic Messages. */
 const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'];

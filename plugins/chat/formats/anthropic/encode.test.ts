@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../src/errors.js';
-import { chunkJson, completionObject } from '../dialects/types.js';
-import { CTX, parseSseText } from '../test-support.js';
+import { GatewayError } from '../../../../src/sdk.js';
+import { chunkJson, completionObject } from '../../dialects/types.js';
+import { CTX, parseSseText } from '../../chat.testkit.js';
 import { anthropicEncoder, anthropicUsageObject, messageFromCompletion, stopReason } from './encode.js';
-import { formatAnthropicError } from './format.js';
+import { formatAnthropicError } from './index.js';
 import { nativeAnthropicCodec } from './native.js';
 
 const COST = { inputMicros: 3, outputMicros: 4, totalMicros: 7 };

@@ -1,5 +1,5 @@
-import type { ChatRequest } from '../request.js';
-import { NOTHING, type ChatDialect, type TokenUsage, type TranslatedEvent } from './types.js';
+import type { ChatRequest } from '../../request.js';
+import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent } from '../types.js';
 
 interface OpenAIUsage {
   prompt_tokens?: number;
@@ -45,13 +45,8 @@ export const openaiDialect: ChatDialect = {
     return {
       onEvent(_event, data): TranslatedEvent {
         if (data === '[DONE]') return { ...NOTHING, done: true };
-        let chunk: OpenAIChunk;
-        try {
-          chunk = JSON.parse(data) as OpenAIChunk;
-        } catch {
-          return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
-        }
-        if (typeof chunk !== 'object' || chunk === null) return { ...NOTHING, error: 'the upstream sent a malformed stream event' };
+        const chunk = parseStreamEvent<OpenAIChunk>(data);
+        if (!chunk) return MALFORMED;
         if (chunk.error) return { ...NOTHING, error: chunk.error.message ?? 'upstream error' };
         const choices = chunk.choices ?? [];
         // The usage-only chunk is kept apart: the plugin adds cost and decides whether the client asked for it.

@@ -1,0 +1,45 @@
+/**
+ * The one surface plugins import from the core. Everything a modality plugin needs —
+ * the plugin API, errors, money, pricing, the provider model, upstream helpers, SSE,
+ * storage records — is re-exported here, so the core's own modules can move or
+ * change shape without touching a plugin. A plugin imports `../../src/sdk.js` and its
+ * own files, nothing else under src/ (test/architecture.test.ts checks it).
+ */
+
+// Plugin API: what a plugin declares and what it is handed at registration.
+export type {
+  BodyParser, ErrorFormatter, GatewayPlugin, Metered, ModalityHandler, ModelRequest, ModelRouteDef, PlainRouteDef,
+  PluginApi, PluginLogger, RespondContext, TaskDef,
+} from './plugin.js';
+export type { ModalityRules } from './providers/catalog.js';
+export type { GatewayConfig } from './config/gateway-config.js';
+export type { StageHook } from './hooks.js';
+export { STAGES, type Stage } from './stages.js';
+
+// One request as it moves through the stages.
+export { elapsedMs, type Exchange } from './exchange.js';
+
+// Client-visible errors (each code has a row in docs/errors.md).
+export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './errors.js';
+
+// Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
+export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
+export { costPicos, type Consumption } from './pricing.js';
+export { estimateTokens, tokensForChars } from './tokens.js';
+
+// The provider model a route resolves to.
+export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef, RetryPolicy } from './providers/types.js';
+
+// Calling upstream and reading what comes back.
+export { fillPath, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+export { transformRefusal, type BuiltRequest } from './transform.js';
+export { formatSse, SseDecoder, type SseEvent } from './sse.js';
+
+// Storage: the database, generated-media records, object storage.
+export type { Org, Retention, Store } from './store/types.js';
+export { logIdOf, type MediaRecord, type MediaStorage, type MediaStore } from './store/media.js';
+export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
+
+// Small utilities.
+export { newId } from './ids.js';
+export { Semaphore } from './semaphore.js';

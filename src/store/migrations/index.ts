@@ -1,0 +1,80 @@
+import type Database from 'better-sqlite3';
+import { round1Schema } from './001-round-1.js';
+
+/**
+ * One step of the database schema. Versions start at 1 and go up by one; a database
+ * records the versions it has applied in `schema_migrations`, and opening a store
+ * applies the missing ones in order, each in the transaction that records it.
+ *
+ * To change the schema, append a migration to MIGRATIONS (a file `00N-what.ts` beside
+ * this one): never edit an applied migration, and never a CREATE TABLE of an earlier one.
+ */
+export interface Migration {
+  readonly version: number;
+  /** What it changes, one line, kept in schema_migrations. */
+  readonly name: string;
+  /** One SQL text for both drivers, or each driver's own where the SQL really differs. */
+  readonly sql: string | { readonly sqlite: string; readonly postgres: string };
+}
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Every migration, in version order. */
+export const MIGRATIONS: readonly Migration[] = [round1Schema];
+
+const LEDGER_TABLE = (bigint: string): string =>
+  `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
+
+export function migrationSql(m: Migration, dialect: Dialect): string {
+  return typeof m.sql === 'string' ? m.sql : m.sql[dialect];
+}
+
+/** The migrations a database at these versions still needs; refuses a list that is not 1, 2, 3, … */
+export function pending(list: readonly Migration[], applied: ReadonlySet<number>): Migration[] {
+  list.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`migration ${m.name}: version ${m.version} where ${i + 1} was expected`);
+  });
+  const newest = Math.max(0, ...applied);
+  if (newest > list.length) throw new Error(`the database is at schema version ${newest}, newer than this gateway (${list.length}): upgrade the gateway`);
+  return list.filter((m) => !applied.has(m.version));
+}
+
+/**
+ * Brings a SQLite database up to date. One IMMEDIATE transaction takes the write lock
+ * first, so a CLI command and the server opening the same file at once apply each
+ * migration once. Returns the versions applied now.
+ */
+export function migrateSqlite(db: Database.Database, list: readonly Migration[] = MIGRATIONS): number[] {
+  return db.transaction(() => {
+    db.exec(LEDGER_TABLE('INTEGER'));
+    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+    const todo = pending(list, applied);
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of todo) {
+      db.exec(migrationSql(m, 'sqlite'));
+      record.run(m.version, m.name, Date.now());
+    }
+    return todo.map((m) => m.version);
+  }).immediate();
+}
+
+/** The part of a PostgreSQL client the migrations use. */
+export interface SqlClient {
+  query(sql: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * Brings a PostgreSQL schema up to date, inside the caller's transaction and under the
+ * advisory lock it holds, so instances starting together apply each migration once.
+ * Returns the versions applied now.
+ */
+export async function migratePostgres(client: SqlClient, list: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  await client.query(LEDGER_TABLE('BIGINT'));
+  const rows = (await client.query('SELECT version FROM schema_migrations')).rows as Array<{ version: number }>;
+  const todo = pending(list, new Set(rows.map((r) => r.version)));
+  for (const m of todo) {
+    await client.query(migrationSql(m, 'postgres'));
+    await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+  }
+  return todo.map((m) => m.version);
+}

@@ -1,0 +1,63 @@
+import type { Micros } from '../money.js';
+import { logIdOf } from './media.js';
+import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './types.js';
+
+/*
+ * Rows as both drivers read them, and the mapping to the records the rest of the
+ * gateway uses. Where the drivers differ in what they return (SQLite gives 0/1 and
+ * JSON text, PostgreSQL booleans and parsed JSON), the row type admits both and the
+ * mapper accepts either.
+ */
+
+export interface OrgRow { id: string; name: string; balance_micros: Micros; retention: Retention; created_at: number }
+export interface KeyRow { id: string; org_id: string; prefix: string; hash: string; created_at: number; revoked_at: number | null }
+
+export const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
+export const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, revokedAt: r.revoked_at });
+
+/** request_logs columns in insert order, with the array type PostgreSQL's `unnest` needs for each. */
+export const LOG_COLUMNS = [
+  ['id', 'text'], ['request_id', 'text'], ['org_id', 'text'], ['api_key_id', 'text'], ['modality', 'text'],
+  ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
+  ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
+  ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
+] as const;
+
+export type LogColumn = (typeof LOG_COLUMNS)[number][0];
+
+/** A request_logs row as written: booleans as booleans, JSON as text. */
+export interface LogDbRow {
+  id: string; request_id: string; org_id: string | null; api_key_id: string | null; modality: string;
+  requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
+  error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
+  ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
+}
+
+/** A request_logs row as read back by either driver. */
+export type StoredLogRow = Omit<LogDbRow, 'cost_estimated' | 'byok' | 'attempts' | 'extra'> & {
+  cost_estimated: boolean | number; byok: boolean | number;
+  attempts: string | UpstreamAttempt[]; extra: string | Record<string, unknown> | null;
+};
+
+/** The row of a log record; its id mirrors the request id (`log_` + what follows `req_`). */
+export function toLogDb(r: LogRow): LogDbRow {
+  return {
+    id: logIdOf(r.requestId), request_id: r.requestId, org_id: r.orgId, api_key_id: r.apiKeyId, modality: r.modality,
+    requested_model: r.requestedModel, used_model: r.usedModel, used_provider: r.usedProvider, status: r.status,
+    error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated, byok: r.byok,
+    duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
+    attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
+  };
+}
+
+export function fromLogDb(r: StoredLogRow): LogRow {
+  return {
+    requestId: r.request_id, orgId: r.org_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
+    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
+    costEstimated: r.cost_estimated === true || r.cost_estimated === 1, byok: r.byok === true || r.byok === 1,
+    durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
+    attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,
+    createdAt: r.created_at,
+    extra: typeof r.extra === 'string' ? (r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null) : r.extra,
+  };
+}

@@ -1,0 +1,97 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+
+/*
+ * The import direction of the house (docs/architecture.md):
+ *   cli → plugins, simulator, src · plugins → src/sdk.ts only · simulator → src
+ *   src → nothing outside src (the core never imports a plugin).
+ * Checked on the sources as text: every relative `import … from`, `export … from` and
+ * `import(…)` is resolved to a repository path and judged by the folder it lands in.
+ */
+
+const ROOT = packageRoot();
+const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?\sfrom\s*['"]([^'"]+)['"]|(?:^|[\s;(])import\s*\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+
+interface Edge { from: string; to: string }
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...sources(p));
+    else if (/\.(ts|mts|js|mjs)$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+/** The repository-relative target of every relative import in a file (packages are not edges). */
+export function importsOf(file: string, text: string): Edge[] {
+  const edges: Edge[] = [];
+  for (const m of text.matchAll(SPECIFIER)) {
+    const spec = m[1] ?? m[2] ?? m[3] ?? '';
+    if (!spec.startsWith('.')) continue;
+    const target = relative(ROOT, resolve(ROOT, dirname(file), spec)).replace(/\.js$/, '.ts').split('\\').join('/');
+    edges.push({ from: file, to: target });
+  }
+  return edges;
+}
+
+const isTestOnly = (file: string): boolean => /\.(test|testkit)\.ts$/.test(file);
+const top = (path: string): string => path.split('/')[0] ?? '';
+
+/** Why an edge breaks the house rules, or undefined when it is allowed. */
+export function violation({ from, to }: Edge): string | undefined {
+  const area = top(from);
+  if (area === 'src') return top(to) === 'src' ? undefined : 'the core imports only the core';
+  if (area === 'plugins') {
+    if (to === 'src/sdk.ts') return undefined;
+    const own = from.split('/').length > 2 ? from.split('/').slice(0, 2).join('/') + '/' : 'plugins/';
+    if (to.startsWith(own)) return undefined;
+    if (isTestOnly(from) && top(to) === 'simulator') return undefined; // tests may use the fake upstream's helpers as test data
+    return 'a plugin imports only src/sdk.ts and its own files';
+  }
+  if (area === 'simulator') return ['src', 'simulator'].includes(top(to)) ? undefined : 'the simulator imports only itself and src/';
+  if (area === 'cli') return ['src', 'plugins', 'simulator', 'cli'].includes(top(to)) ? undefined : 'the CLI imports src/, plugins/ and simulator/';
+  return undefined;
+}
+
+function allEdges(): Edge[] {
+  return ['src', 'plugins', 'simulator', 'cli'].flatMap(sources).flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
+}
+
+describe('the house: who may import whom', () => {
+  const edges = allEdges();
+
+  it('reads the imports of every area (the scan is not vacuous)', () => {
+    expect(edges).toContainEqual({ from: 'src/gateway.ts', to: 'src/auth.ts' });
+    expect(edges).toContainEqual({ from: 'cli/index.ts', to: 'plugins/index.ts' });
+    expect(edges).toContainEqual({ from: 'plugins/chat/index.ts', to: 'src/sdk.ts' });
+    expect(edges.some((e) => e.from.startsWith('simulator/'))).toBe(true);
+  });
+
+  it('flags what the rules forbid', () => {
+    expect(violation({ from: 'src/gateway.ts', to: 'plugins/index.ts' })).toBeDefined();
+    expect(violation({ from: 'src/cli.ts', to: 'simulator/server.ts' })).toBeDefined();
+    expect(violation({ from: 'plugins/chat/index.ts', to: 'src/errors.ts' })).toBeDefined();
+    expect(violation({ from: 'plugins/music/index.ts', to: 'plugins/chat/request.ts' })).toBeDefined();
+    expect(violation({ from: 'plugins/audio/speech.ts', to: 'simulator/mp3.ts' })).toBeDefined();
+    expect(violation({ from: 'simulator/server.ts', to: 'plugins/chat/index.ts' })).toBeDefined();
+    expect(violation({ from: 'simulator/server.ts', to: 'cli/index.ts' })).toBeDefined();
+    expect(importsOf('src/x.ts', "const m = await import('../plugins/index.js');\nexport { a } from '../bench/b.js';"))
+      .toEqual([{ from: 'src/x.ts', to: 'plugins/index.ts' }, { from: 'src/x.ts', to: 'bench/b.ts' }]);
+  });
+
+  it('nothing under src/ imports plugins/, simulator/, cli/, bench/ or anything else outside src/', () => {
+    expect(edges.filter((e) => top(e.from) === 'src' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('plugins import the core only through src/sdk.ts', () => {
+    expect(edges.filter((e) => top(e.from) === 'plugins' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('the simulator and the CLI keep their direction', () => {
+    expect(edges.filter((e) => ['simulator', 'cli'].includes(top(e.from)) && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+});

@@ -1,0 +1,74 @@
+import type OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { startSimulator, type Simulator } from '../simulator/server.js';
+import { expectLedgerMatchesLog, startOrgGateway, startTestGateway, type TestGateway, type TestGatewayOptions } from './harness.js';
+
+/**
+ * The gateway a test file shares, set up and torn down by vitest's hooks: one call
+ * instead of the `let t` / beforeAll / afterAll block every end-to-end file repeated.
+ *
+ *   const t = useOrgGateway('acme', '5', {}, { ledger: true });
+ *   it('…', async () => { await t.client.chat.completions.create(…); expect(await t.balance(t.orgId)).toBe(…); });
+ *
+ * The handle's fields are filled in by beforeAll, so read them inside tests and hooks,
+ * not at the top level of the file. Options may be a function of the simulator the
+ * fixture starts (for provider files that point at it); the fixture closes what it
+ * started, after the gateway.
+ */
+export type GatewaySetup = TestGatewayOptions | ((sim: Simulator) => TestGatewayOptions | Promise<TestGatewayOptions>);
+
+export interface FixtureOptions {
+  /** After every test, the org's ledger must equal the sum of its logged costs. */
+  ledger?: boolean;
+}
+
+/** A test gateway with one org, its key and the official openai client (no retries) with that key. */
+export interface OrgTestGateway extends TestGateway {
+  key: string;
+  orgId: string;
+  client: OpenAI;
+}
+
+async function started(setup: GatewaySetup | undefined): Promise<{ sim: Simulator; opts: TestGatewayOptions }> {
+  const sim = await startSimulator({ port: 0 });
+  try {
+    return { sim, opts: { ...(typeof setup === 'function' ? await setup(sim) : setup), sim } };
+  } catch (err) {
+    await sim.close();
+    throw err;
+  }
+}
+
+/** A listening test gateway for this file (or describe block), without an org. */
+export function useGateway(setup?: GatewaySetup): TestGateway {
+  const handle = {} as TestGateway;
+  let sim: Simulator | undefined;
+  beforeAll(async () => {
+    const s = await started(setup);
+    sim = s.sim;
+    Object.assign(handle, await startTestGateway(s.opts));
+  });
+  afterAll(async () => {
+    await handle.close?.();
+    await sim?.close();
+  });
+  return handle;
+}
+
+/** A listening test gateway for this file (or describe block) with an org holding `creditsUsd`. */
+export function useOrgGateway(orgName: string, creditsUsd: string, setup?: GatewaySetup, fixture: FixtureOptions = {}): OrgTestGateway {
+  const handle = {} as OrgTestGateway;
+  let sim: Simulator | undefined;
+  beforeAll(async () => {
+    const s = await started(setup);
+    sim = s.sim;
+    const { t, key, orgId, client } = await startOrgGateway(orgName, creditsUsd, s.opts);
+    Object.assign(handle, t, { key, orgId, client });
+  });
+  if (fixture.ledger) afterEach(async () => expectLedgerMatchesLog(handle, handle.orgId));
+  afterAll(async () => {
+    await handle.close?.();
+    await sim?.close();
+  });
+  return handle;
+}
