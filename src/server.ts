@@ -44,12 +44,23 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     trustProxy: deps.config.server.trustProxy,
     genReqId: () => ids.next('req'),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // During the drain the gateway answers 503 itself (onRequest below), in the standard body with x-request-id.
+    return503OnClosing: false,
+    // The router's own errors (a bad %-escape, a path segment over 100 characters) in the standard body too.
+    frameworkErrors: (err, request, reply) => {
+      void reply.header('x-request-id', request.id);
+      sendError(toGatewayError(err, request), request, reply);
+    },
     // fastify's own JSON parser (secure-json-parse): a body setting __proto__ or constructor.prototype is refused (400).
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
   });
   app.decorateRequest('exchange', null as unknown as Exchange);
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   // JSON is the only body type the core accepts (415 otherwise); plugins add theirs with bodyParser().
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', async (request, reply) => {
@@ -59,6 +70,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) request.exchange.abort.abort();
     });
+    if (closing) throw new GatewayError('service_unavailable');
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
     if (cfg.auth === false) return;
@@ -159,6 +171,8 @@ const FASTIFY_CODES: Record<string, (e: FastifyError, r: FastifyRequest) => Gate
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new GatewayError('invalid_json', ['the body is empty']),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new GatewayError('invalid_json', ['it is not well-formed JSON, or it sets __proto__ or constructor.prototype (refused)']),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new GatewayError('invalid_request', ['Content-Length does not match the body']),
+  FST_ERR_BAD_URL: (_e, r) => new GatewayError('invalid_request', [`The path ${r.url.split('?')[0] ?? ''} has a bad percent-escape`]),
+  FST_ERR_MAX_PARAM_LENGTH: () => new GatewayError('uri_too_long', [100]),
 };
 
 function toGatewayError(err: FastifyError | GatewayError, request: FastifyRequest): GatewayError {
