@@ -7,6 +7,7 @@ import { GatewayError } from './errors.js';
 import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
+import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
@@ -63,6 +64,16 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   });
   // JSON is the only body type the core accepts (415 otherwise); plugins add theirs with bodyParser().
   app.removeContentTypeParser('text/plain');
+  // fastify's own JSON parser, behind a nesting limit checked on the text (see json-depth.ts).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (jsonNestedDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      done(new GatewayError('invalid_request', [`The request body nests JSON deeper than ${MAX_JSON_DEPTH} levels`]), undefined);
+      return;
+    }
+    parseJson(request, body as string, done);
+  });
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());

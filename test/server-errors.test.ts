@@ -29,6 +29,36 @@ describe('routing errors', () => {
   });
 });
 
+describe('JSON nesting', () => {
+  const deep = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels));
+  /** The body as text with `levels` nested arrays where the marker is (JSON.stringify itself cannot write 5,000 levels). */
+  const nested = (body: (d: unknown) => unknown, levels: number): string => JSON.stringify(body('DEEP')).replace('"DEEP"', '['.repeat(levels) + ']'.repeat(levels));
+  it.each([
+    ['/v1/chat/completions', (d: unknown) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi', name: d }] })],
+    ['/v1/messages', (d: unknown) => ({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], metadata: d })],
+    ['/v1/embeddings', (d: unknown) => ({ model: 'text-embedding-3-small', input: 'hi', user: d })],
+    ['/v1/music', (d: unknown) => ({ model: 'tune-3-clip-preview', prompt: 'hi', lyrics: d })],
+  ])('%s refuses a body nested 5,000 levels deep with 400 before it is used, nothing charged', async (path, body) => {
+    const before = await t.balance(t.orgId);
+    const res = await fetch(`${t.url}${path}`, {
+      method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: nested(body, 5000),
+    });
+    expect(res.status).toBe(400);
+    const err = ((await res.json()) as ErrorBody).error;
+    expect(err.code).toBe('invalid_request');
+    expect(err.message).toContain('128');
+    expect(await t.balance(t.orgId)).toBe(before);
+  });
+
+  it('accepts a body nested 100 levels deep (within the limit)', async () => {
+    const res = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }], metadata: { deep: deep(95) } }),
+    });
+    expect(res.status).toBe(200);
+  });
+});
+
 /** Raw HTTP/1.1 responses read off one socket until the server closes it. */
 function parseResponses(raw: string): Array<{ status: number; headers: Record<string, string>; body: string }> {
   const out: Array<{ status: number; headers: Record<string, string>; body: string }> = [];
