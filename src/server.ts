@@ -7,6 +7,7 @@ import { GatewayError } from './errors.js';
 import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
+import { drainRefusedBody } from './drain.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
@@ -164,6 +165,7 @@ export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
 function sendError(err: GatewayError, request: FastifyRequest, reply: FastifyReply): void {
   if (request.exchange) request.exchange.errorCode = err.code;
   if (reply.sent || reply.raw.headersSent) return;
+  if (err.code === 'body_too_large') drainRefusedBody(request.raw, reply);
   for (const [k, v] of Object.entries(err.extras.headers ?? {})) void reply.header(k, v);
   // The OpenAI SDKs retry 429/5xx by themselves; a gateway that already decided must say so.
   if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', err.code === 'service_unavailable' ? 'true' : 'false');
