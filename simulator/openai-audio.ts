@@ -76,8 +76,8 @@ export const handleTranscription: Handler = async (req, res) => {
     return;
   }
   if (await applyFaults(res, req.directives, openaiErrorShape, false)) return;
-  const duration = audioSecondsFromBytes(file.data.length);
-  sendTranscript(res, format, duration, model, field('language'));
+  const reported = req.directives.usage;
+  sendTranscript(res, format, reported ?? audioSecondsFromBytes(file.data.length), model, field('language'), reported !== undefined);
 };
 
 /** whisper-1 bills by duration; the gpt-4o transcribe models report tokens. */
@@ -100,9 +100,10 @@ function sendTranscript(
   duration: number,
   model: string,
   language: string | undefined,
+  verbatim = false,
 ): void {
   const end = Math.max(1, duration);
-  const usage = transcriptionUsage(model, duration);
+  const usage = verbatim ? { type: 'duration', seconds: duration } : transcriptionUsage(model, duration);
   if (format === 'json') {
     sendJson(res, 200, { text: TRANSCRIPT, usage });
   } else if (format === 'text') {

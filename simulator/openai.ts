@@ -101,10 +101,10 @@ interface ChatUsage {
   readonly total_tokens: number;
 }
 
-function chatUsage(messages: readonly unknown[], completion: number): ChatUsage & JsonObject {
+function chatUsage(messages: readonly unknown[], completion: number, reported?: number): ChatUsage & JsonObject {
   let chars = 0;
   for (const m of messages) chars += textChars(asObject(m)?.['content']);
-  const prompt = promptTokens(chars, messages.length);
+  const prompt = reported ?? promptTokens(chars, messages.length);
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
@@ -134,7 +134,7 @@ export const handleChat: Handler = async (req, res, env) => {
   const maxTokens = asNumber(pre.body['max_completion_tokens']) ?? asNumber(pre.body['max_tokens']);
   const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, maxTokens);
   const finish = d.safetyBlock ? 'content_filter' : plan.capped ? 'length' : 'stop';
-  const usage = chatUsage(messages, plan.pieces.length);
+  const usage = chatUsage(messages, plan.pieces.length, d.usage);
   const id = `chatcmpl-sim${env.nextId()}`;
   const created = Math.floor(Date.now() / 1000);
   if (!stream) {
@@ -232,6 +232,6 @@ export const handleEmbeddings: Handler = async (req, res) => {
     object: 'list',
     data,
     model: pre.model,
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
+    usage: { prompt_tokens: req.directives.usage ?? tokens, total_tokens: req.directives.usage ?? tokens },
   });
 };
