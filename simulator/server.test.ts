@@ -93,6 +93,17 @@ describe('OpenAI chat', () => {
     expect(body.usage.completion_tokens).toBe(5);
   });
 
+  it('answers n choices, billing the completion tokens of every one and the prompt once', async () => {
+    const body = await (await post('/v1/chat/completions', chat('12345678[[sim:tokens=3]]', { n: 3 }), OPENAI)).json();
+    expect(body.choices.map((c: { index: number; message: { content: string } }) => [c.index, c.message.content])).toEqual([[0, 'This is a'], [1, 'This is a'], [2, 'This is a']]);
+    expect(body.usage).toMatchObject({ completion_tokens: 9 });
+    const events = parseSse(await (await post('/v1/chat/completions', chat('[[sim:tokens=2]]', { n: 2, stream: true, stream_options: { include_usage: true } }), OPENAI)).text());
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data));
+    const byChoice = [0, 1].map((i) => chunks.flatMap((c) => c.choices).filter((c: { index: number }) => c.index === i).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join(''));
+    expect(byChoice).toEqual(['This is', 'This is']);
+    expect(chunks.at(-1).usage.completion_tokens).toBe(4);
+  });
+
   it('streams one word per chunk with include_usage and [DONE]', async () => {
     const res = await post('/v1/chat/completions', chat('[[sim:tokens=3]]', { stream: true, stream_options: { include_usage: true } }), OPENAI);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
