@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import { framesForSeconds } from './mp3.js';
 import { multipartBoundary, parseMultipart } from './multipart.js';
-import { applyFaults, header, sendError, sendJson, sendRaw, type Handler } from './http.js';
+import { applyFaults, header, sendAudio, sendError, sendJson, sendRaw, type Handler } from './http.js';
 import { asNumber, asString } from './json.js';
 import { openaiAuth, openaiError, openaiErrorShape, openaiJsonPreamble, openaiModel } from './openai.js';
 import { audioSecondsFromBytes, speechSeconds } from './reply.js';
@@ -46,9 +46,8 @@ export const handleSpeech: Handler = async (req, res, env) => {
     sendError(res, badRequest(`Invalid value: '${format}'.`, 'response_format', 'invalid_value'));
     return;
   }
-  if (await applyFaults(res, req.directives, openaiErrorShape, false)) return;
   const seconds = speechSeconds(input.length, asNumber(pre.body['speed']) ?? 1);
-  sendRaw(res, 200, contentType, env.mp3.bytes(framesForSeconds(seconds)));
+  await sendAudio(res, req.directives, openaiErrorShape, contentType, () => env.mp3.bytes(framesForSeconds(seconds)));
 };
 
 const TRANSCRIPT_FORMATS = new Set(['json', 'text', 'srt', 'verbose_json', 'vtt']);

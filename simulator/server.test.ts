@@ -235,6 +235,19 @@ describe('OpenAI embeddings and audio over fetch', () => {
     expect(single.data[0].embedding).toHaveLength(1536);
   });
 
+  it('speech faults: text with the audio type, a JSON 200, and half the audio before a dropped connection', async () => {
+    const speech = (directive: string) => post('/v1/audio/speech', { model: 'tts-1', voice: 'alloy', input: `hello there ${directive}` }, OPENAI);
+    const malformed = await speech('[[sim:malformed]]');
+    expect([malformed.status, malformed.headers.get('content-type')]).toEqual([200, 'audio/mpeg']);
+    expect(await malformed.text()).toMatch(/^\{"error"/);
+    const json = await speech('[[sim:text_only]]');
+    expect([json.status, json.headers.get('content-type')]).toEqual([200, 'application/json']);
+    await json.json();
+    const cut = await speech('[[sim:drop_mid_stream]]');
+    expect(cut.status).toBe(200);
+    await expect(cut.arrayBuffer()).rejects.toThrow();
+  });
+
   it('serves speech with the requested content type and transcripts in every format', async () => {
     const wav = await post('/v1/audio/speech', { model: 'tts-1', voice: 'alloy', input: 'x', response_format: 'wav' }, OPENAI);
     expect(wav.headers.get('content-type')).toBe('audio/wav');

@@ -140,7 +140,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
         // (mid-stream, or before the upstream answered) is logged here, after the bill settled.
         const ex = request.exchange;
         if (clientGone(reply) && !ex.logged) {
-          logExchange(deps, ex, reply.sent ? reply.statusCode : 499);
+          logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
           await deps.hooks.run('post-billing', ex);
         }
       }
