@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
@@ -155,5 +156,62 @@ describe('first start (bootstrap)', () => {
     expect(query(db, 'SELECT COUNT(*) AS n FROM api_keys')).toEqual([{ n: 1 }]);
     expect(second.child.kill('SIGTERM')).toBe(true);
     expect(await second.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+/** A port some other program holds for the duration of a test. */
+async function busyPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const holder: NetServer = createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  const { port } = holder.address() as { port: number };
+  return { port, release: () => new Promise<void>((r) => holder.close(() => r())) };
+}
+
+describe('the simulator port', () => {
+  /** A config that starts its own simulator on `port`, with every provider pointed at it (as gateway.yaml does). */
+  const ownSimulator = (port: number): string => writeConfig(dir, `http://127.0.0.1:${port}`, { simulator: { enabled: true, port }, bootstrap: { org: 'demo', credits_usd: '1' } });
+
+  it('a busy simulator port fails with a message naming simulator.port and --simulator-port, not a bare EADDRINUSE', async () => {
+    const busy = await busyPort();
+    try {
+      const r = await cli(['serve', '--config', ownSimulator(busy.port), '--port', '0']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`127.0.0.1:${busy.port} is in use`);
+      expect(r.stderr).toContain('simulator.port');
+      expect(r.stderr).toContain('--simulator-port');
+      expect(r.stderr).not.toMatch(STACK_FRAME);
+    } finally {
+      await busy.release();
+    }
+  });
+
+  it('--simulator-port 0 takes any free port, and the providers pointed at the simulator follow it', async () => {
+    const busy = await busyPort();
+    try {
+      const server = await serve(ownSimulator(busy.port), 15_000, ['--simulator-port', '0']);
+      const simUrl = /provider simulator listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(server.stdout());
+      expect(simUrl?.[2]).toBeDefined();
+      expect(Number(simUrl?.[2])).not.toBe(busy.port);
+      const key = server.stdout().split('\n').find((l) => KEY.test(l)) ?? '';
+      const res = await chat(server.url, key);
+      expect(res.status).toBe(200);
+      expect(res.body.object).toBe('chat.completion');
+    } finally {
+      await busy.release();
+    }
+  });
+
+  it('a busy gateway port names server.port and --port', async () => {
+    const busy = await busyPort();
+    try {
+      const r = await cli(['serve', '--config', config, '--port', String(busy.port)]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`127.0.0.1:${busy.port} is in use`);
+      expect(r.stderr).toContain('server.port');
+      expect(r.stderr).toContain('--port');
+      expect(r.stderr).not.toMatch(STACK_FRAME);
+    } finally {
+      await busy.release();
+    }
   });
 });
