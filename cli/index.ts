@@ -9,7 +9,7 @@ import { formatUsd } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
 import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
 import { startSimulator } from '../simulator/server.js';
-import { portInUse, startConfiguredSimulator } from './simulator.js';
+import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import { openStore } from '../src/store/index.js';
 import type { Retention, Store } from '../src/store/types.js';
 
@@ -97,11 +97,14 @@ export function buildProgram(): Command {
     .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port (0 = any free port)', port)
     .option('--simulator-port <n>', 'run the built-in simulator on this port instead of simulator.port (0 = any free port); providers pointed at the simulator follow it', port)
     .action(serve);
-  program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault.')
+  program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault. Lists which providers the built-in simulator answers and which go to real hosts, and warns of a real host with no api_key.')
     .addOption(configOption())
     .action((opts: { config: string }) => {
-      const { catalog } = loadAll(opts.config);
+      const { config, catalog } = loadAll(opts.config);
       console.log(`${opts.config}: valid (${catalog.providers.size} providers, ${catalog.allRoutes().length} model routes)`);
+      const upstreams = describeUpstreams(config, catalog);
+      for (const line of upstreams.lines) console.log(`  ${line}`);
+      for (const warning of upstreams.warnings) console.error(warning);
     });
   program.command('simulate').description('Run the provider simulator alone (fake OpenAI, Anthropic, Gemini, ElevenLabs, Deepgram upstreams).')
     .option('-p, --port <n>', 'port to listen on', port, 8790).option('--host <host>', 'address to bind', '127.0.0.1')

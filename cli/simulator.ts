@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { ProviderCatalog } from '../src/providers/catalog.js';
 import { startSimulator } from '../simulator/server.js';
 
 /** The message for a port another program holds: which setting chose it and how to pick another. */
@@ -30,4 +31,34 @@ export async function startConfiguredSimulator(config: GatewayConfig, port: numb
   };
   const providers = Object.fromEntries(Object.entries(config.providers).map(([id, o]) => [id, { ...o, base_url: follow(o.base_url) }]));
   return { config: { ...config, providers, simulator: { port: Number(new URL(url).port) } }, url };
+}
+
+/** The simulator addresses a provider base_url may name in this config (none when the simulator is off). */
+function simulatorOrigins(config: GatewayConfig): string[] {
+  if (!config.simulator) return [];
+  return [`http://127.0.0.1:${config.simulator.port}`, `http://localhost:${config.simulator.port}`];
+}
+
+/**
+ * Where each provider's requests go, for `gateway validate`: which ones the built-in
+ * simulator answers and which go to a real host — and, as warnings, real hosts the
+ * gateway has no key for (every such request would be refused upstream).
+ */
+export function describeUpstreams(config: GatewayConfig, catalog: ProviderCatalog): { lines: string[]; warnings: string[] } {
+  const origins = simulatorOrigins(config);
+  const simulated: string[] = [];
+  const real: string[] = [];
+  const warnings: string[] = [];
+  for (const p of catalog.providers.values()) {
+    if (origins.includes(new URL(p.baseUrl).origin)) {
+      simulated.push(p.id);
+      continue;
+    }
+    real.push(`${p.id} (${p.baseUrl})`);
+    if (!p.apiKey) warnings.push(`warning: provider ${p.id} sends its requests to ${p.baseUrl} with no api_key: they will be refused there; set providers.${p.id}.api_key (e.g. "\${env:${p.id.toUpperCase().replace(/-/g, '_')}_API_KEY}") or point its base_url at the simulator`);
+  }
+  const lines: string[] = [];
+  if (simulated.length > 0) lines.push(`on the built-in simulator (${origins[0] ?? ''}): ${simulated.join(', ')}`);
+  if (real.length > 0) lines.push(`on real hosts: ${real.join(', ')}`);
+  return { lines, warnings };
 }
