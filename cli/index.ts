@@ -118,7 +118,8 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
       const config = loadConfig(opts.config);
-      const gateway = await createGateway({ config, plugins: selectPlugins(config) });
+      // Beside a running server on the same SQLite file too: the sweep needs media records and object storage, not the ledger.
+      const gateway = await createGateway({ config, plugins: selectPlugins(config), maintenanceOnly: true });
       try {
         const results = await gateway.runTasks();
         if (results.length === 0) console.log('no maintenance task is registered by the loaded plugins');

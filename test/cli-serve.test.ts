@@ -3,6 +3,9 @@ import { createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
+import { createKey, createOrg } from '../src/admin.js';
+import { openStore } from '../src/store/index.js';
+import { startS3 } from './s3.js';
 import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 
@@ -91,6 +94,38 @@ describe('admin commands against a running server (same SQLite file)', () => {
     expect(balance).toBeGreaterThan(0.99);
     expect(balance).toBeLessThan(1);
   });
+});
+
+describe('gateway sweep beside a running server (same SQLite file)', () => {
+  it('sweeps an expired hosted track while the server runs, without taking its ledger', async () => {
+    const s3 = await startS3();
+    try {
+      config = writeConfig(dir, sim.url, { storage: { s3: s3.config } });
+      const server = await serve(config);
+      // Written as the admin commands write, beside the server: an org, its key, and a track hosted 31 days ago.
+      const store = openStore(`sqlite:${db}`);
+      const orgId = (await createOrg(store, 'keeper', '1', 'standard')).id;
+      const { key } = await createKey(store, 'keeper');
+      const day = 86_400_000;
+      await store.media.put({
+        id: 'log_expired0000000000000000', requestId: 'req_expired0000000000000000', orgId, modality: 'music', model: 'tune-3-clip-preview',
+        usedModel: 'lyria-3-clip-preview', usedProvider: 'google', prompt: 'old', text: '', storage: 's3', objectKey: 'music/old.mp3', bytes: 3,
+        mimeType: 'audio/mpeg', costMicros: 50_000, error: false, errorCode: null, createdAt: Date.now() - 31 * day, expiresAt: Date.now() - day,
+        cleanedAt: null, meta: null,
+      });
+      await store.close();
+      // On Node 20 the AWS SDK warns once about its Node 22 plan (README, "Node versions"); that is not this test's concern.
+      const r = await cli(['sweep', '--config', config], { env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('music-retention-sweep: deleted 1 expired track(s)\n');
+      expect(query<{ cleaned_at: number | null }>(db, 'SELECT cleaned_at FROM media WHERE id = ?', 'log_expired0000000000000000')[0]?.cleaned_at).toBeGreaterThan(0);
+      // The server still serves (and still owns its ledger).
+      expect((await chat(server.url, key)).status).toBe(200);
+    } finally {
+      await s3.close();
+    }
+  }, 60_000);
 });
 
 describe('graceful shutdown', () => {
