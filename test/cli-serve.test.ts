@@ -194,59 +194,46 @@ describe('first start (bootstrap)', () => {
   });
 });
 
-/** A port some other program holds for the duration of a test. */
-async function busyPort(): Promise<{ port: number; release(): Promise<void> }> {
+/** Runs `fn` while some other program holds a loopback port. */
+async function withBusyPort(fn: (port: number) => Promise<void>): Promise<void> {
   const holder: NetServer = createServer();
   await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
-  const { port } = holder.address() as { port: number };
-  return { port, release: () => new Promise<void>((r) => holder.close(() => r())) };
+  try {
+    await fn((holder.address() as { port: number }).port);
+  } finally {
+    await new Promise<void>((r) => holder.close(() => r()));
+  }
+}
+
+/** `serve` with these arguments exits 1 naming the busy port, the setting that chose it and the flag, without a stack. */
+async function refusedForBusyPort(args: string[], port: number, setting: string, flag: string): Promise<void> {
+  const r = await cli(['serve', ...args]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`127.0.0.1:${port} is in use`);
+  expect(r.stderr).toContain(setting);
+  expect(r.stderr).toContain(flag);
+  expect(r.stderr).not.toMatch(STACK_FRAME);
 }
 
 describe('the simulator port', () => {
   /** A config that starts its own simulator on `port`, with every provider pointed at it (as gateway.yaml does). */
   const ownSimulator = (port: number): string => writeConfig(dir, `http://127.0.0.1:${port}`, { simulator: { enabled: true, port }, bootstrap: { org: 'demo', credits_usd: '1' } });
 
-  it('a busy simulator port fails with a message naming simulator.port and --simulator-port, not a bare EADDRINUSE', async () => {
-    const busy = await busyPort();
-    try {
-      const r = await cli(['serve', '--config', ownSimulator(busy.port), '--port', '0']);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`127.0.0.1:${busy.port} is in use`);
-      expect(r.stderr).toContain('simulator.port');
-      expect(r.stderr).toContain('--simulator-port');
-      expect(r.stderr).not.toMatch(STACK_FRAME);
-    } finally {
-      await busy.release();
-    }
-  });
+  it('a busy simulator port fails with a message naming simulator.port and --simulator-port, not a bare EADDRINUSE', () =>
+    withBusyPort((port) => refusedForBusyPort(['--config', ownSimulator(port), '--port', '0'], port, 'simulator.port', '--simulator-port')));
 
-  it('--simulator-port 0 takes any free port, and the providers pointed at the simulator follow it', async () => {
-    const busy = await busyPort();
-    try {
-      const server = await serve(ownSimulator(busy.port), 15_000, ['--simulator-port', '0']);
+  it('--simulator-port 0 takes any free port, and the providers pointed at the simulator follow it', () =>
+    withBusyPort(async (port) => {
+      const server = await serve(ownSimulator(port), 15_000, ['--simulator-port', '0']);
       const simUrl = /provider simulator listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(server.stdout());
       expect(simUrl?.[2]).toBeDefined();
-      expect(Number(simUrl?.[2])).not.toBe(busy.port);
+      expect(Number(simUrl?.[2])).not.toBe(port);
       const key = server.stdout().split('\n').find((l) => KEY.test(l)) ?? '';
       const res = await chat(server.url, key);
       expect(res.status).toBe(200);
       expect(res.body.object).toBe('chat.completion');
-    } finally {
-      await busy.release();
-    }
-  });
+    }));
 
-  it('a busy gateway port names server.port and --port', async () => {
-    const busy = await busyPort();
-    try {
-      const r = await cli(['serve', '--config', config, '--port', String(busy.port)]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`127.0.0.1:${busy.port} is in use`);
-      expect(r.stderr).toContain('server.port');
-      expect(r.stderr).toContain('--port');
-      expect(r.stderr).not.toMatch(STACK_FRAME);
-    } finally {
-      await busy.release();
-    }
-  });
+  it('a busy gateway port names server.port and --port', () =>
+    withBusyPort((port) => refusedForBusyPort(['--config', config, '--port', String(port)], port, 'server.port', '--port')));
 });
