@@ -9,6 +9,7 @@ import { formatUsd } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
 import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
 import { startSimulator } from '../simulator/server.js';
+import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import { openStore } from '../src/store/index.js';
 import type { Retention, Store } from '../src/store/types.js';
 
@@ -44,12 +45,9 @@ async function withStore<T>(file: string, fn: (store: Store) => Promise<T>): Pro
   }
 }
 
-async function serve(opts: { config: string; port?: number }): Promise<void> {
-  const config = loadConfig(opts.config);
-  if (config.simulator) {
-    const sim = await startSimulator({ port: config.simulator.port });
-    console.log(`provider simulator listening on ${sim.url}`);
-  }
+async function serve(opts: { config: string; port?: number; simulatorPort?: number }): Promise<void> {
+  const { config, url: simUrl } = await startConfiguredSimulator(loadConfig(opts.config), opts.simulatorPort);
+  if (simUrl) console.log(`provider simulator listening on ${simUrl}`);
   const gateway = await createGateway({ config, plugins: selectPlugins(config) });
   if (config.bootstrap) {
     const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
@@ -59,7 +57,11 @@ async function serve(opts: { config: string; port?: number }): Promise<void> {
       console.log(demo.key);
     }
   }
-  const url = await gateway.listen(opts.port);
+  const port = opts.port ?? config.server.port;
+  const url = await gateway.listen(port).catch(async (err: unknown) => {
+    await gateway.close();
+    throw portInUse(err, 'The gateway', `${config.server.host}:${port}`, 'server.port', '--port', config.file);
+  });
   gateway.startTasks();
   console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
   let stopping = false;
@@ -92,13 +94,17 @@ export function buildProgram(): Command {
   const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
 
   program.command('serve').description('Start the gateway (and the simulator, when gateway.yaml enables it).')
-    .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port', port)
+    .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port (0 = any free port)', port)
+    .option('--simulator-port <n>', 'run the built-in simulator on this port instead of simulator.port (0 = any free port); providers pointed at the simulator follow it', port)
     .action(serve);
-  program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault.')
+  program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault. Lists which providers the built-in simulator answers and which go to real hosts, and warns of a real host with no api_key.')
     .addOption(configOption())
     .action((opts: { config: string }) => {
-      const { catalog } = loadAll(opts.config);
+      const { config, catalog } = loadAll(opts.config);
       console.log(`${opts.config}: valid (${catalog.providers.size} providers, ${catalog.allRoutes().length} model routes)`);
+      const upstreams = describeUpstreams(config, catalog);
+      for (const line of upstreams.lines) console.log(`  ${line}`);
+      for (const warning of upstreams.warnings) console.error(warning);
     });
   program.command('simulate').description('Run the provider simulator alone (fake OpenAI, Anthropic, Gemini, ElevenLabs, Deepgram upstreams).')
     .option('-p, --port <n>', 'port to listen on', port, 8790).option('--host <host>', 'address to bind', '127.0.0.1')
@@ -112,7 +118,8 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
       const config = loadConfig(opts.config);
-      const gateway = await createGateway({ config, plugins: selectPlugins(config) });
+      // Beside a running server on the same SQLite file too: the sweep needs media records and object storage, not the ledger.
+      const gateway = await createGateway({ config, plugins: selectPlugins(config), maintenanceOnly: true });
       try {
         const results = await gateway.runTasks();
         if (results.length === 0) console.log('no maintenance task is registered by the loaded plugins');

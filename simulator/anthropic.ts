@@ -93,9 +93,10 @@ function countInput(body: JsonObject, messages: readonly unknown[]): number {
 
 export const handleMessages: Handler = async (req, res, env) => {
   const requestId = `req_sim${env.nextId()}`;
-  const r = validate(req, res, requestId);
-  if (r === undefined) return;
+  const valid = validate(req, res, requestId);
+  if (valid === undefined) return;
   const d = req.directives;
+  const r = d.usage === undefined ? valid : { ...valid, inputTokens: d.usage };
   const shape = anthropicErrorShape(requestId);
   if (await applyFaults(res, d, shape, r.stream)) return;
   const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, r.maxTokens);

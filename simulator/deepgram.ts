@@ -32,7 +32,7 @@ export const handleListen: Handler = async (req, res) => {
     return;
   }
   if (await applyFaults(res, req.directives, deepgramErrorShape(requestId), false)) return;
-  const duration = Math.round(audioSecondsFromBytes(req.body.length) * 1000) / 1000;
+  const duration = req.directives.usage ?? Math.round(audioSecondsFromBytes(req.body.length) * 1000) / 1000;
   const model = req.query.get('model') ?? 'nova-3';
   sendJson(res, 200, {
     metadata: {

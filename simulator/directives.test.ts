@@ -22,6 +22,13 @@ describe('parseDirectives', () => {
     expect(d).toMatchObject({ status: 429, delayMs: 3000, tokens: 12, sizeMb: 4.5, chunkDelayMs: 20, failTimes: 2 });
   });
 
+  it('keeps usage exactly as written: negative, fractional or huge (a provider reporting garbage)', () => {
+    expect(parseDirectives('[[sim:usage=-1000]]').usage).toBe(-1000);
+    expect(parseDirectives('[[sim:usage=2.5]]').usage).toBe(2.5);
+    expect(parseDirectives('[[sim:usage=1e15]]').usage).toBe(1e15);
+    expect(withoutFaults(parseDirectives('[[sim:usage=-1]]')).usage).toBe(-1);
+  });
+
   it('parses every flag directive', () => {
     const d = parseDirectives(
       '[[sim:safety_block]][[sim:safety_finish]][[sim:malformed]][[sim:drop_mid_stream]]' +

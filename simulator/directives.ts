@@ -21,6 +21,12 @@ export interface Directives {
   readonly tokens?: number;
   /** Lyria: make the MP3 about this many megabytes (10^6 bytes). */
   readonly sizeMb?: number;
+  /**
+   * Report this number, as given (negative, fractional or huge), as the prompt token
+   * count (chat, embeddings) or the audio seconds (transcriptions): a provider whose
+   * usage is garbage.
+   */
+  readonly usage?: number;
   /** Apply the fault directives only to the first N matching requests. */
   readonly failTimes?: number;
   readonly safetyBlock: boolean;
@@ -54,6 +60,7 @@ const NUMERIC: Readonly<Record<string, { key: keyof Directives; min: number; max
   chunk_delay_ms: { key: 'chunkDelayMs', min: 0, max: 60_000 },
   tokens: { key: 'tokens', min: 0, max: 100_000 },
   size_mb: { key: 'sizeMb', min: 0, max: 64 },
+  usage: { key: 'usage', min: -1e18, max: 1e18 },
   fail_times: { key: 'failTimes', min: 0, max: 1_000_000 },
 };
 
@@ -99,8 +106,8 @@ function applySetting(out: Mutable<Directives>, setting: string): void {
   if (spec === undefined || eq < 0) return;
   const value = Number(setting.slice(eq + 1));
   if (!Number.isFinite(value) || value < spec.min || value > spec.max) return;
-  // status, tokens and counts are integers; only size_mb may be fractional.
-  const normalized = spec.key === 'sizeMb' ? value : Math.floor(value);
+  // status, tokens and counts are integers; size_mb may be fractional, usage is reported as written.
+  const normalized = spec.key === 'sizeMb' || spec.key === 'usage' ? value : Math.floor(value);
   (out as Record<string, unknown>)[spec.key] = normalized;
 }
 
@@ -136,6 +143,7 @@ export function withoutFaults(d: Directives): Directives {
   const out: Mutable<Directives> = { ...NO_DIRECTIVES };
   if (d.tokens !== undefined) out.tokens = d.tokens;
   if (d.sizeMb !== undefined) out.sizeMb = d.sizeMb;
+  if (d.usage !== undefined) out.usage = d.usage;
   if (d.chunkDelayMs !== undefined) out.chunkDelayMs = d.chunkDelayMs;
   return out;
 }

@@ -1,7 +1,7 @@
 /** ElevenLabs text-to-speech: `POST …/v1/text-to-speech/{voice_id}[/stream]` → MP3 bytes. */
 
 import { framesForSeconds } from './mp3.js';
-import { applyFaults, header, isRejectedKey, sendError, sendRaw, type ErrorReply, type ErrorShape, type Handler } from './http.js';
+import { header, isRejectedKey, sendAudio, sendError, type ErrorReply, type ErrorShape, type Handler } from './http.js';
 import { asString, parseJsonObject } from './json.js';
 import { speechSeconds } from './reply.js';
 
@@ -56,8 +56,7 @@ export const handleTextToSpeech: Handler = async (req, res, env) => {
     sendError(res, detail(400, 'invalid_output_format', `Invalid output_format ${outputFormat}.`));
     return;
   }
-  if (await applyFaults(res, req.directives, elevenlabsErrorShape, false)) return;
   // Every format carries the same MP3 bytes; only the declared type follows output_format.
-  const bytes = env.mp3.bytes(framesForSeconds(speechSeconds(text.length)));
-  sendRaw(res, 200, contentType, bytes, { 'request-id': `sim${env.nextId()}` });
+  const audio = (): Buffer => env.mp3.bytes(framesForSeconds(speechSeconds(text.length)));
+  await sendAudio(res, req.directives, elevenlabsErrorShape, contentType, audio, { 'request-id': `sim${env.nextId()}` });
 };

@@ -89,7 +89,7 @@ interface GenerateCall {
 async function generate(req: SimRequest, res: ServerResponse, seq: string, call: GenerateCall): Promise<void> {
   const d = req.directives;
   if (await applyFaults(res, d, geminiErrorShape, call.how.stream)) return;
-  const prompt = promptInfo(call.body).tokens;
+  const prompt = d.usage ?? promptInfo(call.body).tokens;
   const responseId = `sim${seq}`;
   if (d.safetyBlock || d.safetyFinish) {
     const only = d.safetyBlock

@@ -130,6 +130,37 @@ export async function applyFaults(
   return false;
 }
 
+/**
+ * A text-to-speech reply: audio bytes, under the directives that only make sense for
+ * audio — `malformed` is text sent with the audio content type, `text_only` a 200 with
+ * a JSON body, `drop_mid_stream` half the audio and then a dropped connection.
+ */
+export async function sendAudio(
+  res: ServerResponse,
+  d: Directives,
+  shape: ErrorShape,
+  contentType: string,
+  audio: () => Buffer,
+  headers?: Readonly<Record<string, string>>,
+): Promise<void> {
+  if (d.malformed) {
+    sendRaw(res, 200, contentType, '{"error":{"message":"simulated: text where audio was expected"}}', headers);
+    return;
+  }
+  if (await applyFaults(res, { ...d, dropMidStream: false }, shape, false)) return;
+  if (d.textOnly) {
+    sendJson(res, 200, { detail: 'simulated: a JSON answer where audio was expected' }, headers);
+    return;
+  }
+  const bytes = audio();
+  if (!d.dropMidStream) {
+    sendRaw(res, 200, contentType, bytes, headers);
+    return;
+  }
+  res.writeHead(200, { ...headers, 'content-type': contentType, 'content-length': String(bytes.length) });
+  res.write(bytes.subarray(0, bytes.length >> 1), () => res.destroy());
+}
+
 export interface StreamPlan {
   readonly contentType: string;
   /** Pause between events; 0 writes the stream in one go (cheap for benchmarks). */

@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import { framesForSeconds } from './mp3.js';
 import { multipartBoundary, parseMultipart } from './multipart.js';
-import { applyFaults, header, sendError, sendJson, sendRaw, type Handler } from './http.js';
+import { applyFaults, header, sendAudio, sendError, sendJson, sendRaw, type Handler } from './http.js';
 import { asNumber, asString } from './json.js';
 import { openaiAuth, openaiError, openaiErrorShape, openaiJsonPreamble, openaiModel } from './openai.js';
 import { audioSecondsFromBytes, speechSeconds } from './reply.js';
@@ -46,9 +46,8 @@ export const handleSpeech: Handler = async (req, res, env) => {
     sendError(res, badRequest(`Invalid value: '${format}'.`, 'response_format', 'invalid_value'));
     return;
   }
-  if (await applyFaults(res, req.directives, openaiErrorShape, false)) return;
   const seconds = speechSeconds(input.length, asNumber(pre.body['speed']) ?? 1);
-  sendRaw(res, 200, contentType, env.mp3.bytes(framesForSeconds(seconds)));
+  await sendAudio(res, req.directives, openaiErrorShape, contentType, () => env.mp3.bytes(framesForSeconds(seconds)));
 };
 
 const TRANSCRIPT_FORMATS = new Set(['json', 'text', 'srt', 'verbose_json', 'vtt']);
@@ -76,8 +75,8 @@ export const handleTranscription: Handler = async (req, res) => {
     return;
   }
   if (await applyFaults(res, req.directives, openaiErrorShape, false)) return;
-  const duration = audioSecondsFromBytes(file.data.length);
-  sendTranscript(res, format, duration, model, field('language'));
+  const reported = req.directives.usage;
+  sendTranscript(res, format, reported ?? audioSecondsFromBytes(file.data.length), model, field('language'), reported !== undefined);
 };
 
 /** whisper-1 bills by duration; the gpt-4o transcribe models report tokens. */
@@ -100,9 +99,10 @@ function sendTranscript(
   duration: number,
   model: string,
   language: string | undefined,
+  verbatim = false,
 ): void {
   const end = Math.max(1, duration);
-  const usage = transcriptionUsage(model, duration);
+  const usage = verbatim ? { type: 'duration', seconds: duration } : transcriptionUsage(model, duration);
   if (format === 'json') {
     sendJson(res, 200, { text: TRANSCRIPT, usage });
   } else if (format === 'text') {

@@ -101,10 +101,10 @@ interface ChatUsage {
   readonly total_tokens: number;
 }
 
-function chatUsage(messages: readonly unknown[], completion: number): ChatUsage & JsonObject {
+function chatUsage(messages: readonly unknown[], completion: number, reported?: number): ChatUsage & JsonObject {
   let chars = 0;
   for (const m of messages) chars += textChars(asObject(m)?.['content']);
-  const prompt = promptTokens(chars, messages.length);
+  const prompt = reported ?? promptTokens(chars, messages.length);
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
@@ -134,7 +134,9 @@ export const handleChat: Handler = async (req, res, env) => {
   const maxTokens = asNumber(pre.body['max_completion_tokens']) ?? asNumber(pre.body['max_tokens']);
   const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, maxTokens);
   const finish = d.safetyBlock ? 'content_filter' : plan.capped ? 'length' : 'stop';
-  const usage = chatUsage(messages, plan.pieces.length);
+  // `n` choices, each the same reply; completion tokens are billed for all of them, the prompt once.
+  const n = Math.min(Math.max(Math.floor(asNumber(pre.body['n']) ?? 1), 1), 128);
+  const usage = chatUsage(messages, plan.pieces.length * n, d.usage);
   const id = `chatcmpl-sim${env.nextId()}`;
   const created = Math.floor(Date.now() / 1000);
   if (!stream) {
@@ -143,14 +145,12 @@ export const handleChat: Handler = async (req, res, env) => {
       object: 'chat.completion',
       created,
       model: pre.model,
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: plan.pieces.join(''), refusal: null, annotations: [] },
-          logprobs: null,
-          finish_reason: finish,
-        },
-      ],
+      choices: Array.from({ length: n }, (_, index) => ({
+        index,
+        message: { role: 'assistant', content: plan.pieces.join(''), refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: finish,
+      })),
       usage,
       service_tier: 'default',
       system_fingerprint: 'fp_simulator',
@@ -158,7 +158,7 @@ export const handleChat: Handler = async (req, res, env) => {
     return;
   }
   const includeUsage = asObject(pre.body['stream_options'])?.['include_usage'] === true;
-  const events = chatChunks({ id, created, model: pre.model, plan, finish, usage, includeUsage });
+  const events = chatChunks({ id, created, model: pre.model, plan, finish, usage, includeUsage, n });
   const errorEvent = `data: ${JSON.stringify(openaiErrorShape(500).body)}\n\n`;
   await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
 };
@@ -171,6 +171,7 @@ interface ChunkInput {
   readonly finish: string;
   readonly usage: ChatUsage;
   readonly includeUsage: boolean;
+  readonly n: number;
 }
 
 /** SSE events of a streamed completion: role, one word per chunk, finish, usage, [DONE]. */
@@ -179,11 +180,13 @@ function chatChunks(c: ChunkInput): string[] {
     `data: {"id":${JSON.stringify(c.id)},"object":"chat.completion.chunk","created":${c.created},` +
     `"model":${JSON.stringify(c.model)},"system_fingerprint":"fp_simulator","choices":[`;
   const tail = c.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
-  const choice = (delta: string, finish: string | null): string =>
-    `${head}{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}${tail}`;
-  const events: string[] = [choice('{"role":"assistant","content":"","refusal":null}', null)];
-  for (const piece of c.plan.pieces) events.push(choice(`{"content":${JSON.stringify(piece)}}`, null));
-  events.push(choice('{}', c.finish));
+  const choice = (delta: string, finish: string | null, index = 0): string =>
+    `${head}{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}${tail}`;
+  const events: string[] = [];
+  // With n > 1, OpenAI interleaves the choices chunk by chunk, each chunk carrying one choice index.
+  for (let i = 0; i < c.n; i++) events.push(choice('{"role":"assistant","content":"","refusal":null}', null, i));
+  for (const piece of c.plan.pieces) for (let i = 0; i < c.n; i++) events.push(choice(`{"content":${JSON.stringify(piece)}}`, null, i));
+  for (let i = 0; i < c.n; i++) events.push(choice('{}', c.finish, i));
   if (c.includeUsage) events.push(`${head}],"usage":${JSON.stringify(c.usage)}}\n\n`);
   events.push('data: [DONE]\n\n');
   return events;
@@ -232,6 +235,6 @@ export const handleEmbeddings: Handler = async (req, res) => {
     object: 'list',
     data,
     model: pre.model,
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
+    usage: { prompt_tokens: req.directives.usage ?? tokens, total_tokens: req.directives.usage ?? tokens },
   });
 };

@@ -93,6 +93,17 @@ describe('OpenAI chat', () => {
     expect(body.usage.completion_tokens).toBe(5);
   });
 
+  it('answers n choices, billing the completion tokens of every one and the prompt once', async () => {
+    const body = await (await post('/v1/chat/completions', chat('12345678[[sim:tokens=3]]', { n: 3 }), OPENAI)).json();
+    expect(body.choices.map((c: { index: number; message: { content: string } }) => [c.index, c.message.content])).toEqual([[0, 'This is a'], [1, 'This is a'], [2, 'This is a']]);
+    expect(body.usage).toMatchObject({ completion_tokens: 9 });
+    const events = parseSse(await (await post('/v1/chat/completions', chat('[[sim:tokens=2]]', { n: 2, stream: true, stream_options: { include_usage: true } }), OPENAI)).text());
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data));
+    const byChoice = [0, 1].map((i) => chunks.flatMap((c) => c.choices).filter((c: { index: number }) => c.index === i).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join(''));
+    expect(byChoice).toEqual(['This is', 'This is']);
+    expect(chunks.at(-1).usage.completion_tokens).toBe(4);
+  });
+
   it('streams one word per chunk with include_usage and [DONE]', async () => {
     const res = await post('/v1/chat/completions', chat('[[sim:tokens=3]]', { stream: true, stream_options: { include_usage: true } }), OPENAI);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -222,6 +233,19 @@ describe('OpenAI embeddings and audio over fetch', () => {
     expect(body.data[0].embedding).toHaveLength(3072);
     const single = await (await post('/v1/embeddings', { model: 'text-embedding-3-small', input: 'hi' }, OPENAI)).json();
     expect(single.data[0].embedding).toHaveLength(1536);
+  });
+
+  it('speech faults: text with the audio type, a JSON 200, and half the audio before a dropped connection', async () => {
+    const speech = (directive: string) => post('/v1/audio/speech', { model: 'tts-1', voice: 'alloy', input: `hello there ${directive}` }, OPENAI);
+    const malformed = await speech('[[sim:malformed]]');
+    expect([malformed.status, malformed.headers.get('content-type')]).toEqual([200, 'audio/mpeg']);
+    expect(await malformed.text()).toMatch(/^\{"error"/);
+    const json = await speech('[[sim:text_only]]');
+    expect([json.status, json.headers.get('content-type')]).toEqual([200, 'application/json']);
+    await json.json();
+    const cut = await speech('[[sim:drop_mid_stream]]');
+    expect(cut.status).toBe(200);
+    await expect(cut.arrayBuffer()).rejects.toThrow();
   });
 
   it('serves speech with the requested content type and transcripts in every format', async () => {

@@ -25,6 +25,7 @@ export const ERRORS = {
   insufficient_credits: define('insufficient_credits', 402, 'insufficient_quota', 'Insufficient credits: this request may cost up to $%s and the balance is $%s'),
   model_not_found: define('model_not_found', 404, 'invalid_request_error', 'The model `%s` does not exist or is not served at this endpoint'),
   model_deactivated: define('model_deactivated', 410, 'invalid_request_error', 'The model `%s` was deactivated on %s'),
+  uri_too_long: define('uri_too_long', 414, 'invalid_request_error', 'A segment of the request path is longer than %s characters'),
   route_not_found: define('route_not_found', 404, 'invalid_request_error', 'No route %s %s'),
   method_not_allowed: define('method_not_allowed', 405, 'invalid_request_error', 'Method %s is not allowed on %s; allowed: %s'),
   not_found: define('not_found', 404, 'invalid_request_error', '%s'),

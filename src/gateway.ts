@@ -24,6 +24,12 @@ export interface GatewayOptions {
   plugins: readonly GatewayPlugin[];
   /** Injectable clock (ms since epoch) for tests. */
   now?: () => number;
+  /**
+   * For `gateway sweep`: a gateway that only runs its plugins' maintenance tasks, beside
+   * a server that may be running on the same database. Its store is opened as the admin
+   * commands open it: on SQLite without the server's ledger lease, leaving reservations alone.
+   */
+  maintenanceOnly?: boolean;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -65,7 +71,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
   const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
-  const store = openStore(config.database.url, now, { server: true });
+  const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true });
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
@@ -104,7 +110,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       await plugin.register(api);
     }
-    await store.releaseStaleReservations(now() - 60 * 60 * 1000);
+    if (opts.maintenanceOnly !== true) await store.releaseStaleReservations(now() - 60 * 60 * 1000);
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();

@@ -26,6 +26,8 @@ export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './er
 export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
 export { costPicos, type Consumption } from './pricing.js';
 export { estimateTokens, tokensForChars } from './tokens.js';
+// Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.
+export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './usage.js';
 
 // The provider model a route resolves to.
 export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef, RetryPolicy } from './providers/types.js';

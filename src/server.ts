@@ -7,6 +7,8 @@ import { GatewayError } from './errors.js';
 import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
+import { drainRefusedBody } from './drain.js';
+import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
@@ -44,14 +46,35 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     trustProxy: deps.config.server.trustProxy,
     genReqId: () => ids.next('req'),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // During the drain the gateway answers 503 itself (onRequest below), in the standard body with x-request-id.
+    return503OnClosing: false,
+    // The router's own errors (a bad %-escape, a path segment over 100 characters) in the standard body too.
+    frameworkErrors: (err, request, reply) => {
+      void reply.header('x-request-id', request.id);
+      sendError(toGatewayError(err, request), request, reply);
+    },
     // fastify's own JSON parser (secure-json-parse): a body setting __proto__ or constructor.prototype is refused (400).
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
   });
   app.decorateRequest('exchange', null as unknown as Exchange);
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   // JSON is the only body type the core accepts (415 otherwise); plugins add theirs with bodyParser().
   app.removeContentTypeParser('text/plain');
+  // fastify's own JSON parser, behind a nesting limit checked on the text (see json-depth.ts).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (jsonNestedDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      done(new GatewayError('invalid_request', [`The request body nests JSON deeper than ${MAX_JSON_DEPTH} levels`]), undefined);
+      return;
+    }
+    parseJson(request, body as string, done);
+  });
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
@@ -59,6 +82,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) request.exchange.abort.abort();
     });
+    if (closing) throw new GatewayError('service_unavailable');
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
     if (cfg.auth === false) return;
@@ -116,7 +140,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
         // (mid-stream, or before the upstream answered) is logged here, after the bill settled.
         const ex = request.exchange;
         if (clientGone(reply) && !ex.logged) {
-          logExchange(deps, ex, reply.sent ? reply.statusCode : 499);
+          logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
           await deps.hooks.run('post-billing', ex);
         }
       }
@@ -141,6 +165,7 @@ export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
 function sendError(err: GatewayError, request: FastifyRequest, reply: FastifyReply): void {
   if (request.exchange) request.exchange.errorCode = err.code;
   if (reply.sent || reply.raw.headersSent) return;
+  if (err.code === 'body_too_large') drainRefusedBody(request.raw, reply);
   for (const [k, v] of Object.entries(err.extras.headers ?? {})) void reply.header(k, v);
   // The OpenAI SDKs retry 429/5xx by themselves; a gateway that already decided must say so.
   if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', err.code === 'service_unavailable' ? 'true' : 'false');
@@ -159,6 +184,8 @@ const FASTIFY_CODES: Record<string, (e: FastifyError, r: FastifyRequest) => Gate
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new GatewayError('invalid_json', ['the body is empty']),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new GatewayError('invalid_json', ['it is not well-formed JSON, or it sets __proto__ or constructor.prototype (refused)']),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new GatewayError('invalid_request', ['Content-Length does not match the body']),
+  FST_ERR_BAD_URL: (_e, r) => new GatewayError('invalid_request', [`The path ${r.url.split('?')[0] ?? ''} has a bad percent-escape`]),
+  FST_ERR_MAX_PARAM_LENGTH: () => new GatewayError('uri_too_long', [100]),
 };
 
 function toGatewayError(err: FastifyError | GatewayError, request: FastifyRequest): GatewayError {

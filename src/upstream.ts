@@ -25,9 +25,21 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** `{model}` and other `{name}` placeholders in an endpoint path template. */
+/**
+ * `{model}` and other `{name}` placeholders in an endpoint path template. Each value is
+ * percent-encoded into its one segment (`/`, `?`, `#` cannot leave it), and a value
+ * that URL parsing would still resolve as a segment of its own (empty, `.`, `..`)
+ * is refused with 400 naming the placeholder: a `voice` of `..` would otherwise send
+ * the gateway's key to the provider's parent path.
+ */
 export function fillPath(template: string, vars: Record<string, string>): string {
-  return template.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(vars[name] ?? ''));
+  return template.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const value = vars[name] ?? '';
+    if (value === '' || value === '.' || value === '..') {
+      throw new GatewayError('invalid_request', [`${name} ${JSON.stringify(value)} is not a valid ${name}`], { param: name });
+    }
+    return encodeURIComponent(value);
+  });
 }
 
 /**

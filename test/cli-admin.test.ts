@@ -80,8 +80,18 @@ describe('gateway validate', () => {
       const r = await cli(args);
       expect(r.code).toBe(0);
       expect(r.stderr).toBe('');
-      expect(r.stdout).toMatch(new RegExp(`^gateway\\.yaml: valid \\(${providers} providers, [1-9]\\d* model routes\\)\\n$`));
+      expect(r.stdout).toMatch(new RegExp(`^gateway\\.yaml: valid \\(${providers} providers, [1-9]\\d* model routes\\)\\n  on the built-in simulator \\(http://127\\.0\\.0\\.1:8790\\): [a-z, -]+\\n$`));
     }
+  });
+
+  it('says which providers go to real hosts, and warns of one with no api_key (it is not the embedded defaults)', async () => {
+    const file = join(dir, 'real-hosts.yaml');
+    writeFileSync(file, `extends: ${join(ROOT, 'gateway.yaml')}\nproviders:\n  anthropic: { base_url: "https://api.anthropic.com/v1", api_key: "" }\n  deepgram: { base_url: "https://api.deepgram.com/v1", api_key: "dg-key" }\n`);
+    const r = await cli(['validate', '--config', file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('  on real hosts: anthropic (https://api.anthropic.com/v1), deepgram (https://api.deepgram.com/v1)\n');
+    expect(r.stdout).not.toMatch(/simulator \([^)]*\): .*anthropic/);
+    expect(r.stderr).toBe('warning: provider anthropic sends its requests to https://api.anthropic.com/v1 with no api_key: they will be refused there; set providers.anthropic.api_key (e.g. "${env:ANTHROPIC_API_KEY}") or point its base_url at the simulator\n');
   });
 
   /** Writes a config file, validates it and expects exactly one located problem and exit code 2. */

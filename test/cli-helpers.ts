@@ -116,9 +116,9 @@ export interface Server {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `gateway serve --config FILE --port 0` and waits for its "listening on" line. */
-export async function serve(config: string, timeoutMs = 15_000): Promise<Server> {
-  const child = spawnCli(['serve', '--config', config, '--port', '0'], process.env);
+/** Starts `gateway serve --config FILE --port 0 [...args]` and waits for its "listening on" line. */
+export async function serve(config: string, timeoutMs = 15_000, args: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+  const child = spawnCli(['serve', '--config', config, '--port', '0', ...args], env);
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -1,7 +1,11 @@
 import { rmSync } from 'node:fs';
+import { createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
+import { createKey, createOrg } from '../src/admin.js';
+import { openStore } from '../src/store/index.js';
+import { startS3 } from './s3.js';
 import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 
@@ -92,6 +96,38 @@ describe('admin commands against a running server (same SQLite file)', () => {
   });
 });
 
+describe('gateway sweep beside a running server (same SQLite file)', () => {
+  it('sweeps an expired hosted track while the server runs, without taking its ledger', async () => {
+    const s3 = await startS3();
+    try {
+      config = writeConfig(dir, sim.url, { storage: { s3: s3.config } });
+      const server = await serve(config);
+      // Written as the admin commands write, beside the server: an org, its key, and a track hosted 31 days ago.
+      const store = openStore(`sqlite:${db}`);
+      const orgId = (await createOrg(store, 'keeper', '1', 'standard')).id;
+      const { key } = await createKey(store, 'keeper');
+      const day = 86_400_000;
+      await store.media.put({
+        id: 'log_expired0000000000000000', requestId: 'req_expired0000000000000000', orgId, modality: 'music', model: 'tune-3-clip-preview',
+        usedModel: 'lyria-3-clip-preview', usedProvider: 'google', prompt: 'old', text: '', storage: 's3', objectKey: 'music/old.mp3', bytes: 3,
+        mimeType: 'audio/mpeg', costMicros: 50_000, error: false, errorCode: null, createdAt: Date.now() - 31 * day, expiresAt: Date.now() - day,
+        cleanedAt: null, meta: null,
+      });
+      await store.close();
+      // On Node 20 the AWS SDK warns once about its Node 22 plan (README, "Node versions"); that is not this test's concern.
+      const r = await cli(['sweep', '--config', config], { env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('music-retention-sweep: deleted 1 expired track(s)\n');
+      expect(query<{ cleaned_at: number | null }>(db, 'SELECT cleaned_at FROM media WHERE id = ?', 'log_expired0000000000000000')[0]?.cleaned_at).toBeGreaterThan(0);
+      // The server still serves (and still owns its ledger).
+      expect((await chat(server.url, key)).status).toBe(200);
+    } finally {
+      await s3.close();
+    }
+  }, 60_000);
+});
+
 describe('graceful shutdown', () => {
   it('SIGTERM lets the in-flight request finish with 200, exits 0 and flushes its request log row', async () => {
     const server = await serve(config);
@@ -156,4 +192,48 @@ describe('first start (bootstrap)', () => {
     expect(second.child.kill('SIGTERM')).toBe(true);
     expect(await second.exited).toEqual({ code: 0, signal: null });
   });
+});
+
+/** Runs `fn` while some other program holds a loopback port. */
+async function withBusyPort(fn: (port: number) => Promise<void>): Promise<void> {
+  const holder: NetServer = createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  try {
+    await fn((holder.address() as { port: number }).port);
+  } finally {
+    await new Promise<void>((r) => holder.close(() => r()));
+  }
+}
+
+/** `serve` with these arguments exits 1 naming the busy port, the setting that chose it and the flag, without a stack. */
+async function refusedForBusyPort(args: string[], port: number, setting: string, flag: string): Promise<void> {
+  const r = await cli(['serve', ...args]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`127.0.0.1:${port} is in use`);
+  expect(r.stderr).toContain(setting);
+  expect(r.stderr).toContain(flag);
+  expect(r.stderr).not.toMatch(STACK_FRAME);
+}
+
+describe('the simulator port', () => {
+  /** A config that starts its own simulator on `port`, with every provider pointed at it (as gateway.yaml does). */
+  const ownSimulator = (port: number): string => writeConfig(dir, `http://127.0.0.1:${port}`, { simulator: { enabled: true, port }, bootstrap: { org: 'demo', credits_usd: '1' } });
+
+  it('a busy simulator port fails with a message naming simulator.port and --simulator-port, not a bare EADDRINUSE', () =>
+    withBusyPort((port) => refusedForBusyPort(['--config', ownSimulator(port), '--port', '0'], port, 'simulator.port', '--simulator-port')));
+
+  it('--simulator-port 0 takes any free port, and the providers pointed at the simulator follow it', () =>
+    withBusyPort(async (port) => {
+      const server = await serve(ownSimulator(port), 15_000, ['--simulator-port', '0']);
+      const simUrl = /provider simulator listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(server.stdout());
+      expect(simUrl?.[2]).toBeDefined();
+      expect(Number(simUrl?.[2])).not.toBe(port);
+      const key = server.stdout().split('\n').find((l) => KEY.test(l)) ?? '';
+      const res = await chat(server.url, key);
+      expect(res.status).toBe(200);
+      expect(res.body.object).toBe('chat.completion');
+    }));
+
+  it('a busy gateway port names server.port and --port', () =>
+    withBusyPort((port) => refusedForBusyPort(['--config', config, '--port', String(port)], port, 'server.port', '--port')));
 });

@@ -61,6 +61,17 @@ describe('reference image URLs', () => {
     expect(calls).toEqual({});
   });
 
+  it.each(['[::127.0.0.1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::1]', '[0:0:0:0:0:0:0:1]', '[::]', '[64:ff9b::7f00:1]', '[2002:7f00:1::1]'])(
+    'refuses the IPv6 spelling %s of a loopback address as private, nothing sent upstream', async (host) => {
+      const port = new URL(base).port;
+      const { r, balance, calls } = await generate(strict, `http://${host}:${port}/ok.png`);
+      expect(r.status).toBe(400);
+      expect((r.body as ErrorBody).error.message).toMatch(/private address/);
+      expect(balance).toBe(1_000_000);
+      expect(calls).toEqual({});
+    },
+  );
+
   it('refuses plain http unless allowed', async () => {
     const t = await startTestGateway({ sim: open.sim });
     try {

@@ -81,6 +81,13 @@ describe('hosted tracks (storage: s3)', () => {
     expect(Buffer.from(await r.arrayBuffer())).toEqual(mp3.subarray(from, to + 1));
   });
 
+  it.each(['bytes=5-2', 'bytes=0-1,5-6', 'bytes=abc'])('ignores the invalid Range %s (RFC 9110) and sends the whole track with 200', async (range) => {
+    const r = await get(`/v1/music/${g.id}/content`, alice.key, { range });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-range')).toBeNull();
+    expect(Buffer.from(await r.arrayBuffer())).toEqual(mp3);
+  });
+
   it('answers an unsatisfiable Range with 416', async () => {
     const r = await get(`/v1/music/${g.id}/content`, alice.key, { range: `bytes=${mp3.length + 10}-` });
     expect(r.status).toBe(416);

@@ -112,6 +112,35 @@ describe('POST /v1/audio/speech refuses bad input with a clear 4xx and charges n
     expect(await t.balance(t.orgId)).toBe(before);
   });
 
+  it.each([
+    ['a JSON body with a JSON content type', 'text_only'],
+    ['text sent with an audio content type', 'malformed'],
+  ])('a 200 carrying %s is an upstream error: 502, not charged, logged', async (_name, directive) => {
+    for (const [model, voice] of [['tts-1', 'alloy'], ['eleven_flash_v2_5', RACHEL]] as const) {
+      const before = await t.balance(t.orgId);
+      const r = await postJson(`${t.url}/v1/audio/speech`, { model, voice, input: `hi [[sim:${directive}]]` }, t.key);
+      expect(r.status).toBe(502);
+      expect((r.body as ErrorBody).error).toMatchObject({ code: 'upstream_error', message: expect.stringMatching(/instead of audio/) as unknown as string });
+      expect(await t.balance(t.orgId)).toBe(before);
+      expect(await logRow(t, r.headers.get('x-request-id') ?? '')).toMatchObject({ status: 502, errorCode: 'upstream_error', costMicros: 0 });
+    }
+  });
+
+  it('an upstream that breaks mid-audio: the client sees the cut, the characters are billed (the audio was generated) and logged', async () => {
+    // Micro-USD per character: tts-1 $15/M, eleven_flash_v2_5 $0.05/1K.
+    for (const [model, voice, perCharacter] of [['tts-1', 'alloy', 15], ['eleven_flash_v2_5', RACHEL, 50]] as const) {
+      const input = 'cut short [[sim:drop_mid_stream]]';
+      const before = await t.balance(t.orgId);
+      const res = await fetch(`${t.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model, voice, input }) });
+      expect(res.status).toBe(200);
+      await expect(res.arrayBuffer()).rejects.toThrow();
+      const row = await logRow(t, res.headers.get('x-request-id') ?? '');
+      expect(row).toMatchObject({ status: 200, errorCode: 'upstream_error' });
+      expect(row.costMicros).toBe(perCharacter * input.length);
+      expect(before - (await t.balance(t.orgId))).toBe(row.costMicros);
+    }
+  });
+
   it('maps an upstream failure to 502 and charges nothing, for both vendors', async () => {
     for (const [model, voice] of [['tts-1', 'alloy'], ['eleven_flash_v2_5', RACHEL]] as const) {
       const before = await t.balance(t.orgId);

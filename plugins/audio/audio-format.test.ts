@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildMp3, framesForSeconds } from '../../simulator/mp3.js';
-import { estimateSeconds, maxSeconds, sniffAudio } from './audio-format.js';
+import { estimateSeconds, isAudioContentType, looksLikeText, maxSeconds, sniffAudio } from './audio-format.js';
 
 /** A PCM WAV header for `seconds` of 16 kHz mono 16-bit audio, followed by its data. */
 function wav(seconds: number): Buffer {
@@ -68,5 +68,32 @@ describe('duration for metering', () => {
   it('falls back to 128 kbps for formats without a readable header, at least one second', () => {
     expect(estimateSeconds(Buffer.from('OggS'), 32_000)).toBe(2);
     expect(estimateSeconds(Buffer.from('OggS'), 10)).toBe(1);
+  });
+});
+
+describe('telling audio from text in a speech reply', () => {
+  it.each([
+    ['JSON', '{"error":{"message":"quota"}}', true],
+    ['JSON after blanks', '\n  [1,2]', true],
+    ['HTML', '<!DOCTYPE html><html>', true],
+    ['JSON with non-ASCII text', '{"detail":"voix indisponible — réessayez"}', true],
+    ['an ID3 tag', 'ID3\u0004\u0000\u0000', false],
+    ['plain words', 'hello there', false],
+  ])('%s → %s', (_name, text, expected) => {
+    expect(looksLikeText(Buffer.from(text))).toBe(expected);
+  });
+
+  it('no audio format we pass through starts like text: MP3, WAV, PCM silence', () => {
+    expect(looksLikeText(buildMp3(framesForSeconds(1)))).toBe(false);
+    expect(looksLikeText(Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(60)]))).toBe(false);
+    expect(looksLikeText(Buffer.alloc(64))).toBe(false);
+    expect(looksLikeText(Buffer.from([0x7b, 0x00, 0x01, 0x7b]))).toBe(false); // PCM that happens to start with "{"
+  });
+
+  it.each([
+    ['audio/mpeg', true], ['audio/wav; codecs=1', true], ['application/octet-stream', true], [undefined, true],
+    ['application/json', false], ['text/html; charset=utf-8', false], ['text/plain', false], ['application/octet-streamx', false],
+  ])('content type %s → %s', (type, expected) => {
+    expect(isAudioContentType(type)).toBe(expected);
   });
 });

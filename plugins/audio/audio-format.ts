@@ -79,3 +79,25 @@ export function maxSeconds(head: Buffer, size: number): number {
   const wav = sniffAudio(head)?.name === 'wav' ? wavSeconds(head, size) : undefined;
   return Math.ceil(Math.max(1, wav !== undefined ? wav + 1 : size / MIN_BYTES_PER_SECOND));
 }
+
+/** Content types an audio reply may carry (or none at all); JSON, text, HTML and the like are not audio. */
+export function isAudioContentType(type: string | undefined): boolean {
+  return type === undefined || /^\s*(audio\/|application\/octet-stream\s*(;|$))/i.test(type);
+}
+
+const isSpace = (b: number): boolean => b === 0x20 || (b >= 0x09 && b <= 0x0d);
+
+/**
+ * True when the first bytes of a reply are text (JSON, HTML, XML) rather than audio:
+ * the first non-blank byte opens a document and no control byte follows. Every audio
+ * container starts otherwise (ID3, frame sync, RIFF, OggS, fLaC), and raw PCM is full
+ * of control bytes (silence is zeros).
+ */
+export function looksLikeText(head: Buffer): boolean {
+  const sample = head.subarray(0, 64);
+  let i = 0;
+  while (i < sample.length && isSpace(sample[i] ?? 0)) i++;
+  const first = sample[i];
+  if (first !== 0x7b && first !== 0x5b && first !== 0x3c) return false; // { [ <
+  return sample.every((b) => b >= 0x20 || isSpace(b));
+}

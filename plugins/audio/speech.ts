@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { costPicos, elapsedMs, fillPath, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { isAudioContentType, looksLikeText } from './audio-format.js';
 import { applyRequestTransform } from './transform-request.js';
 
 /** OpenAI's limit on `input`, which the gateway keeps for every speech model. */
@@ -63,32 +64,64 @@ async function buildSpeechUpstream(req: SpeechRequest, route: ModelRoute): Promi
 
 /**
  * Streams the upstream's audio bytes to the client as they arrive, with its content
- * type. Billed per input character: in full once the upstream has sent everything,
- * also when the client leaves early (the upstream voiced the whole text); nothing
- * when the upstream breaks off, which the client sees as a cut connection.
+ * type. The first bytes are read before the reply starts: an upstream that breaks or
+ * ends before any audio, or answers 200 with something that is not audio (a JSON or
+ * text content type, or bytes that are text), is a 502, not charged. Billed per input
+ * character: in full once the first bytes are out — the upstream generated the audio
+ * for the whole text and bills it so — also when the client leaves early, and also
+ * when the upstream breaks off mid-audio (the client sees the connection cut; the log
+ * row says `upstream_error`).
  */
 async function respondSpeech(ctx: RespondContext<SpeechRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   const type = upstream.headers['content-type'];
+  const contentType = typeof type === 'string' ? type : undefined;
+  const chunks = upstream.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const first = await firstAudio(ex, chunks, contentType, () => upstream.body.destroy());
+  const cost = costPicos(route.model, { input_character: parsed.characters });
   const out = new PassThrough();
-  void reply.code(200).header('content-type', typeof type === 'string' ? type : 'audio/mpeg').send(out);
-  let broke = false;
+  void reply.code(200).header('content-type', contentType ?? 'audio/mpeg').send(out);
+  ex.ttfbMs = elapsedMs(ex);
   try {
-    for await (const chunk of upstream.body) {
-      if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
+    for (let chunk: Buffer | undefined = first; chunk !== undefined; chunk = await nextChunk(chunks)) {
       if (ex.abort.signal.aborted) break;
-      if (!out.write(chunk as Buffer)) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
+      if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
     }
   } catch {
-    broke = !ex.abort.signal.aborted;
-  }
-  if (broke) {
-    ex.errorCode = 'upstream_error';
-    out.destroy(new Error('the upstream audio stream broke'));
-    return { costPicos: 0n };
+    if (!ex.abort.signal.aborted) {
+      // The client already has a 200 and part of the audio: all that is left is to cut its connection.
+      // Cut it here, not through the stream, so the reply counts as gone before the exchange is logged.
+      ex.errorCode = 'upstream_error';
+      out.destroy();
+      reply.raw.destroy();
+      return { costPicos: cost };
+    }
   }
   out.end();
-  return { costPicos: costPicos(route.model, { input_character: parsed.characters }) };
+  return { costPicos: cost };
+}
+
+async function nextChunk(chunks: AsyncIterator<Buffer>): Promise<Buffer | undefined> {
+  const next = await chunks.next();
+  return next.done === true ? undefined : next.value;
+}
+
+/** The first bytes of an audio reply, or the 502 for a reply that broke, was empty, or is not audio. */
+async function firstAudio(ex: Exchange, chunks: AsyncIterator<Buffer>, contentType: string | undefined, discard: () => void): Promise<Buffer> {
+  let first: Buffer | undefined;
+  try {
+    first = await nextChunk(chunks);
+  } catch (err) {
+    if (ex.abort.signal.aborted) throw new GatewayError('client_closed_request');
+    throw new GatewayError('upstream_error', [`the upstream audio broke before its first byte (${(err as Error).message}); not charged`]);
+  }
+  if (first === undefined || first.length === 0) throw new GatewayError('upstream_error', ['the upstream answered 200 without audio; not charged']);
+  if (!isAudioContentType(contentType) || looksLikeText(first)) {
+    discard();
+    const snippet = first.toString('utf8', 0, Math.min(first.length, 200)).replace(/\s+/g, ' ').trim();
+    throw new GatewayError('upstream_error', [`the upstream answered 200 with ${contentType ?? 'no content type'} instead of audio (${snippet}); not charged`]);
+  }
+  return first;
 }
 
 export const speechHandler: ModalityHandler<SpeechRequest> = {

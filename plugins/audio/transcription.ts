@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
 import { ACCEPTED_AUDIO, estimateSeconds, maxSeconds, sniffAudio, type AudioFormat } from './audio-format.js';
 import { MultipartForm, type SpooledFile } from './multipart.js';
 import { applyRequestTransform } from './transform-request.js';
@@ -88,7 +88,6 @@ interface UpstreamTranscript {
   json: Record<string, unknown> | undefined;
 }
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined);
 
 /** Text and duration: by the YAML `response` transform, or from OpenAI's own reply formats. */
 async function readTranscript(body: string, req: TranscriptionRequest, route: ModelRoute): Promise<UpstreamTranscript | undefined> {
@@ -104,16 +103,23 @@ async function readTranscript(body: string, req: TranscriptionRequest, route: Mo
   if (extract) {
     const out = await extract(json);
     if (typeof out.text !== 'string') return undefined;
-    return { text: out.text, seconds: num(out.seconds), language: typeof out.language === 'string' ? out.language : undefined, json: undefined };
+    return { text: out.text, seconds: reportedSeconds(out.seconds, 'seconds'), language: typeof out.language === 'string' ? out.language : undefined, json: undefined };
   }
   if (typeof json.text !== 'string') return undefined;
   const usage = json.usage as { type?: unknown; seconds?: unknown } | undefined;
-  return { text: json.text, seconds: usage?.type === 'duration' ? num(usage.seconds) : num(json.duration), language: undefined, json };
+  const seconds = usage?.type === 'duration' ? reportedSeconds(usage.seconds, 'usage.seconds') : reportedSeconds(json.duration, 'duration');
+  return { text: json.text, seconds, language: undefined, json };
 }
 
 async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  const got = await readTranscript(await upstream.body.text(), parsed, route);
+  let got: UpstreamTranscript | undefined;
+  try {
+    got = await readTranscript(await upstream.body.text(), parsed, route);
+  } catch (err) {
+    if (err instanceof InvalidUsage) throw new GatewayError('upstream_error', [err.message]);
+    throw err;
+  }
   if (!got) throw new GatewayError('upstream_error', ['the upstream sent a malformed transcription response']);
   const seconds = got.seconds ?? estimateSeconds(parsed.file.head, parsed.file.size);
   const cost = costPicos(route.model, { audio_second: seconds });

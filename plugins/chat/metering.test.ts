@@ -55,6 +55,14 @@ describe('maxChatCostPicos (what is reserved)', () => {
     expect(maxChatCostPicos(r, { ...m, maxOutputTokens: undefined })).toBe(BigInt(r.promptBound) * 1_000_000n + 9000n * 2_000_000n);
   });
 
+  it('n choices hold n completions and the prompt once', () => {
+    const r = req({ max_tokens: 5, n: 128 });
+    expect(r.choices).toBe(128);
+    expect(maxChatCostPicos(r, SONNET)).toBe(BigInt(r.promptBound) * 3_750_000n + 128n * 5n * 15_000_000n);
+    const m = model({ prompt: '0.000001', completion: '0.000002' }, { maxOutputTokens: 500 });
+    expect(maxChatCostPicos(req({ n: 3 }), m)).toBe(BigInt(req({ n: 3 }).promptBound) * 1_000_000n + 3n * 500n * 2_000_000n);
+  });
+
   it('a model that requires max_tokens, asked without it, holds only the prompt (the provider refuses the rest)', () => {
     const r = req();
     expect(maxChatCostPicos(r, { ...SONNET, requiresMaxTokens: true, maxOutputTokens: 64000 })).toBe(BigInt(r.promptBound) * 3_750_000n);

@@ -38,12 +38,14 @@ export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros:
 
 /**
  * The most a request can cost on a model: every prompt token at the dearest input
- * price, and the completion bound: max_tokens, else the model's max_output_tokens,
- * else its context length. A model that `requires_max_tokens` is refused by its
+ * price, and the completion bound — max_tokens, else the model's max_output_tokens,
+ * else its context length — for each of the `n` choices (the prompt is billed once,
+ * as providers bill it). A model that `requires_max_tokens` is refused by its
  * provider without it, so then only the prompt is held.
  */
 export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
-  const completion = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
+  const perChoice = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
+  const completion = perChoice * (req.choices ?? 1);
   const write = model.pricePicos.input_cache_write ?? 0n;
   const promptKey: PriceKey = write > (model.pricePicos.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
   return costPicos(model, { [promptKey]: req.promptBound, completion });

@@ -25,6 +25,8 @@ export interface ChatRequest extends ModelRequest {
   /** The client asked for usage in the stream (OpenAI `stream_options.include_usage`). */
   includeUsage: boolean;
   maxTokens: number | undefined;
+  /** Choices asked for (OpenAI `n`; 1 when absent): each is a completion, the prompt is billed once. */
+  choices?: number;
   /** Upper bound of the prompt's tokens, for the credit reservation. */
   promptBound: number;
   native?: NativeRequest;

@@ -1,4 +1,4 @@
-import { elapsedMs, estimateTokens, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
 import { chatCost, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
@@ -25,8 +25,8 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   let translated: ClientReply;
   try {
     translated = codec.response(text);
-  } catch {
-    throw new GatewayError('upstream_error', ['the upstream sent a malformed response']);
+  } catch (err) {
+    throw new GatewayError('upstream_error', [err instanceof InvalidUsage ? err.message : 'the upstream sent a malformed response']);
   }
   const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
   const cost = chatCost(route.model, usage);

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { elapsedMs, estimateTokens, type Exchange, GatewayError, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
 import { chatCost, usageRecord, ZERO_COST } from './metering.js';
@@ -78,7 +78,9 @@ async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientSt
     }
     await apply(decoder.end());
   } catch (err) {
-    if (!ex.abort.signal.aborted) o.error = `the upstream stream broke: ${(err as Error).message}`;
+    // A count that is not one (InvalidUsage) ends the stream like any malformed event; it never reaches o.usage.
+    if (err instanceof InvalidUsage) o.error = err.message;
+    else if (!ex.abort.signal.aborted) o.error = `the upstream stream broke: ${(err as Error).message}`;
   }
   return o;
 }

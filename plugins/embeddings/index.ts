@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -55,18 +55,23 @@ async function readEmbeddings(text: string, route: ModelRoute): Promise<Upstream
   if (extract) {
     const out = await extract(json);
     const vectors = vectorList(out.embeddings);
-    return vectors && { vectors, promptTokens: typeof out.prompt_tokens === 'number' ? out.prompt_tokens : undefined };
+    return vectors && { vectors, promptTokens: reportedTokens(out.prompt_tokens, 'prompt_tokens') };
   }
   const body = json as { data?: Array<{ embedding?: unknown; index?: unknown }>; usage?: { prompt_tokens?: unknown } };
   if (!Array.isArray(body.data)) return undefined;
   const ordered = [...body.data].sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0));
-  const tokens = body.usage?.prompt_tokens;
-  return { vectors: ordered.map((d) => d.embedding), promptTokens: typeof tokens === 'number' ? tokens : undefined };
+  return { vectors: ordered.map((d) => d.embedding), promptTokens: reportedTokens(body.usage?.prompt_tokens, 'usage.prompt_tokens') };
 }
 
 async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  const got = await readEmbeddings(await upstream.body.text(), route);
+  let got: UpstreamEmbeddings | undefined;
+  try {
+    got = await readEmbeddings(await upstream.body.text(), route);
+  } catch (err) {
+    if (err instanceof InvalidUsage) throw new GatewayError('upstream_error', [err.message]);
+    throw err;
+  }
   const data: Array<{ object: 'embedding'; embedding: WireVector; index: number }> = [];
   for (const [index, v] of (got?.vectors ?? []).entries()) {
     const embedding = encodeVector(v, parsed.encoding);

@@ -9,7 +9,11 @@ describe('isPrivateAddress', () => {
   it.each([
     ['127.0.0.1', true], ['10.1.2.3', true], ['172.16.0.1', true], ['192.168.1.1', true], ['169.254.169.254', true],
     ['100.64.0.1', true], ['0.0.0.0', true], ['::1', true], ['fe80::1', true], ['fd00::1', true], ['::ffff:127.0.0.1', true],
-    ['8.8.8.8', false], ['1.1.1.1', false], ['2606:4700:4700::1111', false], ['::ffff:8.8.8.8', false],
+    // IPv6 spellings of IPv4 loopback and private addresses: compatible (::a.b.c.d), mapped in hex, NAT64, 6to4, Teredo.
+    ['::127.0.0.1', true], ['::7f00:1', true], ['::ffff:7f00:1', true], ['::ffff:10.0.0.1', true], ['0:0:0:0:0:0:0:1', true],
+    ['::', true], ['64:ff9b::10.0.0.1', true], ['64:ff9b::8.8.8.8', true], ['64:ff9b:1::a00:1', true], ['2002:7f00:1::1', true],
+    ['2002:c0a8:101::1', true], ['2001:0:4136:e378:8000:63bf:3fff:fdd2', true], ['::ffff:0:7f00:1', true], ['100::1', true],
+    ['2001:db8::1', true], ['8.8.8.8', false], ['2002:808:808::1', false], ['1.1.1.1', false], ['2606:4700:4700::1111', false], ['::ffff:8.8.8.8', false],
   ])('%s → %s', (addr, expected) => {
     expect(isPrivateAddress(addr)).toBe(expected);
   });

@@ -45,18 +45,54 @@ function privateRanges(): BlockList {
     ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) {
     list.addSubnet(net, bits, 'ipv4');
   }
-  for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) {
+  // ::/96 covers ::, ::1 and the deprecated IPv4-compatible form (::127.0.0.1); 64:ff9b::/96 and 64:ff9b:1::/48 are
+  // NAT64 (a translator reaches the embedded IPv4 for us); 2001::/32 is Teredo; 100::/64 discard; 2001:db8::/32 docs.
+  for (const [net, bits] of [['::', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['64:ff9b::', 96],
+    ['64:ff9b:1::', 48], ['2001::', 32], ['100::', 64], ['2001:db8::', 32]] as const) {
     list.addSubnet(net, bits, 'ipv6');
   }
   return list;
 }
 
+/** The eight 16-bit groups of an IPv6 address (any spelling, a trailing dotted IPv4 included), or undefined. */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const part = (s: string): number[] => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const left = part(head);
+  const right = tail === undefined ? [] : part(tail);
+  const groups = tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/** The IPv4 address an IPv6 one carries and reaches: mapped (::ffff:a.b.c.d), translated (::ffff:0:a.b.c.d), 6to4 (2002:AABB:CCDD::). */
+function embeddedIpv4(g: number[]): string | undefined {
+  const v4 = (hi: number, lo: number): string => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+  const zeros = (from: number, to: number): boolean => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6] ?? 0, g[7] ?? 0);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6] ?? 0, g[7] ?? 0);
+  if (g[0] === 0x2002) return v4(g[1] ?? 0, g[2] ?? 0);
+  return undefined;
+}
+
+/**
+ * True for an address the gateway must not fetch from, in any spelling: IPv4 ranges
+ * above, the IPv6 ones, and IPv6 forms that carry a private IPv4 address inside.
+ * Anything that is not an IP address is refused too.
+ */
 export function isPrivateAddress(address: string, ranges: BlockList = privateRanges()): boolean {
   const family = isIP(address);
   if (family === 4) return ranges.check(address, 'ipv4');
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return ranges.check(mapped[1] ?? '', 'ipv4');
-  return family === 6 ? ranges.check(address, 'ipv6') : true;
+  const groups = family === 6 ? ipv6Groups(address) : undefined;
+  if (!groups) return true;
+  const inner = embeddedIpv4(groups);
+  if (inner !== undefined) return ranges.check(inner, 'ipv4');
+  return ranges.check(groups.map((x) => x.toString(16)).join(':'), 'ipv6');
 }
 
 /**

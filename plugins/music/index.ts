@@ -5,9 +5,7 @@ import { listHistory } from './history.js';
 import { ImageFetcher } from './images.js';
 import { musicSettingsSchema, type MusicSettings } from './settings.js';
 import { retentionSweep } from './sweep.js';
-
-/** 10 reference images of 8 MB, base64 in JSON, plus the prompt. */
-const BODY_LIMIT = 120 * 1024 * 1024;
+import { musicBodyLimit } from './validate.js';
 
 /**
  * Music generation (spec §2.1, §3, §4.1–4.3): `POST /v1/music`, the history, the
@@ -34,7 +32,7 @@ export const musicPlugin: GatewayPlugin = {
     api.onClose(() => images.close());
     const deps = { settings, store: api.store, objectStore: api.objectStore, images, now: () => api.now(), deliveries: new Semaphore(settings.max_concurrent_deliveries) };
     api.modelRoute({
-      method: 'POST', url: '/v1/music', bodyLimit: BODY_LIMIT,
+      method: 'POST', url: '/v1/music', bodyLimit: musicBodyLimit(settings.image_fetch.max_bytes),
       handler: musicHandler({ ...deps, warn: (msg, data) => api.log.warn(data, msg) }),
     });
     api.route({ method: 'GET', url: '/v1/music', modality: 'music', auth: true, handler: (ex, req, reply) => listHistory(api.store, ex, req, reply) });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/sdk.js';
-import { MAX_IMAGES, MAX_PROMPT_CHARS, parseMusicRequest } from './validate.js';
+import { MAX_IMAGES, MAX_PROMPT_CHARS, musicBodyLimit, parseMusicRequest } from './validate.js';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 const png = `data:image/png;base64,${PNG.toString('base64')}`;
@@ -62,5 +62,19 @@ describe('parseMusicRequest', () => {
     ['an image over the byte cap', { model: 'm', prompt: 'p', reference_images: [`data:image/png;base64,${Buffer.concat([PNG, Buffer.alloc(MAX_BYTES)]).toString('base64')}`] }, 'reference_images[0]'],
   ])('refuses %s with 400 naming the field', (_name, body, param) => {
     expect(refusal(body).param).toBe(param);
+  });
+});
+
+describe('musicBodyLimit', () => {
+  it('fits 10 images of the largest size as base64 data URLs with the longest prompt, and not much more', () => {
+    const max = 8 * 1024 * 1024;
+    const image = `data:image/jpeg;base64,${'A'.repeat(4 * Math.ceil(max / 3))}`;
+    const text = JSON.stringify({ model: 'tune-3-pro-preview', prompt: '\u{1F3B5}'.repeat(MAX_PROMPT_CHARS), lyrics: 'la '.repeat(10_000), reference_images: [] });
+    // The JSON text of that body with 10 such images: each image quoted, commas between them.
+    const fullest = Buffer.byteLength(text) + MAX_IMAGES * (image.length + 2) + MAX_IMAGES - 1;
+    expect(fullest).toBeLessThan(musicBodyLimit(max));
+    expect(musicBodyLimit(max)).toBe(112_897_016);
+    expect(musicBodyLimit(max)).toBeLessThan(fullest + 1.1 * 1024 * 1024);
+    expect(musicBodyLimit(1024)).toBeLessThan(1.1 * 1024 * 1024);
   });
 });

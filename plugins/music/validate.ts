@@ -3,6 +3,20 @@ import { decodeDataUrl, type ImageSource } from './images.js';
 
 export const MAX_PROMPT_CHARS = 4096;
 export const MAX_IMAGES = 10;
+/** Room for the prompt, lyrics and JSON around the images. */
+const TEXT_ROOM_BYTES = 1024 * 1024;
+/** `data:image/jpeg;base64,`, quotes and a comma: the bytes around each image's base64. */
+const DATA_URL_OVERHEAD = 32;
+
+/**
+ * The body limit of `POST /v1/music`: what the spec lets a request carry (§4.1: up to
+ * 10 reference images of at most 8 MB each, sent inline) as base64 data URLs, plus
+ * room for the text. 112,897,016 bytes (≈ 108 MiB) with the default 8 MiB images; a
+ * smaller `image_fetch.max_bytes` lowers it.
+ */
+export function musicBodyLimit(maxImageBytes: number): number {
+  return MAX_IMAGES * (4 * Math.ceil(maxImageBytes / 3) + DATA_URL_OVERHEAD) + TEXT_ROOM_BYTES;
+}
 
 export interface MusicRequest extends ModelRequest {
   prompt: string;

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,5 +62,44 @@ describe('gateway.yaml loading', () => {
     const cfg = loadGatewayConfig(file, schemas, {});
     expect(cfg.database.url).toBe(`sqlite:${join(file, '..', 'db', 'x.db')}`);
     expect(cfg.providersDir).toBe(join(file, '..', 'p'));
+  });
+
+  it('extends another file: its settings apply, this file\'s replace them, maps merged, paths resolved where they are written', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+    mkdirSync(join(root, 'examples'));
+    writeFileSync(join(root, 'gateway.yaml'), [
+      'server: { port: 9000, body_limit_bytes: 2048 }', 'database: { url: "sqlite:./data/base.db" }', 'providers_dir: ./providers',
+      'simulator: { enabled: true, port: 8790 }', 'plugins: [chat, music]',
+      'providers:', '  openai: { base_url: "http://127.0.0.1:8790/openai/v1", api_key: sim-key }', '  anthropic: { base_url: "http://127.0.0.1:8790/anthropic/v1" }',
+    ].join('\n'));
+    const example = join(root, 'examples', 'extra.yaml');
+    writeFileSync(example, [
+      'extends: ../gateway.yaml', 'server: { port: 9001 }', 'plugins: [chat]', 'providers:', '  anthropic: { api_key: "${env:ANTHROPIC_KEY_FOR_TEST:-k}" }',
+      'storage: { s3: { bucket: tracks } }',
+    ].join('\n'));
+    const cfg = loadGatewayConfig(example, schemas, {});
+    expect(cfg.server).toMatchObject({ port: 9001, bodyLimitBytes: 2048 });
+    expect(cfg.database.url).toBe(`sqlite:${join(root, 'data', 'base.db')}`);
+    expect(cfg.providersDir).toBe(join(root, 'providers'));
+    expect(cfg.plugins).toEqual(['chat']);
+    expect(cfg.simulator).toEqual({ port: 8790 });
+    expect(cfg.providers).toEqual({
+      openai: { base_url: 'http://127.0.0.1:8790/openai/v1', api_key: 'sim-key' },
+      anthropic: { base_url: 'http://127.0.0.1:8790/anthropic/v1', api_key: 'k' },
+    });
+    expect(cfg.storage.s3?.bucket).toBe('tracks');
+    expect(cfg.file).toBe(example);
+  });
+
+  it('refuses an extends cycle and a missing base, at the file that names it', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+    writeFileSync(join(root, 'a.yaml'), 'extends: ./b.yaml\n');
+    writeFileSync(join(root, 'b.yaml'), 'log: { level: warn }\nextends: ./a.yaml\n');
+    expect(() => loadGatewayConfig(join(root, 'a.yaml'), schemas, {})).toThrow(`${join(root, 'b.yaml')}:2: /extends: ./a.yaml extends this file again (a cycle)`);
+    writeFileSync(join(root, 'c.yaml'), 'extends: ./nope.yaml\n');
+    expect(() => loadGatewayConfig(join(root, 'c.yaml'), schemas, {})).toThrow(`${join(root, 'nope.yaml')}: (root): cannot read file: ENOENT`);
+    writeFileSync(join(root, 'd.yaml'), 'extends: ./e.yaml\n');
+    writeFileSync(join(root, 'e.yaml'), 'server: { port: "x" }\n');
+    expect(() => loadGatewayConfig(join(root, 'd.yaml'), schemas, {})).toThrow(`${join(root, 'e.yaml')}:1: /server/port: must be integer`);
   });
 });

@@ -1,7 +1,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseUsdToMicros, type Micros } from '../money.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
-import { readYamlFile } from './yaml-file.js';
+import { ConfigError, readYamlFile, type YamlFile } from './yaml-file.js';
 
 export interface S3Config {
   bucket: string;
@@ -38,6 +38,7 @@ export interface GatewayConfig {
 }
 
 interface RawGatewayConfig {
+  extends?: string;
   server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
   database?: { url: string };
   redis?: { url: string };
@@ -51,19 +52,21 @@ interface RawGatewayConfig {
   settings?: Record<string, unknown>;
 }
 
-/** Reads and validates gateway.yaml; relative paths resolve against the file's folder. */
+/**
+ * Reads and validates gateway.yaml; relative paths resolve against the folder of the
+ * file that sets them. A file may `extends:` another (e.g. an example built on the
+ * default gateway.yaml): each file is validated on its own, then the extending file's
+ * settings are laid over the base's — maps merged key by key, anything else replaced.
+ */
 export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  const yamlFile = readYamlFile(file, env);
-  if (yamlFile.data === null || yamlFile.data === undefined) yamlFile.data = {};
-  assertValid(schemas.gateway, yamlFile);
-  const raw = yamlFile.data as RawGatewayConfig;
+  const { raw, lineOf } = readLayered(file, schemas, env, []);
   const dir = dirname(resolve(file));
   const at = (p: string): string => (isAbsolute(p) ? p : resolve(dir, p));
   const dbUrl = raw.database?.url ?? 'sqlite:./data/tollgate.db';
   const s3 = raw.storage?.s3;
   return {
     file: resolve(file),
-    lineOf: yamlFile.lineOf,
+    lineOf,
     server: {
       host: raw.server?.host ?? '127.0.0.1',
       port: raw.server?.port ?? 8787,
@@ -92,4 +95,41 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     bootstrap: raw.bootstrap && { org: raw.bootstrap.org, credits: parseUsdToMicros(raw.bootstrap.credits_usd) },
     settings: raw.settings ?? {},
   };
+}
+
+/** One config file and the files it extends, merged, with its relative paths made absolute. */
+function readLayered(file: string, schemas: ConfigSchemas, env: NodeJS.ProcessEnv, chain: string[]): { raw: RawGatewayConfig; lineOf: YamlFile['lineOf'] } {
+  const yamlFile = readYamlFile(file, env);
+  if (yamlFile.data === null || yamlFile.data === undefined) yamlFile.data = {};
+  assertValid(schemas.gateway, yamlFile);
+  const own = absolutePaths(yamlFile.data as RawGatewayConfig, dirname(resolve(file)));
+  const { extends: baseName, ...settings } = own;
+  if (baseName === undefined) return { raw: settings, lineOf: yamlFile.lineOf };
+  const base = resolve(dirname(resolve(file)), baseName);
+  if ([...chain, resolve(file)].includes(base)) {
+    throw new ConfigError([{ file, line: yamlFile.lineOf('/extends'), path: '/extends', message: `${baseName} extends this file again (a cycle)` }]);
+  }
+  const under = readLayered(base, schemas, env, [...chain, resolve(file)]);
+  return { raw: overlay(under.raw, settings) as RawGatewayConfig, lineOf: yamlFile.lineOf };
+}
+
+/** The paths a file sets, resolved against its own folder, so that they mean the same once merged into another file. */
+function absolutePaths(raw: RawGatewayConfig, dir: string): RawGatewayConfig {
+  const at = (p: string): string => (isAbsolute(p) ? p : resolve(dir, p));
+  const url = raw.database?.url;
+  return {
+    ...raw,
+    ...(raw.providers_dir !== undefined ? { providers_dir: at(raw.providers_dir) } : {}),
+    ...(url?.startsWith('sqlite:') && url !== 'sqlite::memory:' ? { database: { ...raw.database, url: `sqlite:${at(url.slice(7))}` } } : {}),
+  };
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `top` laid over `base`: maps merged key by key, anything else (scalars, lists) replaced. */
+function overlay(base: unknown, top: unknown): unknown {
+  if (!isMap(base) || !isMap(top)) return top === undefined ? base : top;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(top)) out[k] = overlay(base[k], v);
+  return out;
 }

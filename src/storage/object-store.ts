@@ -28,7 +28,8 @@ export interface ObjectStore {
 /**
  * Parses an HTTP Range header (RFC 9110, single range) against a size:
  * `bytes=a-b`, `bytes=a-`, `bytes=-n`. Returns undefined when there is no usable
- * Range (serve the whole object), or 'unsatisfiable' (416).
+ * Range (serve the whole object: also a malformed or reversed one, `bytes=5-2`), or
+ * 'unsatisfiable' (416: the range starts past the end).
  */
 export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined {
   if (!header) return undefined;
@@ -40,7 +41,9 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(m[1]);
+  // RFC 9110 §14.1.1: a last-pos below the first-pos makes the range-spec invalid, and an invalid Range is ignored.
+  if (m[2] !== '' && Number(m[2]) < start) return undefined;
   const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || end < start) return 'unsatisfiable';
+  if (start >= size) return 'unsatisfiable';
   return { start, end };
 }

@@ -1,4 +1,4 @@
-import { estimateTokens } from '../../../../src/sdk.js';
+import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
   chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
@@ -18,10 +18,12 @@ export interface AnthropicUsage {
  * reads and writes, which are priced apart; the gateway's prompt count includes them.
  */
 export function anthropicUsage(u: AnthropicUsage | null | undefined): TokenUsage | undefined {
-  if (!u || typeof u.input_tokens !== 'number') return undefined;
-  const read = u.cache_read_input_tokens ?? 0;
-  const write = u.cache_creation_input_tokens ?? 0;
-  return { promptTokens: u.input_tokens + read + write, completionTokens: u.output_tokens ?? 0, cachedTokens: read, cacheWriteTokens: write };
+  const input = reportedTokens(u?.input_tokens, 'usage.input_tokens');
+  if (!u || input === undefined) return undefined;
+  const read = reportedTokens(u.cache_read_input_tokens, 'usage.cache_read_input_tokens') ?? 0;
+  const write = reportedTokens(u.cache_creation_input_tokens, 'usage.cache_creation_input_tokens') ?? 0;
+  const output = reportedTokens(u.output_tokens, 'usage.output_tokens') ?? 0;
+  return { promptTokens: input + read + write, completionTokens: output, cachedTokens: read, cacheWriteTokens: write };
 }
 
 const STOP_REASONS: Readonly<Record<string, FinishReason>> = {

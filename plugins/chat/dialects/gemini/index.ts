@@ -1,4 +1,4 @@
-import { estimateTokens } from '../../../../src/sdk.js';
+import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
 import { contentText, isObject, type ChatRequest, type Untranslatable } from '../../request.js';
 import {
   chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
@@ -19,11 +19,13 @@ interface UsageMetadata {
  * part of promptTokenCount and priced as input_cache_read.
  */
 export function geminiUsage(m: UsageMetadata | null | undefined): TokenUsage | undefined {
-  if (!m || typeof m.promptTokenCount !== 'number') return undefined;
+  const prompt = reportedTokens(m?.promptTokenCount, 'usageMetadata.promptTokenCount');
+  if (!m || prompt === undefined) return undefined;
+  const count = (field: keyof UsageMetadata): number => reportedTokens(m[field], `usageMetadata.${field}`) ?? 0;
   return {
-    promptTokens: m.promptTokenCount + (m.toolUsePromptTokenCount ?? 0),
-    completionTokens: (m.candidatesTokenCount ?? 0) + (m.thoughtsTokenCount ?? 0),
-    cachedTokens: m.cachedContentTokenCount ?? 0,
+    promptTokens: prompt + count('toolUsePromptTokenCount'),
+    completionTokens: count('candidatesTokenCount') + count('thoughtsTokenCount'),
+    cachedTokens: count('cachedContentTokenCount'),
   };
 }
 
@@ -129,6 +131,8 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
       if (r.error) return { ...NOTHING, error: r.error.message ?? 'upstream error' };
       const chunks: string[] = [];
       const text = candidateText(r);
+      // First, so that a count that is not one (InvalidUsage) ends the stream before any of it is used.
+      const usage = geminiUsage(r.usageMetadata);
       if (!started) {
         chunks.push(chunkJson(ctx, { role: 'assistant', content: '' }, null));
         started = true;
@@ -140,7 +144,7 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
       const candidates = r.usageMetadata?.candidatesTokenCount;
       const delivered = typeof candidates === 'number' ? Math.max(0, candidates - candidatesSoFar) : estimateTokens(text);
       if (typeof candidates === 'number') candidatesSoFar = Math.max(candidatesSoFar, candidates);
-      return { chunks, usage: geminiUsage(r.usageMetadata), deliveredTokens: delivered, done: finish !== undefined };
+      return { chunks, usage, deliveredTokens: delivered, done: finish !== undefined };
     },
   };
 }

@@ -1,3 +1,4 @@
+import { reportedTokens } from '../../../../src/sdk.js';
 import type { ChatRequest } from '../../request.js';
 import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent } from '../types.js';
 
@@ -13,13 +14,14 @@ interface OpenAIChunk {
   error?: { message?: string };
 }
 
-/** OpenAI usage in the gateway's terms (cached prompt tokens are priced apart). */
+/** OpenAI usage in the gateway's terms (cached prompt tokens are priced apart); a count that is not one throws InvalidUsage. */
 export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | undefined {
-  if (!u || typeof u.prompt_tokens !== 'number') return undefined;
+  const promptTokens = reportedTokens(u?.prompt_tokens, 'usage.prompt_tokens');
+  if (!u || promptTokens === undefined) return undefined;
   return {
-    promptTokens: u.prompt_tokens,
-    completionTokens: u.completion_tokens ?? 0,
-    cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
+    promptTokens,
+    completionTokens: reportedTokens(u.completion_tokens, 'usage.completion_tokens') ?? 0,
+    cachedTokens: reportedTokens(u.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens') ?? 0,
   };
 }
 

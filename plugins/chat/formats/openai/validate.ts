@@ -1,6 +1,8 @@
 import { invalidField } from '../../../../src/sdk.js';
 import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
 
+/** OpenAI's own bound on `n`. */
+export const MAX_CHOICES = 128;
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
 /** Validates an OpenAI chat completion request; every failure names its field (400). */
@@ -13,6 +15,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw invalidField('stream_options', 'stream_options must be an object');
   const maxTokens = positiveInt(body, 'max_tokens') ?? positiveInt(body, 'max_completion_tokens');
+  const choices = positiveInt(body, 'n');
+  if (choices !== undefined && choices > MAX_CHOICES) throw invalidField('n', `n must be an integer from 1 to ${MAX_CHOICES}`);
   const typed = messages as ChatMessage[];
   return {
     model,
@@ -20,6 +24,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     stream: stream === true,
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
     maxTokens,
+    choices: choices ?? 1,
     prompt: promptText(typed.map((m) => m.content)),
     promptBound: promptTokenBound([messages, body.functions ?? null], body.tools ?? null),
   };
