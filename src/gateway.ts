@@ -10,6 +10,7 @@ import { loadCatalog, type ModalityRules, type ProviderCatalog } from './provide
 import { RequestLogWriter } from './request-log.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
+import { Telemetry } from './telemetry/index.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   /** Injectable clock (ms since epoch) for tests. */
   now?: () => number;
   env?: NodeJS.ProcessEnv;
+  /** Where the server log goes (default stdout), at `log.level`. */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface Gateway {
@@ -36,8 +39,10 @@ export interface Gateway {
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
   startTasks(): void;
-  /** Starts listening; returns the base URL (`http://host:port`). */
-  listen(port?: number): Promise<string>;
+  /** Starts listening (and the metrics listener, when configured); returns the base URL (`http://host:port`). */
+  listen(port?: number, metricsPort?: number): Promise<string>;
+  /** The Prometheus scrape URL (`http://host:port/metrics`) once listening; undefined when metrics are off. */
+  readonly metricsUrl: string | undefined;
   /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
   close(): Promise<void>;
 }
@@ -80,15 +85,17 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     onError: (err, rows) => app.log.error({ err, rows }, 'request log write failed; will retry'),
   });
   const upstream = new UpstreamClient();
+  let inFlight = 0;
+  const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log,
+    config, catalog, store, hooks, upstream, now, log, telemetry,
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
-  const app = createServer(deps);
+  const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
   try {
     for (const plugin of plugins) {
@@ -108,13 +115,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
-    await Promise.all([app.close(), upstream.close(), store.close()]);
+    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close()]);
     redis?.disconnect();
     objectStore?.close();
     throw err;
   }
   let closed: Promise<void> | undefined;
-  let inFlight = 0;
   app.server.on('request', (_req, res) => {
     inFlight++;
     res.once('close', () => inFlight--);
@@ -123,8 +129,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     app, store, catalog, log,
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
-    async listen(port) {
+    get metricsUrl() {
+      return telemetry?.url;
+    },
+    async listen(port, metricsPort) {
       await app.listen({ host: config.server.host, port: port ?? config.server.port });
+      if (config.metrics) await telemetry?.listen(metricsPort ?? config.metrics.port);
       const addr = app.server.address();
       const p = typeof addr === 'object' && addr ? addr.port : port;
       return `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
@@ -146,6 +156,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         await tasks.stop();
         for (const fn of closers) await fn();
         await log.close();
+        // After the last request ended: its spans are exported before the process goes.
+        await telemetry?.close();
         await upstream.close();
         redis?.disconnect();
         objectStore?.close();

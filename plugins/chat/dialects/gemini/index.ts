@@ -24,6 +24,7 @@ export function geminiUsage(m: UsageMetadata | null | undefined): TokenUsage | u
     promptTokens: m.promptTokenCount + (m.toolUsePromptTokenCount ?? 0),
     completionTokens: (m.candidatesTokenCount ?? 0) + (m.thoughtsTokenCount ?? 0),
     cachedTokens: m.cachedContentTokenCount ?? 0,
+    ...(m.thoughtsTokenCount ? { reasoningTokens: m.thoughtsTokenCount } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ interface OpenAIUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
 interface OpenAIChunk {
@@ -20,6 +21,7 @@ export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | und
     promptTokens: u.prompt_tokens,
     completionTokens: u.completion_tokens ?? 0,
     cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
+    ...(u.completion_tokens_details?.reasoning_tokens ? { reasoningTokens: u.completion_tokens_details.reasoning_tokens } : {}),
   };
 }
 
