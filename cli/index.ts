@@ -44,7 +44,7 @@ async function withStore<T>(file: string, fn: (store: Store) => Promise<T>): Pro
   }
 }
 
-async function serve(opts: { config: string; port?: number }): Promise<void> {
+async function serve(opts: { config: string; port?: number; metricsPort?: number }): Promise<void> {
   const config = loadConfig(opts.config);
   if (config.simulator) {
     const sim = await startSimulator({ port: config.simulator.port });
@@ -59,9 +59,11 @@ async function serve(opts: { config: string; port?: number }): Promise<void> {
       console.log(demo.key);
     }
   }
-  const url = await gateway.listen(opts.port);
+  const url = await gateway.listen(opts.port, opts.metricsPort);
   gateway.startTasks();
   console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
+  if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
+  if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -93,6 +95,7 @@ export function buildProgram(): Command {
 
   program.command('serve').description('Start the gateway (and the simulator, when gateway.yaml enables it).')
     .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port', port)
+    .option('--metrics-port <n>', 'serve /metrics on this port instead of metrics.port (when gateway.yaml enables metrics)', port)
     .action(serve);
   program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault.')
     .addOption(configOption())
