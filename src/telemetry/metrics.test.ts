@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../paths.js';
 import { codeLabel } from './labels.js';
 import { type FinishedRequest, GatewayMetrics } from './metrics.js';
 
@@ -64,5 +67,22 @@ describe('GatewayMetrics', () => {
 describe('codeLabel', () => {
   it.each([[null, 'none'], ['insufficient_credits', 'insufficient_credits'], ['some plugin typo', 'other'], ['__proto__', 'other']])('%s → %s', (code, label) => {
     expect(codeLabel(code)).toBe(label);
+  });
+});
+
+describe('the metrics, the docs and the dashboard agree', () => {
+  const names = new GatewayMetrics(sources).registry.getMetricsAsArray().map((m) => m.name).filter((n) => n.startsWith('tollgate_')).sort();
+  const read = (file: string): string => readFileSync(join(packageRoot(), file), 'utf8');
+
+  it('docs/observability.md has a row for every tollgate_ metric, and no row for one that does not exist', () => {
+    const documented = [...read('docs/observability.md').matchAll(/^\| `(tollgate_[a-z_]+)` \|/gm)].map((m) => m[1]).sort();
+    expect(names.length).toBeGreaterThan(10);
+    expect(documented).toEqual(names);
+  });
+
+  it('examples/grafana-dashboard.json queries only metrics that exist', () => {
+    const used = new Set([...read('examples/grafana-dashboard.json').matchAll(/tollgate_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')));
+    expect(used.size).toBeGreaterThan(10);
+    expect([...used].filter((n) => !names.includes(n))).toEqual([]);
   });
 });
