@@ -133,8 +133,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       return telemetry?.url;
     },
     async listen(port, metricsPort) {
-      await app.listen({ host: config.server.host, port: port ?? config.server.port });
+      // Metrics first: a metrics port that is taken fails the start before the API takes traffic.
       if (config.metrics) await telemetry?.listen(metricsPort ?? config.metrics.port);
+      await app.listen({ host: config.server.host, port: port ?? config.server.port });
       const addr = app.server.address();
       const p = typeof addr === 'object' && addr ? addr.port : port;
       return `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;

@@ -31,9 +31,9 @@ export class MetricsServer {
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err) => reject(new Error(`the metrics listener (metrics.host, metrics.port in gateway.yaml) cannot listen on ${this.host}:${port}: ${err.message}`)));
       server.listen(port, this.host, () => {
-        server.off('error', reject);
+        server.removeAllListeners('error');
         resolve();
       });
     });

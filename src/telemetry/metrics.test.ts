@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../paths.js';
 import { codeLabel } from './labels.js';
 import { type FinishedRequest, GatewayMetrics } from './metrics.js';
+import { MetricsServer } from './metrics-server.js';
 
 const sources = { requestLogDepth: () => 7, requestsInFlight: () => 3 };
 
@@ -61,6 +62,24 @@ describe('GatewayMetrics', () => {
     expect(sample(body, 'tollgate_reservations_in_flight')).toBe('1');
     expect(sample(body, 'tollgate_reserved_usd')).toBe('0.0015');
     expect(sample(body, 'tollgate_ratelimit_rejections_total{kind="rpm",scope="key"}')).toBe('1');
+  });
+});
+
+describe('MetricsServer', () => {
+  it('serves GET /metrics only, and says which setting to change when its port is taken', async () => {
+    const metrics = new GatewayMetrics(sources);
+    const a = new MetricsServer(metrics, '127.0.0.1');
+    const url = await a.listen(0);
+    try {
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('tollgate_request_log_queue_depth 7');
+      expect((await fetch(url.replace('/metrics', '/'))).status).toBe(404);
+      const port = Number(new URL(url).port);
+      await expect(new MetricsServer(metrics, '127.0.0.1').listen(port)).rejects.toThrow(`the metrics listener (metrics.host, metrics.port in gateway.yaml) cannot listen on 127.0.0.1:${port}: listen EADDRINUSE`);
+    } finally {
+      await a.close();
+    }
   });
 });
 
