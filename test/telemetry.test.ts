@@ -264,3 +264,17 @@ describe('the server log', () => {
     expect(completed.find((l) => l.reqId === ids[0])!.res).toEqual({ statusCode: 200 });
   });
 });
+
+describe('prompt text in spans', () => {
+  const g = useOrgGateway('keeps-logs', '5', () => ({ yaml: { telemetry: { otlp: { endpoint: receiver!.url, include_prompts: true } } } }));
+
+  it('with include_prompts, only for an org whose retention keeps its logs', async () => {
+    const { key: noneKey } = await g.org('keeps-nothing', '5', 'none');
+    const standard = await postJson(`${g.url}/v1/chat/completions`, chat('gpt-4o-mini', 'a standard prompt'), g.key);
+    const none = await postJson(`${g.url}/v1/chat/completions`, chat('gpt-4o-mini', 'a private prompt'), noneKey);
+    const spanOf = (r: { headers: Headers }) => eventually('its span', () => receiver!.spans.find((s) => s.attributes['tollgate.request_id'] === r.headers.get('x-request-id')));
+    expect((await spanOf(standard)).attributes['tollgate.prompt']).toBe('a standard prompt');
+    expect((await spanOf(none)).attributes['tollgate.prompt']).toBeUndefined();
+    expect(JSON.stringify(receiver!.spans)).not.toContain('a private prompt');
+  });
+});
