@@ -27,6 +27,8 @@ export interface OtlpConfig {
   /** Prompt text in spans, for orgs whose retention is `standard` (never for `none`). */
   includePrompts: boolean;
   serviceName: string;
+  /** Share of new traces recorded (0–1); a caller's sampled `traceparent` is always followed. */
+  sampleRatio: number;
 }
 
 /** gateway.yaml after validation, with defaults applied and paths made absolute. */
@@ -62,7 +64,7 @@ interface RawGatewayConfig {
   log?: { flush_interval_ms?: number; batch_size?: number; level?: string };
   simulator?: { enabled?: boolean; port?: number };
   metrics?: { host?: string; port?: number };
-  telemetry?: { otlp?: { endpoint: string; headers?: Record<string, string>; include_prompts?: boolean; service_name?: string } };
+  telemetry?: { otlp?: { endpoint: string; headers?: Record<string, string>; include_prompts?: boolean; service_name?: string; sample_ratio?: number } };
   bootstrap?: { org: string; credits_usd: string };
   settings?: Record<string, unknown>;
 }
@@ -119,5 +121,6 @@ function otlpConfig(raw: NonNullable<RawGatewayConfig['telemetry']>['otlp']): Ot
     headers: raw.headers ?? {},
     includePrompts: raw.include_prompts ?? false,
     serviceName: raw.service_name ?? 'tollgate',
+    sampleRatio: raw.sample_ratio ?? 1,
   };
 }

@@ -3,7 +3,7 @@ import { type Context, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT,
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { OtlpConfig } from '../config/gateway-config.js';
 import type { Exchange } from '../exchange.js';
@@ -31,6 +31,8 @@ export class Tracing {
     const exporter = new OTLPTraceExporter({ url: `${config.endpoint}/v1/traces`, headers: config.headers });
     this.provider = new BasicTracerProvider({
       resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: version })),
+      // A caller's traceparent decides for its trace; a trace started here is kept with probability sampleRatio.
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
       spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxQueueSize: 8192, maxExportBatchSize: 512 })],
     });
     this.tracer = this.provider.getTracer('tollgate', version);
@@ -44,7 +46,7 @@ export class Tracing {
   }
 
   /** @internal */
-  startAttempt(name: string, attributes: Record<string, string | number | boolean>, parent: Context): { span: Span; headers: Record<string, string> } {
+  startAttempt(name: string, attributes: Record<string, string | number | boolean> | undefined, parent: Context): { span: Span; headers: Record<string, string> } {
     const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
     const headers: Record<string, string> = {};
     this.propagator.inject(trace.setSpan(parent, span), headers, defaultTextMapSetter);
@@ -64,12 +66,17 @@ export class Tracing {
 /** One request's spans: the request span and, one at a time, the span of the upstream attempt in progress. */
 class SpanTrace implements RequestTrace {
   private attempt: Span | undefined;
+  /** False for a trace the sampler left out: its spans are only propagated, so no attributes are built. */
+  private readonly recording: boolean;
 
-  constructor(private readonly tracing: Tracing, private readonly span: Span, private readonly context: Context, private readonly method: string) {}
+  constructor(private readonly tracing: Tracing, private readonly span: Span, private readonly context: Context, private readonly method: string) {
+    this.recording = span.isRecording();
+  }
 
   attemptStart(ex: Exchange, route: ModelRoute): Record<string, string> {
     this.attempt?.end();
-    const { span, headers } = this.tracing.startAttempt(attemptSpanName(ex, route), attemptStartAttributes(ex, route), this.context);
+    const attributes = this.recording ? attemptStartAttributes(ex, route) : undefined;
+    const { span, headers } = this.tracing.startAttempt(attemptSpanName(ex, route), attributes, this.context);
     this.attempt = span;
     return headers;
   }
@@ -78,13 +85,17 @@ class SpanTrace implements RequestTrace {
     const span = this.attempt;
     if (!span) return;
     this.attempt = undefined;
-    span.setAttributes(attemptEndAttributes(attempt, failure));
+    if (this.recording) span.setAttributes(attemptEndAttributes(attempt, failure));
     if (failure) span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
     span.end();
   }
 
   end(ex: Exchange, row: LogRow, route: string, resolved: boolean): void {
     this.attemptEnd(undefined, undefined);
+    if (!this.recording) {
+      this.span.end();
+      return;
+    }
     this.span.updateName(requestSpanName(ex, this.method, route, resolved));
     this.span.setAttributes(requestAttributes(ex, row, route, this.tracing.mayIncludePrompt(ex)));
     if (row.status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR, message: row.errorCode ?? String(row.status) });
