@@ -70,6 +70,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
   const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
+  let inFlight = 0;
+  // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
+  const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const store = openStore(config.database.url, now, { server: true });
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
@@ -85,8 +88,6 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     onError: (err, rows) => app.log.error({ err, rows }, 'request log write failed; will retry'),
   });
   const upstream = new UpstreamClient();
-  let inFlight = 0;
-  const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     else app.log.info({ task, result }, 'maintenance task ran');

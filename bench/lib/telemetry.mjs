@@ -4,7 +4,8 @@
 // (other processes come and go), so a configuration is never compared with a run taken at
 // another moment: each round loads "off" and one other configuration at the same time, 32
 // connections each, and reports the ratio of what they served side by side (both see the
-// same contention; the one with more work per request gets fewer requests through). Also
+// same contention; the one with more work per request gets fewer requests through). A
+// control pair (off beside another off) shows how far the method itself is from 1. Also
 // checks that the metrics counted every request and the sink received every span.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ const SPANS_PER_REQUEST = 2;
 
 const CONFIGS = [
   { name: 'off', label: 'telemetry off (default)', extra: () => ({}) },
+  // The control: a second gateway with telemetry off. Its ratio to the first is the method's noise floor.
+  { name: 'control', label: 'control: telemetry off too', extra: () => ({}) },
   { name: 'metrics', label: `metrics on (scraped every ${SCRAPE_EVERY_MS / 1000} s)`, extra: () => ({ metrics: { host: '127.0.0.1', port: 0 } }) },
   { name: 'traces', label: 'metrics + traces (OTLP/HTTP to a local sink)', extra: (sinkUrl) => ({ metrics: { host: '127.0.0.1', port: 0 }, telemetry: { otlp: { endpoint: sinkUrl } } }) },
 ];
@@ -79,6 +82,30 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+/** Starts one gateway process per configuration, each on its own SQLite file with an org and a key, and warms it up. */
+async function startServers(ctx, sinkUrl, track) {
+  const servers = [];
+  for (const c of CONFIGS) {
+    const file = join(ctx.tmp, `gateway-telemetry-${c.name}.yaml`);
+    const extra = c.extra(sinkUrl);
+    writeFileSync(file, JSON.stringify({ ...ctx.baseConfig, database: { url: `sqlite:${join(ctx.tmp, `gateway-telemetry-${c.name}.db`)}` }, ...extra }, null, 2));
+    const key = ctx.keyFor(file);
+    const child = track(await Child.start({
+      name: `gw-${c.name}`, args: ['--max-semi-space-size=4', join(ctx.root, 'bin', 'gateway.js'), 'serve', '--config', file], cwd: ctx.root, ready: /listening on (http:\/\/\S+)/,
+    }));
+    const metricsUrl = extra.metrics ? await metricsUrlOf(child) : undefined;
+    servers.push({ ...c, child, metricsUrl, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, sent: 0 });
+  }
+  ctx.say(`telemetry: gateways ${servers.map((s) => `${s.name} ${s.child.url}`).join(', ')}; traces → sink ${sinkUrl}; warm-up ${ctx.warmupS} s each`);
+  for (const s of servers) {
+    const probe = await requestOnce({ url: s.child.url, path: '/v1/chat/completions', headers: s.headers, body: ctx.body });
+    if (probe.status !== 200) throw new Error(`${s.name}: chat gave ${probe.status}: ${probe.text.slice(0, 200)}`);
+    const w = await runAutocannon({ url: s.child.url + '/v1/chat/completions', headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.warmupS, collectLatencies: false });
+    s.sent += 1 + w.requests;
+  }
+  return servers;
+}
+
 /**
  * Runs the scenario; `ctx` carries what bench/run.mjs set up: root, tmp, baseConfig,
  * body, durationS, warmupS, rounds, say, allChildren, keyFor(configFile).
@@ -93,30 +120,14 @@ export async function telemetryScenario(ctx, results) {
   };
   try {
     const sink = track(await Child.start({ name: 'otlp-sink', args: [join(ctx.root, 'bench', 'otlp-sink.mjs')], cwd: ctx.root, ready: /listening on (http:\/\/\S+)/ }));
-    const servers = [];
-    for (const c of CONFIGS) {
-      const file = join(ctx.tmp, `gateway-telemetry-${c.name}.yaml`);
-      writeFileSync(file, JSON.stringify({ ...ctx.baseConfig, database: { url: `sqlite:${join(ctx.tmp, `gateway-telemetry-${c.name}.db`)}` }, ...c.extra(sink.url) }, null, 2));
-      const key = ctx.keyFor(file);
-      const child = track(await Child.start({
-        name: `gw-${c.name}`, args: ['--max-semi-space-size=4', join(ctx.root, 'bin', 'gateway.js'), 'serve', '--config', file], cwd: ctx.root, ready: /listening on (http:\/\/\S+)/,
-      }));
-      const metricsUrl = c.name === 'off' ? undefined : await metricsUrlOf(child);
-      servers.push({ ...c, child, metricsUrl, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, sent: 0 });
-    }
-    say(`telemetry: gateways off ${servers[0].child.url}, metrics ${servers[1].metricsUrl}, traces → sink ${sink.url}; warm-up ${ctx.warmupS} s each`);
-    for (const s of servers) {
-      const probe = await requestOnce({ url: s.child.url, path: '/v1/chat/completions', headers: s.headers, body: ctx.body });
-      if (probe.status !== 200) throw new Error(`${s.name}: chat gave ${probe.status}: ${probe.text.slice(0, 200)}`);
-      const w = await runAutocannon({ url: s.child.url + '/v1/chat/completions', headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.warmupS, collectLatencies: false });
-      s.sent += 1 + w.requests;
-    }
+    const servers = await startServers(ctx, sink.url, track);
     const [off, ...others] = servers;
     const pairs = Object.fromEntries(others.map((s) => [s.name, []]));
     for (let round = 1; round <= ctx.rounds; round++) {
       for (const s of others) {
         await sleep(500);
-        const [a, b] = await measuredPair([off, s], ctx);
+        // Which of the two the load generator starts first alternates between rounds.
+        const [a, b] = round % 2 ? await measuredPair([off, s], ctx) : (await measuredPair([s, off], ctx)).reverse();
         off.sent += a.requests;
         s.sent += b.requests;
         const ratio = { rps: b.rps / a.rps, p99: b.latency.p99 / a.latency.p99, cpuUsPerReq: b.cpuUsPerReq / a.cpuUsPerReq };
@@ -143,7 +154,7 @@ export async function telemetryScenario(ctx, results) {
       inProcessCpuUsPerReq: inProcess, counted, spans: { received: sinkCount.spans, requestSpans: sinkCount.requestSpans, exports: sinkCount.exports, expected: SPANS_PER_REQUEST * counted.traces.all },
     };
     const t = results.telemetry;
-    say(`telemetry: throughput beside off (median of ${ctx.rounds}): metrics ${fmt(t.pairs.metrics.median.rps)}×, metrics + traces ${fmt(t.pairs.traces.median.rps)}×; `
+    say(`telemetry: throughput beside off (median of ${ctx.rounds}): control ${fmt(t.pairs.control.median.rps)}×, metrics ${fmt(t.pairs.metrics.median.rps)}×, metrics + traces ${fmt(t.pairs.traces.median.rps)}×; `
       + `observer CPU per request in-process: metrics ${fmt(inProcess.metrics, 1)} µs, metrics + traces ${fmt(inProcess.traces, 1)} µs (${fmt(inProcess.traces10, 1)} µs at 10 % sampling); `
       + `metrics counted ${Object.entries(counted).map(([k, v]) => `${k} ${v.ok} ok of ${v.all} for ${v.sent} replies`).join(', ')}; sink received ${sinkCount.spans}/${t.spans.expected} spans (${sinkCount.requestSpans} request spans for ${counted.traces.all} requests counted)`);
   } finally {
