@@ -13,6 +13,7 @@ import { summariseProfile } from './lib/cpuprofile.mjs';
 import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
 import { Child, CpuMeter, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
+import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
@@ -25,7 +26,7 @@ const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,soak,profile
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
   --docs             write the results (and profile) into docs/benchmarks.md
@@ -66,12 +67,12 @@ const ROUNDS = Number(opt.rounds ?? (QUICK ? 1 : 2));
 const MUSIC_COUNT = 20;
 const MUSIC_SIZE_MB = 4;
 const SOAK_S = Math.round(Number(opt['soak-minutes']) * 60);
-const scenarios = new Set(opt.only ? opt.only.split(',').map((s) => s.trim()) : ['chat', 'stream', 'music']);
+const scenarios = new Set(opt.only ? opt.only.split(',').map((s) => s.trim()) : ['chat', 'stream', 'music', 'telemetry']);
 if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'soak', 'profile'].includes(s));
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile'].includes(s));
 if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);
@@ -437,6 +438,9 @@ async function main() {
     }
     if (scenarios.has('stream')) await streamScenario(targets, results);
     if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
+    if (scenarios.has('telemetry')) {
+      await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
+    }
     if (scenarios.has('soak')) await soakScenario(targets[1], results);
     if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results);
   } finally {

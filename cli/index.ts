@@ -45,7 +45,7 @@ async function withStore<T>(file: string, fn: (store: Store) => Promise<T>): Pro
   }
 }
 
-async function serve(opts: { config: string; port?: number; simulatorPort?: number }): Promise<void> {
+async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
   const { config, url: simUrl } = await startConfiguredSimulator(loadConfig(opts.config), opts.simulatorPort);
   if (simUrl) console.log(`provider simulator listening on ${simUrl}`);
   const gateway = await createGateway({ config, plugins: selectPlugins(config) });
@@ -58,12 +58,14 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
     }
   }
   const port = opts.port ?? config.server.port;
-  const url = await gateway.listen(port).catch(async (err: unknown) => {
+  const url = await gateway.listen(port, opts.metricsPort).catch(async (err: unknown) => {
     await gateway.close();
     throw portInUse(err, 'The gateway', `${config.server.host}:${port}`, 'server.port', '--port', config.file);
   });
   gateway.startTasks();
   console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
+  if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
+  if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -96,6 +98,7 @@ export function buildProgram(): Command {
   program.command('serve').description('Start the gateway (and the simulator, when gateway.yaml enables it).')
     .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port (0 = any free port)', port)
     .option('--simulator-port <n>', 'run the built-in simulator on this port instead of simulator.port (0 = any free port); providers pointed at the simulator follow it', port)
+    .option('--metrics-port <n>', 'serve /metrics on this port instead of metrics.port (when gateway.yaml enables metrics)', port)
     .action(serve);
   program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault. Lists which providers the built-in simulator answers and which go to real hosts, and warns of a real host with no api_key.')
     .addOption(configOption())

@@ -34,9 +34,14 @@ export interface Simulator {
   close(): Promise<void>;
   /** Calls received per route key `"<METHOD> <path without query>"`. */
   calls(): Record<string, number>;
-  /** Clears the call counters and the `fail_times` attempt counters. */
+  /** Clears the call counters, the `fail_times` attempt counters and the traceparents seen. */
   resetCalls(): void;
+  /** The W3C `traceparent` headers of the latest provider calls that carried one (at most 100), oldest first. */
+  traceparents(): Array<{ route: string; traceparent: string }>;
 }
+
+/** How many traceparents the simulator remembers. */
+const MAX_TRACEPARENTS = 100;
 
 /** Transcription uploads may reach 25 MB; leave headroom for Lyria image prompts. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -57,6 +62,7 @@ export function routeFor(method: string, path: string): Handler | undefined {
 
 interface SimState {
   readonly calls: Map<string, number>;
+  readonly traceparents: Array<{ route: string; traceparent: string }>;
   /** Requests seen per (route, directives) for `fail_times`. */
   readonly attempts: Map<string, number>;
   readonly latencyMs: number;
@@ -68,6 +74,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   let seq = 0;
   const state: SimState = {
     calls: new Map(),
+    traceparents: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
     env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0') },
@@ -91,12 +98,14 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const reset = (): void => {
     state.calls.clear();
     state.attempts.clear();
+    state.traceparents.length = 0;
   };
   return {
     url: `http://${urlHost}:${port}`,
     port,
     calls: () => Object.fromEntries(state.calls),
     resetCalls: reset,
+    traceparents: () => [...state.traceparents],
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err === undefined ? resolve() : reject(err)));
@@ -118,6 +127,11 @@ async function onRequest(req: IncomingMessage, res: ServerResponse, state: SimSt
   }
   const key = `${method} ${path}`;
   state.calls.set(key, (state.calls.get(key) ?? 0) + 1);
+  const traceparent = req.headers.traceparent;
+  if (typeof traceparent === 'string') {
+    state.traceparents.push({ route: key, traceparent });
+    if (state.traceparents.length > MAX_TRACEPARENTS) state.traceparents.shift();
+  }
   let body: Buffer;
   try {
     body = await readBody(req, MAX_BODY_BYTES);
@@ -160,6 +174,7 @@ function admin(method: string, path: string, req: IncomingMessage, res: ServerRe
   } else if (method === 'POST' && path === '/__sim/reset') {
     state.calls.clear();
     state.attempts.clear();
+    state.traceparents.length = 0;
     sendJson(res, 200, { ok: true });
   } else {
     sendJson(res, 404, { error: { message: `Unknown simulator admin route ${method} ${path}.` } });

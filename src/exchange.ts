@@ -1,6 +1,19 @@
 import type { Micros } from './money.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ApiKeyRecord, Org, UpstreamAttempt } from './store/types.js';
+import type { ExchangeTelemetry } from './telemetry/events.js';
+
+/**
+ * Tokens a request was billed for, by type, as its plugin metered them. `cachedInput`
+ * is the part of `input` read from the provider's cache and `reasoning` the part of
+ * `output` spent thinking: parts, not additions.
+ */
+export interface TokenCounts {
+  input: number;
+  output: number;
+  cachedInput: number;
+  reasoning: number;
+}
 
 /**
  * Everything the gateway knows about one request as it moves through the stages.
@@ -30,18 +43,24 @@ export interface Exchange {
   logged: boolean;
   errorCode: string | undefined;
   ttfbMs: number | undefined;
+  /** True when the reply is a token stream (its ttfbMs is the time to the first token). */
+  streamed: boolean;
+  /** The billed token counts, set by the plugin that metered the reply (none for modalities priced otherwise). */
+  usage: TokenCounts | undefined;
   prompt: string | undefined;
   extra: Record<string, unknown> | undefined;
   /** Aborted when the client goes away or the server shuts down; cancels the upstream call. */
   readonly abort: AbortController;
+  /** Per-request state of metrics and traces; undefined when telemetry is off. */
+  telemetry: ExchangeTelemetry | undefined;
 }
 
 export function newExchange(id: string, modality: string, now: number): Exchange {
   return {
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
-    costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, prompt: undefined, extra: undefined,
-    abort: new AbortController(),
+    costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
+    prompt: undefined, extra: undefined, abort: new AbortController(), telemetry: undefined,
   };
 }
 

@@ -10,6 +10,7 @@ import { loadCatalog, type ModalityRules, type ProviderCatalog } from './provide
 import { RequestLogWriter } from './request-log.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
+import { Telemetry } from './telemetry/index.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
@@ -31,6 +32,8 @@ export interface GatewayOptions {
    */
   maintenanceOnly?: boolean;
   env?: NodeJS.ProcessEnv;
+  /** Where the server log goes (default stdout), at `log.level`. */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface Gateway {
@@ -42,8 +45,10 @@ export interface Gateway {
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
   startTasks(): void;
-  /** Starts listening; returns the base URL (`http://host:port`). */
-  listen(port?: number): Promise<string>;
+  /** Starts listening (and the metrics listener, when configured); returns the base URL (`http://host:port`). */
+  listen(port?: number, metricsPort?: number): Promise<string>;
+  /** The Prometheus scrape URL (`http://host:port/metrics`) once listening; undefined when metrics are off. */
+  readonly metricsUrl: string | undefined;
   /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
   close(): Promise<void>;
 }
@@ -71,6 +76,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
   });
   const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
+  let inFlight = 0;
+  // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
+  const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true });
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
@@ -91,10 +99,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log,
+    config, catalog, store, hooks, upstream, now, log, telemetry,
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
-  const app = createServer(deps);
+  const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
   try {
     for (const plugin of plugins) {
@@ -114,13 +122,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
-    await Promise.all([app.close(), upstream.close(), store.close()]);
+    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close()]);
     redis?.disconnect();
     objectStore?.close();
     throw err;
   }
   let closed: Promise<void> | undefined;
-  let inFlight = 0;
   app.server.on('request', (_req, res) => {
     inFlight++;
     res.once('close', () => inFlight--);
@@ -129,7 +136,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     app, store, catalog, log,
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
-    async listen(port) {
+    get metricsUrl() {
+      return telemetry?.url;
+    },
+    async listen(port, metricsPort) {
+      // Metrics first: a metrics port that is taken fails the start before the API takes traffic.
+      if (config.metrics) await telemetry?.listen(metricsPort ?? config.metrics.port);
       await app.listen({ host: config.server.host, port: port ?? config.server.port });
       const addr = app.server.address();
       const p = typeof addr === 'object' && addr ? addr.port : port;
@@ -152,6 +164,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         await tasks.stop();
         for (const fn of closers) await fn();
         await log.close();
+        // After the last request ended: its spans are exported before the process goes.
+        await telemetry?.close();
         await upstream.close();
         redis?.disconnect();
         objectStore?.close();

@@ -8,6 +8,7 @@ import type { ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
+import type { ExchangeObserver } from './telemetry/events.js';
 import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 export interface PipelineServices {
@@ -17,6 +18,8 @@ export interface PipelineServices {
   hooks: HookRegistry;
   upstream: UpstreamClient;
   now: () => number;
+  /** Metrics and traces; undefined when both are off. */
+  telemetry: ExchangeObserver | undefined;
 }
 
 /** A route chosen for this request, with the key the gateway will send upstream. */
@@ -57,16 +60,17 @@ export async function runModelRequest<P extends ModelRequest>(
     await settle(svc, ex, 0);
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
-    request.log.error({ err, requestId: ex.id }, 'model request failed after the reply started');
+    request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');
   }
 }
 
 /** Charges `cost` against the reservation (BYOK requests are never debited) exactly once. */
-export async function settle(svc: Pick<PipelineServices, 'store'>, ex: Exchange, cost: number): Promise<void> {
+export async function settle(svc: Pick<PipelineServices, 'store' | 'telemetry'>, ex: Exchange, cost: number): Promise<void> {
   if (ex.settled) return;
   ex.settled = true;
   if (ex.reservedMicros > 0) {
     const charged = await svc.store.settle(ex.id, ex.byok ? 0 : cost);
+    svc.telemetry?.onCreditSettled(ex);
     if (!ex.byok && charged < cost) {
       // The reservation bound was exceeded: the balance never goes below zero, and the
       // log row records what was charged so the ledger always equals the logged costs.
@@ -114,6 +118,7 @@ async function reserveCredit<P extends ModelRequest>(
   const amount = Math.max(picosToMicrosCeil(max), 0);
   if (amount === 0 || (await svc.store.reserve(org.id, ex.id, amount))) {
     ex.reservedMicros = amount;
+    if (amount > 0) svc.telemetry?.onCreditReserved(ex);
     return plan;
   }
   const own = plan.filter((p) => p.byok);
@@ -137,10 +142,13 @@ async function callUpstream<P extends ModelRequest>(
         ex.attempts.push({ provider: route.provider.id, model: route.model.upstreamId, status, error, durationMs: Math.round(elapsedMs(ex) - started) });
       };
       try {
-        const response = await svc.upstream.send(route, await handler.buildUpstream(parsed, route), planned.apiKey, ex.abort.signal, timeout);
+        const built = await handler.buildUpstream(parsed, route);
+        const traceHeaders = svc.telemetry?.onAttemptStart(ex, route);
+        const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, timeout, traceHeaders);
         const kind = statusKind(response.statusCode);
         if (!kind) {
           record(response.statusCode, null);
+          svc.telemetry?.onAttemptEnd(ex, undefined, response.body);
           return { response, planned };
         }
         const body = await readCapped(response, 64 * 1024);
@@ -149,6 +157,7 @@ async function callUpstream<P extends ModelRequest>(
       } catch (err) {
         if (!(err instanceof UpstreamFailure)) throw err;
         if (err.status === null) record(null, err.message);
+        svc.telemetry?.onAttemptEnd(ex, err.kind, undefined);
         last = { failure: err, planned };
         if (err.kind === 'aborted' || attempt === route.endpoint.retry.attempts || !isRetryable(err, route)) break;
         await sleep(route.endpoint.retry.backoffMs * attempt);

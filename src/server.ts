@@ -12,6 +12,7 @@ import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
+import type { LogRow } from './store/types.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,10 +39,12 @@ export interface ServerDeps extends PipelineServices {
  * and the request log. Routes are added by plugins through `addModelRoute` /
  * `addPlainRoute`.
  */
-export function createServer(deps: ServerDeps): FastifyInstance {
+export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream): FastifyInstance {
   const ids = new IdPool();
   const app = Fastify({
-    logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level },
+    // fastify's request logger binds `reqId` (the `req_…` id) to every line about a request;
+    // the closing line of a failed request carries its error code.
+    logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level, stream: logStream, serializers: { res: replyLogValue } },
     bodyLimit: deps.config.server.bodyLimitBytes,
     trustProxy: deps.config.server.trustProxy,
     genReqId: () => ids.next('req'),
@@ -78,6 +81,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
+    deps.telemetry?.onRequestStart(request.exchange, request);
     void reply.header('x-request-id', request.id);
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) request.exchange.abort.abort();
@@ -111,16 +115,23 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   return app;
 }
 
-/** Queues the request-log row of an exchange, once. */
+function replyLogValue(reply: { statusCode: number; request?: { exchange?: Exchange } }): { statusCode: number; code?: string } {
+  const code = reply.request?.exchange?.errorCode;
+  return code === undefined ? { statusCode: reply.statusCode } : { statusCode: reply.statusCode, code };
+}
+
+/** Queues the request-log row of an exchange, once, and tells the telemetry the same facts. */
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
-  deps.log.enqueue({
+  const row: LogRow = {
     requestId: ex.id, orgId: ex.org?.id ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
     requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
     usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
     costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
     ttfbMs: ex.ttfbMs ?? null, prompt: ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
-  });
+  };
+  deps.log.enqueue(row);
+  deps.telemetry?.onRequestEnd(ex, row);
 }
 
 export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps: ServerDeps, def: ModelRouteDef<P>): void {
@@ -193,6 +204,6 @@ function toGatewayError(err: FastifyError | GatewayError, request: FastifyReques
   const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
   if (mapped) return mapped(err, request);
   if (err.statusCode === 400 && err.code === 'FST_ERR_VALIDATION') return new GatewayError('invalid_request', [err.message]);
-  request.log.error({ err, requestId: request.id }, 'unexpected error');
+  request.log.error({ err, code: 'internal_error' }, 'unexpected error');
   return new GatewayError('internal_error', [request.id]);
 }

@@ -56,13 +56,16 @@ export class UpstreamClient {
 
   /**
    * Sends one attempt. Resolves with the response (any status); rejects with an
-   * UpstreamFailure for connection errors, timeouts and aborts.
+   * UpstreamFailure for connection errors, timeouts and aborts. `traceHeaders` (W3C
+   * `traceparent`, when tracing is on) continue the request's trace upstream.
    */
-  async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamResponse> {
+  async send(
+    route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number, traceHeaders?: Record<string, string>,
+  ): Promise<UpstreamResponse> {
     const { provider, endpoint } = route;
     const url = new URL(provider.baseUrl + req.path);
     for (const [k, v] of Object.entries({ ...endpoint.query, ...req.query })) url.searchParams.set(k, v);
-    const headers: Record<string, string> = { ...provider.headers, ...req.headers };
+    const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
     if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
     const timeout = timeoutMs ?? endpoint.timeoutMs;

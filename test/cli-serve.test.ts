@@ -237,3 +237,27 @@ describe('the simulator port', () => {
   it('a busy gateway port names server.port and --port', () =>
     withBusyPort((port) => refusedForBusyPort(['--config', config, '--port', String(port)], port, 'server.port', '--port')));
 });
+
+describe('metrics listener', () => {
+  it('`serve` prints where Prometheus scrapes, on its own port, and the counts move with traffic', async () => {
+    config = writeConfig(dir, sim.url, { metrics: { host: '127.0.0.1', port: 0 } });
+    const server = await serve(config);
+    const key = await orgWithKey('scraped', '5');
+    expect((await chat(server.url, key)).status).toBe(200);
+    let metricsUrl: string | undefined;
+    for (let i = 0; i < 100 && !metricsUrl; i++) {
+      metricsUrl = /^Prometheus metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(server.stdout())?.[1];
+      if (!metricsUrl) await sleep(20);
+    }
+    expect(metricsUrl).toBeDefined();
+    expect(new URL(metricsUrl!).port).not.toBe(new URL(server.url).port);
+    let text = '';
+    for (let i = 0; i < 50 && !text.includes('status="200"'); i++) {
+      text = await (await fetch(metricsUrl!)).text(); // the row (and the count) follow the reply by a moment
+      if (!text.includes('status="200"')) await sleep(20);
+    }
+    expect(text).toMatch(/^tollgate_requests_total\{route="\/v1\/chat\/completions",model="gpt-4o-mini",provider="openai",status="200",code="none"\} 1$/m);
+    expect(server.child.kill('SIGTERM')).toBe(true);
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+  });
+});

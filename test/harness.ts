@@ -52,6 +52,8 @@ export interface TestGatewayOptions {
   extraPlugins?: GatewayPlugin[];
   now?: () => number;
   sim?: Simulator;
+  /** Where the server log goes (set `yaml.log.level` too: the harness default is silent). */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface TestGateway {
@@ -82,7 +84,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, JSON.stringify(yaml, null, 2)); // JSON is YAML
   const config = loadGatewayConfig(file, compileSchemas());
-  const gateway = await createGateway({ config, plugins: selectPlugins(config, opts.extraPlugins), now: opts.now });
+  const gateway = await createGateway({ config, plugins: selectPlugins(config, opts.extraPlugins), now: opts.now, logStream: opts.logStream });
   const url = await gateway.listen(0);
   return {
     gateway, config, url, sim, dir,

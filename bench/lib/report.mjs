@@ -1,4 +1,6 @@
 // Turns a results object into the target checks and the markdown tables.
+import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
+
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
 
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
@@ -40,6 +42,7 @@ export function evaluateTargets(r) {
   } else {
     add('music: 20 concurrent pro generations, peak RSS ≤ 400 MB', r.music?.reason ?? 'not run', null);
   }
+  if (r.options.scenarios?.includes('telemetry')) checks.push(telemetryTarget(r.telemetry));
   if (!r.options.soak) add('whole run (without --soak) < 10 minutes', `${f0(r.elapsedS)} s`, r.elapsedS < 600);
   return checks;
 }
@@ -153,6 +156,7 @@ export function resultsMarkdown(r) {
       r.music.gateway ? `${r.music.count} concurrent \`tune-3-pro-preview\` generations of ~${r.music.sizeMb} MB tracks (\`[[sim:size_mb=${r.music.sizeMb}]]\`), each on its own connection, against a second gateway process on the same database with \`storage.s3\` on s3rver; the bare proxy row is the same upstream call (Lyria generateContent) passed straight through, the floor for moving those bytes.` : '',
       '', musicTable(r));
   }
+  if (r.telemetry) section('Telemetry cost', telemetryMarkdown(r.telemetry));
   if (r.chat) section('Memory', memoryTable(r));
   if (r.soak) section('Soak', soakText(r));
   section('Targets', targetsTable(r.checks));

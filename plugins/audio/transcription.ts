@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, elapsedMs, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, reportedTokens, type RespondContext, type TokenCounts, type UpstreamRequest } from '../../src/sdk.js';
 import { ACCEPTED_AUDIO, estimateSeconds, maxSeconds, sniffAudio, type AudioFormat } from './audio-format.js';
 import { MultipartForm, type SpooledFile } from './multipart.js';
 import { applyRequestTransform } from './transform-request.js';
@@ -111,6 +111,12 @@ async function readTranscript(body: string, req: TranscriptionRequest, route: Mo
   return { text: json.text, seconds, language: undefined, json };
 }
 
+/** The token counts of a token-metered transcription's `usage` (OpenAI's gpt-4o models), as the client receives them. */
+function tokenUsage(usage: Record<string, unknown>): TokenCounts | undefined {
+  if (usage.type !== 'tokens') return undefined;
+  return { input: reportedTokens(usage.input_tokens, 'usage.input_tokens') ?? 0, output: reportedTokens(usage.output_tokens, 'usage.output_tokens') ?? 0, cachedInput: 0, reasoning: 0 };
+}
+
 async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   let got: UpstreamTranscript | undefined;
@@ -130,6 +136,12 @@ async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): 
     void reply.code(200).type(r.contentType).send(r.body);
   } else if (got.json) {
     const usage = got.json.usage !== null && typeof got.json.usage === 'object' ? { ...got.json.usage, cost: usd } : { type: 'duration', seconds: Math.ceil(seconds), cost: usd };
+    try {
+      ex.usage = tokenUsage(usage);
+    } catch (err) {
+      if (err instanceof InvalidUsage) throw new GatewayError('upstream_error', [err.message]);
+      throw err;
+    }
     void reply.code(200).type('application/json').send(JSON.stringify({ ...got.json, usage }));
   } else {
     const type = upstream.headers['content-type'];

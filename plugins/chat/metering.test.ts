@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type ModelDef, parseUsdToPicos, type PriceKey } from '../../src/sdk.js';
-import { chatCost, maxChatCostPicos, usageObject } from './metering.js';
+import { chatCost, maxChatCostPicos, tokenCounts, usageObject } from './metering.js';
 import { MEDIA_TOKEN_BOUND, promptTokenBound, TOOLS_TOKEN_BOUND } from './request.js';
 import { chatRequest } from './chat.testkit.js';
 
@@ -82,5 +82,16 @@ describe('promptTokenBound', () => {
     const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string', description: 'x'.repeat(500) } } } } }];
     expect(promptTokenBound([[]], tools)).toBeGreaterThan(500 + TOOLS_TOKEN_BOUND);
     expect(promptTokenBound([[]], [])).toBeLessThan(20);
+  });
+});
+
+describe('tokenCounts', () => {
+  it.each([
+    ['no usage', undefined, undefined],
+    ['plain', { promptTokens: 10, completionTokens: 5 }, { input: 10, output: 5, cachedInput: 0, reasoning: 0 }],
+    ['cache reads and reasoning are parts of input and output', { promptTokens: 100, completionTokens: 50, cachedTokens: 60, cacheWriteTokens: 20, reasoningTokens: 30 }, { input: 100, output: 50, cachedInput: 60, reasoning: 30 }],
+    ['parts never exceed their whole (a stream cut short)', { promptTokens: 10, completionTokens: 3, cachedTokens: 40, reasoningTokens: 9 }, { input: 10, output: 3, cachedInput: 10, reasoning: 3 }],
+  ])('%s', (_n, usage, expected) => {
+    expect(tokenCounts(usage)).toEqual(expected);
   });
 });

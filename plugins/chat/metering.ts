@@ -1,4 +1,4 @@
-import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey } from '../../src/sdk.js';
+import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey, type TokenCounts } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 
@@ -68,6 +68,14 @@ export function usageObject(u: TokenUsage, c: ChatCost): Record<string, unknown>
     total_tokens: u.promptTokens + u.completionTokens,
     ...costFields(c),
   };
+}
+
+/** The billed tokens by type, for the gateway's metrics and traces (`ex.usage`): the same counts as the client's `usage`. */
+export function tokenCounts(u: TokenUsage | undefined): TokenCounts | undefined {
+  if (!u) return undefined;
+  const cachedInput = Math.min(u.cachedTokens ?? 0, u.promptTokens);
+  const reasoning = Math.min(u.reasoningTokens ?? 0, u.completionTokens);
+  return { input: u.promptTokens, output: u.completionTokens, cachedInput, reasoning };
 }
 
 /** The billed token counts, kept in the request log row (`extra.usage`) so every charge can be audited. */

@@ -1,6 +1,6 @@
 import { elapsedMs, estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
-import { chatCost, usageRecord } from './metering.js';
+import { chatCost, tokenCounts, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondStream } from './stream.js';
 
@@ -31,6 +31,7 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
   const cost = chatCost(route.model, usage);
   ex.extra = { ...ex.extra, usage: usageRecord(usage) };
+  ex.usage = tokenCounts(usage);
   ex.ttfbMs = elapsedMs(ex);
   void reply.code(200).type('application/json').send(JSON.stringify(translated.render(usage, cost)));
   return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };

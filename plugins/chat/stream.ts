@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
-import { chatCost, usageRecord, ZERO_COST } from './metering.js';
+import { chatCost, tokenCounts, usageRecord, ZERO_COST } from './metering.js';
 import type { ChatRequest } from './request.js';
 
 /** How a stream went, as far as billing is concerned. */
@@ -25,6 +25,7 @@ interface StreamOutcome {
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   const out = new PassThrough();
+  ex.streamed = true;
   void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
     .header('x-accel-buffering', 'no').send(out);
   const write = async (frames: string[]): Promise<void> => {
@@ -40,6 +41,7 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
   const billed = billedUsage(outcome, complete, parsed.prompt ?? '');
   const cost = billed ? chatCost(route.model, billed) : ZERO_COST;
   ex.extra = { ...ex.extra, usage: usageRecord(billed) };
+  ex.usage = tokenCounts(billed);
   if (clientGone && !complete) ex.errorCode = 'client_closed_request';
   if (!clientGone) {
     if (outcome.error) {

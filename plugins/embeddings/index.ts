@@ -83,6 +83,7 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   const estimated = got.promptTokens === undefined && parsed.texts !== undefined;
   const promptTokens = got.promptTokens ?? (parsed.texts ? estimateInputTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
   const costPicosValue = costPicos(route.model, { prompt: promptTokens });
+  ex.usage = { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 };
   ex.ttfbMs = elapsedMs(ex);
   void reply.code(200).type('application/json').send(JSON.stringify({
     id: ex.id,

@@ -135,7 +135,7 @@ async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ ki
     await deps.objectStore.put(key, bytes, MP3);
     return { kind: 's3', key };
   } catch (err) {
-    deps.warn('music upload to object storage failed; returning the track inline', { requestId: ex.id, err: (err as Error).message });
+    deps.warn('music upload to object storage failed; returning the track inline', { reqId: ex.id, err: (err as Error).message });
     ex.extra = { ...ex.extra, storage_error: (err as Error).message };
     return { kind: 'inline' };
   }

@@ -32,6 +32,26 @@ describe('gateway.yaml loading', () => {
     expect(cfg.database.url).toMatch(/^sqlite:\/.*\/data\/tollgate\.db$/);
     expect(cfg.redis).toBeUndefined();
     expect(cfg.storage.s3).toBeUndefined();
+    expect(cfg.metrics).toBeUndefined();
+    expect(cfg.telemetry.otlp).toBeUndefined();
+  });
+
+  it('reads the metrics listener and the OTLP exporter, with their defaults', () => {
+    const cfg = loadGatewayConfig(write('metrics: {}\ntelemetry:\n  otlp: { endpoint: "http://collector:4318/" }\n'), schemas, {});
+    expect(cfg.metrics).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(cfg.telemetry.otlp).toEqual({ endpoint: 'http://collector:4318', headers: {}, includePrompts: false, serviceName: 'tollgate', sampleRatio: 1 });
+    const full = loadGatewayConfig(write('metrics: { host: 0.0.0.0, port: 9100 }\ntelemetry:\n  otlp: { endpoint: "https://c.example", headers: { authorization: "Bearer t" }, include_prompts: true, service_name: gw, sample_ratio: 0.1 }\n'), schemas, {});
+    expect(full.metrics).toEqual({ host: '0.0.0.0', port: 9100 });
+    expect(full.telemetry.otlp).toEqual({ endpoint: 'https://c.example', headers: { authorization: 'Bearer t' }, includePrompts: true, serviceName: 'gw', sampleRatio: 0.1 });
+  });
+
+  it.each([
+    ['an OTLP endpoint that is not a URL', 'telemetry:\n  otlp: { endpoint: "collector:4318" }\n', /\/telemetry\/otlp\/endpoint: must match pattern/],
+    ['an OTLP block without endpoint', 'telemetry:\n  otlp: {}\n', /\/telemetry\/otlp: must have the field "endpoint"/],
+    ['a metrics port out of range', 'metrics: { port: 70000 }\n', /\/metrics\/port: must be <= 65535/],
+    ['a sample ratio above 1', 'telemetry:\n  otlp: { endpoint: "http://c:4318", sample_ratio: 2 }\n', /\/telemetry\/otlp\/sample_ratio: must be <= 1/],
+  ])('refuses %s', (_name, text, expected) => {
+    expect(problems(text)[0]).toMatch(expected);
   });
 
   it.each([

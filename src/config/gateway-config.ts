@@ -18,6 +18,19 @@ export interface ProviderOverride {
   enabled?: boolean;
 }
 
+/** OpenTelemetry trace export (OTLP over HTTP, JSON). */
+export interface OtlpConfig {
+  /** The collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: spans go to `<endpoint>/v1/traces`. */
+  endpoint: string;
+  /** Extra HTTP headers on every export (e.g. a collector's auth token). */
+  headers: Record<string, string>;
+  /** Prompt text in spans, for orgs whose retention is `standard` (never for `none`). */
+  includePrompts: boolean;
+  serviceName: string;
+  /** Share of new traces recorded (0–1); a caller's sampled `traceparent` is always followed. */
+  sampleRatio: number;
+}
+
 /** gateway.yaml after validation, with defaults applied and paths made absolute. */
 export interface GatewayConfig {
   file: string;
@@ -32,6 +45,9 @@ export interface GatewayConfig {
   providers: Record<string, ProviderOverride>;
   log: { flushIntervalMs: number; batchSize: number; level: string };
   simulator: { port: number } | undefined;
+  /** The Prometheus listener (`GET /metrics`), on its own host and port; off when absent. */
+  metrics: { host: string; port: number } | undefined;
+  telemetry: { otlp: OtlpConfig | undefined };
   bootstrap: { org: string; credits: Micros } | undefined;
   /** Per-plugin settings blocks, validated by each plugin's own schema at boot. */
   settings: Record<string, unknown>;
@@ -48,6 +64,8 @@ interface RawGatewayConfig {
   providers?: Record<string, ProviderOverride>;
   log?: { flush_interval_ms?: number; batch_size?: number; level?: string };
   simulator?: { enabled?: boolean; port?: number };
+  metrics?: { host?: string; port?: number };
+  telemetry?: { otlp?: { endpoint: string; headers?: Record<string, string>; include_prompts?: boolean; service_name?: string; sample_ratio?: number } };
   bootstrap?: { org: string; credits_usd: string };
   settings?: Record<string, unknown>;
 }
@@ -92,6 +110,8 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     providers: raw.providers ?? {},
     log: { flushIntervalMs: raw.log?.flush_interval_ms ?? 200, batchSize: raw.log?.batch_size ?? 500, level: raw.log?.level ?? 'info' },
     simulator: raw.simulator && raw.simulator.enabled !== false ? { port: raw.simulator.port ?? 8790 } : undefined,
+    metrics: raw.metrics && { host: raw.metrics.host ?? '127.0.0.1', port: raw.metrics.port ?? 9464 },
+    telemetry: { otlp: otlpConfig(raw.telemetry?.otlp) },
     bootstrap: raw.bootstrap && { org: raw.bootstrap.org, credits: parseUsdToMicros(raw.bootstrap.credits_usd) },
     settings: raw.settings ?? {},
   };
@@ -132,4 +152,15 @@ function overlay(base: unknown, top: unknown): unknown {
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(top)) out[k] = overlay(base[k], v);
   return out;
+}
+
+function otlpConfig(raw: NonNullable<RawGatewayConfig['telemetry']>['otlp']): OtlpConfig | undefined {
+  if (!raw) return undefined;
+  return {
+    endpoint: raw.endpoint.replace(/\/+$/, ''),
+    headers: raw.headers ?? {},
+    includePrompts: raw.include_prompts ?? false,
+    serviceName: raw.service_name ?? 'tollgate',
+    sampleRatio: raw.sample_ratio ?? 1,
+  };
 }

@@ -10,6 +10,8 @@ export interface TokenUsage {
   cachedTokens?: number;
   /** Prompt tokens written to the provider's cache (priced as input_cache_write). */
   cacheWriteTokens?: number;
+  /** Completion tokens spent reasoning (part of completionTokens), where the provider reports them. */
+  reasoningTokens?: number;
 }
 
 /** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */
@@ -128,5 +130,6 @@ export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
     completion_tokens: u.completionTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+    ...(u.reasoningTokens ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {}),
   };
 }

@@ -60,8 +60,11 @@ describe('gemini dialect: response', () => {
   it('bills thinking tokens as output, tool-use prompt as input, cached content apart', () => {
     const usage = { promptTokenCount: 100, cachedContentTokenCount: 60, candidatesTokenCount: 10, thoughtsTokenCount: 25, toolUsePromptTokenCount: 5 };
     const r = geminiDialect.response(response('ok', 'STOP', usage), CTX);
-    expect(r.usage).toEqual({ promptTokens: 105, completionTokens: 35, cachedTokens: 60 });
-    expect(r.completion).toMatchObject({ id: 'chatcmpl-test', model: 'asked-model', choices: [{ message: { role: 'assistant', content: 'ok' } }], usage: { prompt_tokens: 105, completion_tokens: 35 } });
+    expect(r.usage).toEqual({ promptTokens: 105, completionTokens: 35, cachedTokens: 60, reasoningTokens: 25 });
+    expect(r.completion).toMatchObject({
+      id: 'chatcmpl-test', model: 'asked-model', choices: [{ message: { role: 'assistant', content: 'ok' } }],
+      usage: { prompt_tokens: 105, completion_tokens: 35, completion_tokens_details: { reasoning_tokens: 25 } },
+    });
   });
 
   it('drops thought parts from the answer', () => {

@@ -26,6 +26,7 @@ export function geminiUsage(m: UsageMetadata | null | undefined): TokenUsage | u
     promptTokens: prompt + count('toolUsePromptTokenCount'),
     completionTokens: count('candidatesTokenCount') + count('thoughtsTokenCount'),
     cachedTokens: count('cachedContentTokenCount'),
+    ...(count('thoughtsTokenCount') ? { reasoningTokens: count('thoughtsTokenCount') } : {}),
   };
 }
 

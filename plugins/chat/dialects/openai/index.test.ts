@@ -29,6 +29,7 @@ describe('openai dialect: response', () => {
   it.each([
     ['plain usage', { prompt_tokens: 10, completion_tokens: 5 }, { promptTokens: 10, completionTokens: 5, cachedTokens: 0 }],
     ['cached prompt tokens', { prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 4 } }, { promptTokens: 10, completionTokens: 5, cachedTokens: 4 }],
+    ['reasoning tokens', { prompt_tokens: 10, completion_tokens: 50, completion_tokens_details: { reasoning_tokens: 42 } }, { promptTokens: 10, completionTokens: 50, cachedTokens: 0, reasoningTokens: 42 }],
     ['no usage', undefined, undefined],
   ])('%s', (_n, usage, expected) => {
     const body = JSON.stringify({ id: 'x', object: 'chat.completion', model: 'up-model', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' } }], usage });

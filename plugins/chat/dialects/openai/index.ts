@@ -6,6 +6,7 @@ interface OpenAIUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
 }
 
 interface OpenAIChunk {
@@ -22,6 +23,7 @@ export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | und
     promptTokens,
     completionTokens: reportedTokens(u.completion_tokens, 'usage.completion_tokens') ?? 0,
     cachedTokens: reportedTokens(u.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens') ?? 0,
+    ...(u.completion_tokens_details?.reasoning_tokens ? { reasoningTokens: reportedTokens(u.completion_tokens_details.reasoning_tokens, 'usage.completion_tokens_details.reasoning_tokens') } : {}),
   };
 }
 
