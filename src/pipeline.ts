@@ -8,7 +8,7 @@ import type { ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
-import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 export interface PipelineServices {
   catalog: ProviderCatalog;
@@ -40,7 +40,7 @@ export async function runModelRequest<P extends ModelRequest>(
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
-    const routes = resolveRoutes(svc, parsed.model, handler, svc.now());
+    const routes = resolveRoutes(svc, parsed.model, handler, svc.now()).map((r) => withEndpoint(handler, parsed, r));
     for (const r of routes) handler.checkRoute?.(parsed, r);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
@@ -84,6 +84,12 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
     throw new GatewayError('model_deactivated', [model, all[0]?.model.deactivatedAt ?? ''], { param: 'model' });
   }
   return active;
+}
+
+/** The route with the endpoint the handler picks for this request, when it is not the modality's own. */
+function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P, route: ModelRoute): ModelRoute {
+  const endpoint = handler.endpoint?.(parsed, route);
+  return endpoint && endpoint !== route.endpoint ? { ...route, endpoint } : route;
 }
 
 async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {
@@ -140,6 +146,8 @@ async function callUpstream<P extends ModelRequest>(
         const response = await svc.upstream.send(route, await handler.buildUpstream(parsed, route), planned.apiKey, ex.abort.signal, timeout);
         const kind = statusKind(response.statusCode);
         if (!kind) {
+          const firstByte = route.endpoint.firstByteTimeoutMs;
+          if (firstByte !== undefined) await awaitFirstByte(response, firstByte, ex.abort.signal);
           record(response.statusCode, null);
           return { response, planned };
         }

@@ -24,11 +24,11 @@ export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './er
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
 export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
-export { costPicos, type Consumption } from './pricing.js';
+export { costPicos, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
 export { estimateTokens, tokensForChars } from './tokens.js';
 
 // The provider model a route resolves to.
-export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef, RetryPolicy } from './providers/types.js';
+export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy } from './providers/types.js';
 
 // Calling upstream and reading what comes back.
 export { fillPath, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
@@ -38,6 +38,7 @@ export { formatSse, SseDecoder, type SseEvent } from './sse.js';
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';
 export { logIdOf, type MediaRecord, type MediaStorage, type MediaStore } from './store/media.js';
+export type { RecordStore, StoredRecord } from './store/records.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
 
 // Small utilities.

@@ -20,7 +20,11 @@ export type UpstreamResponse = Dispatcher.ResponseData;
 export type FailureKind = 'connect_error' | 'timeout' | '5xx' | '429' | '4xx' | 'aborted';
 
 export class UpstreamFailure extends Error {
-  constructor(readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '') {
+  constructor(
+    readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '',
+    /** For a timeout: the limit that was hit, when not the endpoint's timeout_ms (e.g. its first-byte timeout). */
+    readonly limitMs?: number,
+  ) {
     super(message);
   }
 }
@@ -75,6 +79,34 @@ export class UpstreamClient {
   }
 }
 
+/**
+ * Waits until the first byte of a response body is readable (or the body ends),
+ * without consuming it, so the caller still reads the whole body as usual. A body
+ * that stays silent for `timeoutMs` is destroyed and reported as a `timeout` failure:
+ * nothing has reached the client yet, so the pipeline may retry and fall back.
+ */
+export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  const body = response.body;
+  if (body.readableLength > 0 || body.readableEnded) return;
+  await new Promise<void>((resolve, reject) => {
+    const done = (err?: UpstreamFailure): void => {
+      clearTimeout(timer);
+      body.off('readable', onReadable).off('end', onReadable).off('error', onError);
+      signal.removeEventListener('abort', onAbort);
+      if (err) {
+        body.destroy();
+        reject(err);
+      } else resolve();
+    };
+    const onReadable = (): void => done();
+    const onError = (e: Error): void => done(new UpstreamFailure('connect_error', `the response body broke: ${e.message}`));
+    const onAbort = (): void => done(new UpstreamFailure('aborted', 'request aborted'));
+    const timer = setTimeout(() => done(new UpstreamFailure('timeout', `no first byte within ${timeoutMs} ms`, null, '', timeoutMs)), timeoutMs);
+    body.on('readable', onReadable).on('end', onReadable).on('error', onError);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {
   if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
@@ -99,7 +131,7 @@ export function statusKind(status: number): FailureKind | undefined {
  */
 export function upstreamError(f: UpstreamFailure, providerMessage: string, timeoutMs: number): GatewayError {
   switch (f.kind) {
-    case 'timeout': return new GatewayError('upstream_timeout', [timeoutMs]);
+    case 'timeout': return new GatewayError('upstream_timeout', [f.limitMs ?? timeoutMs]);
     case 'aborted': return new GatewayError('client_closed_request');
     case 'connect_error': return new GatewayError('upstream_error', [f.message]);
     case '429': return new GatewayError('upstream_rate_limited', [providerMessage || 'rate limited']);

@@ -51,7 +51,7 @@ export const chatPlugin: GatewayPlugin = {
   modalities: { chat: { requiredPricing: ['prompt', 'completion'], dialects: [...DIALECTS.keys()] } },
   register(api) {
     for (const format of CLIENT_FORMATS) {
-      api.modelRoute({ method: 'POST', url: format.url, acceptXApiKey: format.acceptXApiKey, formatError: format.formatError, handler: chatHandler(format) });
+      api.modelRoute({ method: 'POST', url: format.url, keyHeaders: format.keyHeaders, formatError: format.formatError, handler: chatHandler(format) });
     }
   },
 };

@@ -47,8 +47,8 @@ export interface ClientFormat {
   readonly name: string;
   /** The route clients of this format call, e.g. `/v1/chat/completions`. */
   readonly url: string;
-  /** Also accept the key in `x-api-key` (Anthropic-style clients). */
-  readonly acceptXApiKey?: boolean;
+  /** Headers that may carry the key besides Bearer (`x-api-key` for Anthropic clients, `x-goog-api-key` for Google's). */
+  readonly keyHeaders?: readonly string[];
   /** Error bodies in this format's shape; OpenAI-style when absent. */
   readonly formatError?: ErrorFormatter;
   /** The dialect that speaks this format upstream: a request in this format goes to it untranslated. */

@@ -38,7 +38,7 @@ export function formatAnthropicError(err: GatewayError): unknown {
 export const anthropicFormat: ClientFormat = {
   name: 'anthropic',
   url: '/v1/messages',
-  acceptXApiKey: true,
+  keyHeaders: ['x-api-key'],
   formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
   parse: parseMessagesRequest,
