@@ -40,6 +40,7 @@ export type { Org, Retention, Store } from './store/types.js';
 export { logIdOf, type MediaRecord, type MediaStorage, type MediaStore } from './store/media.js';
 export type { RecordStore, StoredRecord } from './store/records.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
+export { deleteExpiredMedia, underLease, type MediaSweepDeps } from './storage/media-sweep.js';
 
 // Small utilities.
 export { newId } from './ids.js';

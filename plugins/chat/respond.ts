@@ -32,6 +32,7 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   const cost = chatCost(route.model, usage);
   ex.extra = { ...ex.extra, usage: usageRecord(usage) };
   ex.ttfbMs = elapsedMs(ex);
-  void reply.code(200).type('application/json').send(JSON.stringify(translated.render(usage, cost)));
+  const body = await translated.render(usage, cost);
+  void reply.code(200).type('application/json').send(JSON.stringify(body));
   return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
 }

@@ -15,6 +15,8 @@ export interface ModalityRules {
   dialects: readonly string[];
   /** A rule every endpoint of this modality must follow; returns the problem, if any (e.g. music: exactly one call). */
   checkEndpoint?(endpoint: EndpointDef): string | undefined;
+  /** A rule every model of this modality must follow (e.g. images: priced per image or per token); returns the problem. */
+  checkModel?(model: ModelDef): string | undefined;
 }
 
 /**
@@ -176,9 +178,16 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
       problem(`/models/${i}/modality`, `provider has no endpoint for modality "${m.modality}"`);
       return;
     }
-    const missing = (opts.modalities.get(m.modality)?.requiredPricing ?? []).filter((k) => m.pricing[k] === undefined);
-    if (missing.length > 0) problem(`/models/${i}/pricing`, `a ${m.modality} model must price ${missing.join(', ')}`);
-    else models.push(buildModel(m));
+    const rules = opts.modalities.get(m.modality);
+    const missing = (rules?.requiredPricing ?? []).filter((k) => m.pricing[k] === undefined);
+    if (missing.length > 0) {
+      problem(`/models/${i}/pricing`, `a ${m.modality} model must price ${missing.join(', ')}`);
+      return;
+    }
+    const model = buildModel(m);
+    const fault = rules?.checkModel?.(model);
+    if (fault) problem(`/models/${i}`, fault);
+    else models.push(model);
   });
   return { provider, models };
 }

@@ -211,11 +211,15 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
   };
 }
 
-/** Gemini API generateContent / streamGenerateContent (`?alt=sse`). */
+/**
+ * Gemini API generateContent / streamGenerateContent (`?alt=sse`). A request that
+ * arrived on the gateway's own Gemini endpoint goes upstream untouched.
+ */
 export const geminiDialect: ChatDialect = {
   name: 'gemini',
   unsupported,
-  requestBody: (req) => JSON.stringify(toGeminiBody(req)),
+  // A request from the Gemini-native endpoint goes as the client wrote it (the model is in the path).
+  requestBody: (req) => JSON.stringify(req.native?.format === 'gemini' ? req.native.body : toGeminiBody(req)),
   pathVars: (req, upstreamModel) => ({ model: upstreamModel, action: req.stream ? 'streamGenerateContent' : 'generateContent' }),
   query: (req): Record<string, string> => (req.stream ? { alt: 'sse' } : {}),
   response: fromGeminiResponse,

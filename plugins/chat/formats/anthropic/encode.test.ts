@@ -115,7 +115,7 @@ describe('native Anthropic codec (Anthropic in, Anthropic out)', () => {
     expect(r.render(USAGE, COST)).toEqual({ ...msg, model: 'asked-model', usage: { ...msg.usage, ...anthropicUsageObject(USAGE, COST) } });
   });
 
-  it('forwards stream events as sent, holding message_delta/message_stop for the end', () => {
+  it('forwards stream events as sent, holding message_delta/message_stop for the end', async () => {
     const s = codec.stream();
     const start = JSON.stringify({ type: 'message_start', message: { id: 'msg_up', model: 'claude-up', content: [], usage: { input_tokens: 9, output_tokens: 1 } } });
     const blockStart = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}';
@@ -131,7 +131,7 @@ describe('native Anthropic codec (Anthropic in, Anthropic out)', () => {
     expect(steps[2]!.deliveredTokens).toBe(2);
     expect(steps[3]).toMatchObject({ frames: [], usage: { promptTokens: 9, completionTokens: 6 } });
     expect(steps[4]).toMatchObject({ frames: [], done: true });
-    const end = parseSseText(s.finish({ promptTokens: 9, completionTokens: 6 }, COST).join(''));
+    const end = parseSseText((await s.finish({ promptTokens: 9, completionTokens: 6 }, COST)).join(''));
     expect(end.map((e) => e.event)).toEqual(['message_delta', 'message_stop']);
     expect(JSON.parse(end[0]!.data)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 6, input_tokens: 9, cost_usd_total: 0.000007 } });
   });

@@ -37,11 +37,12 @@ export function formatAnthropicError(err: GatewayError): unknown {
  */
 export const anthropicFormat: ClientFormat = {
   name: 'anthropic',
-  url: '/v1/messages',
+  urls: ['/v1/messages'],
   keyHeaders: ['x-api-key'],
   formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
-  parse: parseMessagesRequest,
+  parse: (input) => parseMessagesRequest(input.body, input.headers),
+  clientParam: (p) => (p.startsWith('messages[') ? 'messages' : p),
   codec(dialect, req, ctx) {
     if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);
     return {
