@@ -143,11 +143,13 @@ async function callUpstream<P extends ModelRequest>(
         ex.attempts.push({ provider: route.provider.id, model: route.model.upstreamId, status, error, durationMs: Math.round(elapsedMs(ex) - started) });
       };
       try {
-        const response = await svc.upstream.send(route, await handler.buildUpstream(parsed, route), planned.apiKey, ex.abort.signal, timeout);
+        const built = await handler.buildUpstream(parsed, route);
+        // A stream that sends nothing for first_byte_timeout_ms (headers included) has stalled: nothing reached the client yet.
+        const firstByte = built.stream ? route.endpoint.firstByteTimeoutMs : undefined;
+        const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, timeout, firstByte);
         const kind = statusKind(response.statusCode);
         if (!kind) {
-          const firstByte = route.endpoint.firstByteTimeoutMs;
-          if (firstByte !== undefined) await awaitFirstByte(response, firstByte, ex.abort.signal);
+          if (firstByte !== undefined) await awaitFirstByte(response, Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
           record(response.statusCode, null);
           return { response, planned };
         }

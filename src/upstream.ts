@@ -12,6 +12,8 @@ export interface UpstreamRequest {
   /** A Readable streams the body (e.g. an uploaded file from a temp file); build a new one per attempt. */
   body?: string | Buffer | Uint8Array | Readable;
   contentType?: string;
+  /** A streamed reply: the endpoint's first-byte timeout applies (a whole reply may rightly take long to start). */
+  stream?: boolean;
 }
 
 export type UpstreamResponse = Dispatcher.ResponseData;
@@ -50,7 +52,7 @@ export class UpstreamClient {
    * Sends one attempt. Resolves with the response (any status); rejects with an
    * UpstreamFailure for connection errors, timeouts and aborts.
    */
-  async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamResponse> {
+  async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number, firstByteMs?: number): Promise<UpstreamResponse> {
     const { provider, endpoint } = route;
     const url = new URL(provider.baseUrl + req.path);
     for (const [k, v] of Object.entries({ ...endpoint.query, ...req.query })) url.searchParams.set(k, v);
@@ -58,6 +60,7 @@ export class UpstreamClient {
     if (req.contentType) headers['content-type'] = req.contentType;
     if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
     const timeout = timeoutMs ?? endpoint.timeoutMs;
+    const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
       return await this.agent.request({
         origin: url.origin,
@@ -66,11 +69,11 @@ export class UpstreamClient {
         headers,
         body: req.body,
         signal,
-        headersTimeout: timeout,
+        headersTimeout,
         bodyTimeout: timeout,
       });
     } catch (err) {
-      throw classify(err, timeout, signal);
+      throw classify(err, headersTimeout, signal);
     }
   }
 
@@ -85,7 +88,7 @@ export class UpstreamClient {
  * that stays silent for `timeoutMs` is destroyed and reported as a `timeout` failure:
  * nothing has reached the client yet, so the pipeline may retry and fall back.
  */
-export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: number, signal: AbortSignal): Promise<void> {
+export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: number, signal: AbortSignal, limitMs = timeoutMs): Promise<void> {
   const body = response.body;
   if (body.readableLength > 0 || body.readableEnded) return;
   await new Promise<void>((resolve, reject) => {
@@ -101,7 +104,7 @@ export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: numb
     const onReadable = (): void => done();
     const onError = (e: Error): void => done(new UpstreamFailure('connect_error', `the response body broke: ${e.message}`));
     const onAbort = (): void => done(new UpstreamFailure('aborted', 'request aborted'));
-    const timer = setTimeout(() => done(new UpstreamFailure('timeout', `no first byte within ${timeoutMs} ms`, null, '', timeoutMs)), timeoutMs);
+    const timer = setTimeout(() => done(new UpstreamFailure('timeout', `no first byte within ${limitMs} ms`, null, '', limitMs)), timeoutMs);
     body.on('readable', onReadable).on('end', onReadable).on('error', onError);
     signal.addEventListener('abort', onAbort, { once: true });
   });
@@ -110,7 +113,7 @@ export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: numb
 function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {
   if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new UpstreamFailure('timeout', `no answer within ${timeout} ms`);
+    return new UpstreamFailure('timeout', `no answer within ${timeout} ms`, null, '', timeout);
   }
   const code = (err as { code?: string }).code ?? '';
   return new UpstreamFailure('connect_error', `connection failed${code ? ` (${code})` : ''}`);

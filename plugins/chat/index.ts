@@ -52,6 +52,7 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
         body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam }),
         contentType: 'application/json',
         headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req) },
+        stream: req.stream,
       };
     },
     respond(ctx) {

@@ -20,8 +20,9 @@ export interface EndpointDef {
   /** Wait for the response headers and for each later gap between body chunks. */
   timeoutMs: number;
   /**
-   * Wait for the first byte of a 2xx body (headers included). A stall here is a
-   * `timeout` failure that retries and falls back, since nothing reached the client.
+   * For a streamed request, the wait from sending to the first body byte (headers
+   * included). A stall here is a `timeout` failure that falls back, since nothing
+   * reached the client.
    */
   firstByteTimeoutMs: number | undefined;
   retry: RetryPolicy;
