@@ -102,7 +102,7 @@ describe('stored responses', () => {
 
   it('store: false keeps nothing: the reply says so and continuing from it is a 400 naming previous_response_id', async () => {
     const r = await t.client.responses.create({ model: 'gemini-2.5-flash', input: 'Forget this', store: false });
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
     const err = await t.client.responses.create({ model: 'gemini-2.5-flash', input: 'and?', previous_response_id: r.id }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as { param?: string }).param).toBe('previous_response_id');
