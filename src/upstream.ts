@@ -73,6 +73,9 @@ export class UpstreamClient {
         bodyTimeout: timeout,
       });
     } catch (err) {
+      if (firstByteMs !== undefined && firstByteMs <= timeout && err instanceof undiciErrors.HeadersTimeoutError) {
+        throw new UpstreamFailure('timeout', `no first byte within ${firstByteMs} ms`, null, '', firstByteMs);
+      }
       throw classify(err, headersTimeout, signal);
     }
   }
@@ -97,6 +100,7 @@ export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: numb
       body.off('readable', onReadable).off('end', onReadable).off('error', onError);
       signal.removeEventListener('abort', onAbort);
       if (err) {
+        body.on('error', () => undefined); // undici reports its own destroy() as an AbortError: nobody else reads this body
         body.destroy();
         reject(err);
       } else resolve();
