@@ -5,8 +5,8 @@
  */
 
 import { applyFaults, sendError, sendJson, type Handler } from './http.js';
-import { asArray, asNumber, asObject, asString } from './json.js';
-import { openaiError, openaiErrorShape, openaiJsonPreamble } from './openai.js';
+import { asArray, asNumber, asObject, asString, parseJsonObject } from './json.js';
+import { openaiAuth, openaiError, openaiErrorShape, openaiJsonPreamble } from './openai.js';
 import { pngBytes } from './png.js';
 import { textTokens } from './reply.js';
 
@@ -72,8 +72,14 @@ const CATEGORIES = [
 
 /** Moderation results, one per input; `[[sim:flagged]]` flags every input as violence. */
 export const handleModerations: Handler = async (req, res, env) => {
-  const pre = openaiJsonPreamble(req, res);
-  if (pre === undefined) return;
+  if (!openaiAuth(req, res)) return;
+  const body = parseJsonObject(req.body);
+  if (body === undefined) {
+    sendError(res, openaiError(400, 'We could not parse the JSON body of your request.', 'invalid_request_error', null));
+    return;
+  }
+  // The model is optional here, as OpenAI's: omni-moderation-latest by default.
+  const pre = { body, model: asString(body['model']) ?? 'omni-moderation-latest' };
   const raw = pre.body['input'];
   const inputs = typeof raw === 'string' ? [raw] : asArray(raw);
   if (inputs === undefined || inputs.length === 0) {
