@@ -31,7 +31,7 @@ export { estimateTokens, tokensForChars } from './tokens.js';
 export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy } from './providers/types.js';
 
 // Calling upstream and reading what comes back.
-export { fillPath, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 export { transformRefusal, type BuiltRequest } from './transform.js';
 export { formatSse, SseDecoder, type SseEvent } from './sse.js';
 

@@ -123,6 +123,19 @@ function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamF
   return new UpstreamFailure('connect_error', `connection failed${code ? ` (${code})` : ''}`);
 }
 
+/**
+ * The whole body of a 2xx upstream reply, for a plugin's `respond`: a client that left
+ * meanwhile, or a body that broke, becomes the error the client (or the log) sees.
+ */
+export async function upstreamText(response: UpstreamResponse, signal: AbortSignal): Promise<string> {
+  try {
+    return await response.body.text();
+  } catch (err) {
+    if (signal.aborted) throw new GatewayError('client_closed_request');
+    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
+  }
+}
+
 /** Classifies a completed response's status for retry and fallback decisions. */
 export function statusKind(status: number): FailureKind | undefined {
   if (status === 429) return '429';

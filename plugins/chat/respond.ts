@@ -1,4 +1,4 @@
-import { elapsedMs, estimateTokens, GatewayError, type Metered, type RespondContext } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, GatewayError, type Metered, type RespondContext, upstreamText } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
 import { chatCost, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
@@ -15,13 +15,7 @@ export function respondChat(ctx: RespondContext<ChatRequest>, codec: ChatCodec):
  */
 async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  let text: string;
-  try {
-    text = await upstream.body.text();
-  } catch (err) {
-    if (ex.abort.signal.aborted) throw new GatewayError('client_closed_request');
-    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
-  }
+  const text = await upstreamText(upstream, ex.abort.signal);
   let translated: ClientReply;
   try {
     translated = codec.response(text);

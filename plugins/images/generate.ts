@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import {
   costPicos, elapsedMs, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
-  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, transformRefusal,
+  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, transformRefusal, upstreamText,
 } from '../../src/sdk.js';
 import type { ImagesSettings } from './settings.js';
 import { checkImageRoute, type ImageRequest, parseImageRequest, pricedPerToken, variantOf } from './validate.js';
@@ -138,14 +138,7 @@ async function host(deps: ImageDeps, ctx: RespondContext<ImageRequest>, images: 
 
 async function respondImages(deps: ImageDeps, ctx: RespondContext<ImageRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  let text: string;
-  try {
-    text = await upstream.body.text();
-  } catch (err) {
-    if (ex.abort.signal.aborted) throw new GatewayError('client_closed_request');
-    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
-  }
-  const p = await produced(route, text);
+  const p = await produced(route, await upstreamText(upstream, ex.abort.signal));
   if (p.images.length === 0) throw new GatewayError('upstream_error', ['the upstream returned no image']);
   const { picos, estimated } = meter(parsed, route, p);
   const costMicros = picosToMicros(picos);

@@ -107,6 +107,21 @@ export function parseStreamEvent<T extends object>(data: string): T | undefined 
 /** OpenAI finish reasons for the canonical form. */
 export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 
+/** A tool-call piece in a canonical stream delta: the first for a call has its id and name. */
+export interface ToolCallPiece { index?: number; id?: string; function?: { name?: string; arguments?: string } }
+
+/** The first choice of a serialised canonical chunk, as client-format encoders read it. */
+export interface ChunkChoice {
+  index?: number;
+  delta?: { content?: string | null; tool_calls?: ToolCallPiece[] };
+  finish_reason?: string | null;
+}
+
+/** The choice of index 0 in a serialised canonical chunk (chunks the gateway reads are its own or an OpenAI upstream's). */
+export function firstChoice(data: string): ChunkChoice | undefined {
+  return (JSON.parse(data) as { choices?: ChunkChoice[] }).choices?.find((c) => (c.index ?? 0) === 0);
+}
+
 /** One canonical stream chunk with a single choice, serialised. */
 export function chunkJson(ctx: ReplyContext, delta: Record<string, unknown>, finish: FinishReason | null): string {
   return JSON.stringify({

@@ -1,5 +1,5 @@
 import { formatSse } from '../../../../src/sdk.js';
-import { completionToolCalls, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { argumentsObject } from '../../tools.js';
 import { costFields, type ChatCost } from '../../metering.js';
 
@@ -50,14 +50,6 @@ export function errorFrame(body: unknown): string {
   return formatSse(JSON.stringify(body), 'error');
 }
 
-interface CanonicalChunk {
-  choices?: Array<{
-    index?: number;
-    delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
-    finish_reason?: string | null;
-  }>;
-}
-
 export interface AnthropicEncoder {
   /** Frames for one canonical chunk; `usage` is what the upstream reported so far (for message_start). */
   chunk(data: string, usage: TokenUsage | undefined): string[];
@@ -103,7 +95,7 @@ export function anthropicEncoder(ctx: ReplyContext): AnthropicEncoder {
   return {
     chunk(data, usage) {
       const frames = start(usage);
-      const choice = (JSON.parse(data) as CanonicalChunk).choices?.find((c) => (c.index ?? 0) === 0);
+      const choice = firstChoice(data);
       const text = choice?.delta?.content;
       if (text) {
         if (textBlock === undefined || open !== textBlock) {

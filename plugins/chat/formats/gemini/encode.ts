@@ -1,5 +1,5 @@
 import { formatSse, type GatewayError } from '../../../../src/sdk.js';
-import { completionToolCalls, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { costFields, type ChatCost } from '../../metering.js';
 import { argumentsObject } from '../../tools.js';
 
@@ -61,13 +61,6 @@ export function geminiFromCompletion(completion: Record<string, unknown>, text: 
   return responseObject(ctx, parts.length > 0 ? parts : [{ text: '' }], FINISH[String(choice?.finish_reason)] ?? 'STOP', geminiUsageObject(u, c));
 }
 
-interface CanonicalChunk {
-  choices?: Array<{
-    delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
-    finish_reason?: string | null;
-  }>;
-}
-
 export interface GeminiEncoder {
   chunk(data: string): string[];
   finish(usage: TokenUsage, cost: ChatCost): string[];
@@ -83,7 +76,7 @@ export function geminiEncoder(ctx: ReplyContext): GeminiEncoder {
   let finish = 'STOP';
   return {
     chunk(data) {
-      const choice = (JSON.parse(data) as CanonicalChunk).choices?.[0];
+      const choice = firstChoice(data);
       for (const d of choice?.delta?.tool_calls ?? []) {
         const call = (calls[d.index ?? 0] ??= { id: '', name: '', args: '' });
         call.id ||= d.id ?? '';

@@ -1,9 +1,10 @@
 import { formatSse } from '../../../../src/sdk.js';
-import { completionText, parseStreamEvent, type ChatDialect, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionText, parseStreamEvent, type ReplyContext } from '../../dialects/types.js';
 import { geminiDialect } from '../../dialects/gemini/index.js';
 import type { ChatCodec, ClientFormat, StreamStep } from '../types.js';
 import { formatGeminiError, geminiEncoder, geminiFromCompletion, geminiUsageObject } from './encode.js';
 import { parseGeminiRequest } from './parse.js';
+import { translatedCodec } from '../translate.js';
 
 const errorFrame = (body: unknown): string => formatSse(JSON.stringify(body));
 
@@ -48,29 +49,6 @@ function nativeGeminiCodec(ctx: ReplyContext): ChatCodec {
   };
 }
 
-/** Any other dialect's reply, translated from the canonical form. */
-function translatedCodec(dialect: ChatDialect, ctx: ReplyContext): ChatCodec {
-  return {
-    response(body) {
-      const { completion, usage } = dialect.response(body, ctx);
-      const text = completionText(completion);
-      return { usage, text, render: (u, c) => geminiFromCompletion(completion, text, ctx, u, c) };
-    },
-    stream() {
-      const translator = dialect.streamTranslator(ctx);
-      const encoder = geminiEncoder(ctx);
-      return {
-        onEvent(event, data) {
-          const t = translator.onEvent(event, data);
-          return { frames: t.chunks.flatMap((c) => encoder.chunk(c)), usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
-        },
-        finish: (u: TokenUsage, c) => encoder.finish(u, c),
-        fail: (err) => [errorFrame(formatGeminiError(err))],
-      };
-    },
-  };
-}
-
 /** Canonical field names a provider may refuse, in the Gemini request's terms. */
 const CLIENT_PARAMS: Readonly<Record<string, string>> = {
   response_format: 'generationConfig.responseMimeType', n: 'generationConfig.candidateCount', logprobs: 'generationConfig.responseLogprobs',
@@ -91,6 +69,10 @@ export const geminiFormat: ClientFormat = {
   parse: parseGeminiRequest,
   clientParam: (p) => CLIENT_PARAMS[p] ?? (p.startsWith('messages[') ? 'contents' : p),
   codec(dialect, req, ctx) {
-    return dialect.name === 'gemini' && req.native?.format === 'gemini' ? nativeGeminiCodec(ctx) : translatedCodec(dialect, ctx);
+    if (dialect.name === 'gemini' && req.native?.format === 'gemini') return nativeGeminiCodec(ctx);
+    return translatedCodec(dialect, ctx, {
+      render: (completion, text, u, c) => geminiFromCompletion(completion, text, ctx, u, c),
+      encoder: () => ({ ...geminiEncoder(ctx), fail: (err) => [errorFrame(formatGeminiError(err))] }),
+    });
   },
 };

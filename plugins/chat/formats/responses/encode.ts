@@ -1,5 +1,5 @@
 import { formatSse, type GatewayError } from '../../../../src/sdk.js';
-import { completionToolCalls, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { costFields, type ChatCost } from '../../metering.js';
 import { itemId, responseId } from './ids.js';
 import type { Item } from './parse.js';
@@ -62,11 +62,22 @@ export function outputFromCompletion(completion: Record<string, unknown>, text: 
   return out;
 }
 
-interface CanonicalChunk {
-  choices?: Array<{
-    delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
-    finish_reason?: string | null;
-  }>;
+type Emit = (type: string, body: Record<string, unknown>) => string;
+
+/** The events that finish an output item: a message's text and part, or a call's arguments, then the item itself. */
+function doneEvents(event: Emit, item: Item, index: number, kind: 'text' | 'call'): string[] {
+  if (kind === 'call') {
+    return [
+      event('response.function_call_arguments.done', { item_id: item.id, output_index: index, arguments: item.arguments }),
+      event('response.output_item.done', { output_index: index, item }),
+    ];
+  }
+  const part = (item.content as Item[])[0];
+  return [
+    event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: part?.text, logprobs: [] }),
+    event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part }),
+    event('response.output_item.done', { output_index: index, item }),
+  ];
 }
 
 export interface ResponsesEncoder {
@@ -93,7 +104,7 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
   let open: { index: number; kind: 'text' | 'call'; text: string } | undefined;
   const calls = new Map<number, number>();
   let finish: string | null = null;
-  const event = (type: string, body: Record<string, unknown>): string => formatSse(JSON.stringify({ type, sequence_number: seq++, ...body }), type);
+  const event: Emit = (type, body) => formatSse(JSON.stringify({ type, sequence_number: seq++, ...body }), type);
   const start = (): string[] => {
     if (started) return [];
     started = true;
@@ -103,21 +114,8 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
     if (!open) return [];
     const { index, kind, text } = open;
     open = undefined;
-    const item = output[index] as Item;
-    if (kind === 'text') {
-      const part = { type: 'output_text', text, annotations: [], logprobs: [] };
-      output[index] = messageItem(String(item.id), text, 'completed');
-      return [
-        event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] }),
-        event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part }),
-        event('response.output_item.done', { output_index: index, item: output[index] }),
-      ];
-    }
-    output[index] = { ...item, status: 'completed' };
-    return [
-      event('response.function_call_arguments.done', { item_id: item.id, output_index: index, arguments: item.arguments }),
-      event('response.output_item.done', { output_index: index, item: output[index] }),
-    ];
+    output[index] = kind === 'text' ? messageItem(String(output[index]?.id), text, 'completed') : { ...output[index], status: 'completed' };
+    return doneEvents(event, output[index] as Item, index, kind);
   };
   const text = (delta: string): string[] => {
     const frames: string[] = [];
@@ -157,7 +155,7 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
     event,
     chunk(data) {
       const frames = start();
-      const choice = (JSON.parse(data) as CanonicalChunk).choices?.[0];
+      const choice = firstChoice(data);
       if (choice?.delta?.content) frames.push(...text(choice.delta.content));
       for (const d of choice?.delta?.tool_calls ?? []) frames.push(...call(d.index ?? 0, d.id, d.function?.name, d.function?.arguments ?? ''));
       if (choice?.finish_reason) finish = choice.finish_reason;

@@ -1,5 +1,5 @@
 import { GatewayError, type Exchange, type PlainRouteDef } from '../../../../src/sdk.js';
-import { completionText, type ChatDialect, type ReplyContext } from '../../dialects/types.js';
+import type { ChatDialect, ReplyContext } from '../../dialects/types.js';
 import type { ChatCost } from '../../metering.js';
 import type { ChatRequest } from '../../request.js';
 import type { TokenUsage } from '../../dialects/types.js';
@@ -8,6 +8,7 @@ import { finishStatus, outputFromCompletion, responsesEncoder, responseShell, re
 import { loadResponse, RECORD_KIND, resolveInput, storeResponse } from './history.js';
 import { nativeResponsesCodec, openaiResponsesDialect, type Finalize } from './native.js';
 import { responsesChatRequest, validateResponsesRequest, type Item } from './parse.js';
+import { translatedCodec } from '../translate.js';
 
 /** Canonical field names a provider may refuse, in the Responses request's terms. */
 const CLIENT_PARAMS: Readonly<Record<string, string>> = { response_format: 'text.format', max_tokens: 'max_output_tokens', n: 'model', logprobs: 'include' };
@@ -30,24 +31,17 @@ function finalizer(services: FormatServices, orgId: string, req: ChatRequest): F
 }
 
 /** Any dialect's canonical reply as a Response, streamed with the Responses events or not. */
-function translatedCodec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext, finalize: Finalize): ChatCodec {
+function responsesCodec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext, finalize: Finalize): ChatCodec {
   const shell = responseShell(ctx, clientBody(req), wantsStore(req));
-  return {
-    response(body) {
-      const { completion, usage } = dialect.response(body, ctx);
-      const text = completionText(completion);
+  return translatedCodec(dialect, ctx, {
+    render(completion, text, u, c) {
       const finish = (completion.choices as Array<{ finish_reason?: unknown }> | undefined)?.[0]?.finish_reason;
-      const output = outputFromCompletion(completion, text, ctx);
-      return { usage, text, render: (u, c) => finalize({ ...shell, ...finishStatus(finish), output }, u, c) };
+      return finalize({ ...shell, ...finishStatus(finish), output: outputFromCompletion(completion, text, ctx) }, u, c);
     },
-    stream() {
-      const translator = dialect.streamTranslator(ctx);
+    encoder() {
       const encoder = responsesEncoder(ctx, shell);
       return {
-        onEvent(event, data) {
-          const t = translator.onEvent(event, data);
-          return { frames: t.chunks.flatMap((c) => encoder.chunk(c)), usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
-        },
+        chunk: (data) => encoder.chunk(data),
         async finish(u, c) {
           const { frames, output, finish } = encoder.close();
           const status = finishStatus(finish);
@@ -57,7 +51,7 @@ function translatedCodec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyConte
         fail: (err) => [encoder.fail(err, errorBody(err))],
       };
     },
-  };
+  });
 }
 
 /** GET/DELETE of a stored response and its input items: the caller's org only, 404 otherwise (never 403, which would confirm the id). */
@@ -112,7 +106,7 @@ export function responsesFormat(services: FormatServices): ClientFormat {
     clientParam: (p) => CLIENT_PARAMS[p] ?? (p.startsWith('messages[') ? 'input' : p),
     codec(dialect, req, ctx, caller) {
       const finalize = finalizer(services, caller.orgId, req);
-      if (dialect.name !== openaiResponsesDialect.name) return translatedCodec(dialect, req, ctx, finalize);
+      if (dialect.name !== openaiResponsesDialect.name) return responsesCodec(dialect, req, ctx, finalize);
       const body = clientBody(req);
       const echo = { previous_response_id: body.previous_response_id ?? null, store: wantsStore(req) };
       return nativeResponsesCodec(ctx, echo, finalize, (err) => responsesEncoder(ctx, {}).fail(err, errorBody(err)));
