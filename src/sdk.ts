@@ -39,6 +39,8 @@ export { formatSse, SseDecoder, type SseEvent } from './sse.js';
 export type { Org, Retention, Store } from './store/types.js';
 export { logIdOf, type MediaRecord, type MediaStorage, type MediaStore } from './store/media.js';
 export type { RecordStore, StoredRecord } from './store/records.js';
+/** Opens a store by `database.url` (for tests and tools; a plugin is handed the gateway's store). */
+export { openStore } from './store/index.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
 export { deleteExpiredMedia, underLease, type MediaSweepDeps } from './storage/media-sweep.js';
 

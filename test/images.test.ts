@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { micros } from './chat-helpers.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson, runTask } from './harness.js';
@@ -27,8 +27,11 @@ beforeAll(async () => {
   alice = { key: a.key, orgId: a.org.id, client: new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 }) };
   bob = { key: b.key, orgId: b.org.id };
 });
-afterAll(async () => {
+afterEach(async () => {
   await expectLedgerMatchesLog(t, alice.orgId);
+  await expectLedgerMatchesLog(t, bob.orgId);
+});
+afterAll(async () => {
   await s3.close();
 });
 

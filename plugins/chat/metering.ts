@@ -82,5 +82,6 @@ export function usageRecord(u: TokenUsage | undefined): Record<string, number> {
     completion_tokens: u.completionTokens,
     ...(u.cachedTokens ? { cached_tokens: u.cachedTokens } : {}),
     ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}),
+    ...(u.reasoningTokens ? { reasoning_tokens: u.reasoningTokens } : {}),
   };
 }
