@@ -73,6 +73,14 @@ describe.each(MODELS)('$model through @google/genai', (c) => {
     });
     expect(second.text).toBe(REPLY);
   });
+
+  it('generateContentStream with tools: the functionCall arrives whole', async () => {
+    const config = { tools: [{ functionDeclarations: [WEATHER] }], maxOutputTokens: 100 };
+    const stream = await ai().models.generateContentStream({ model: c.model, contents: 'Weather in Paris? [[sim:tool_calls=1]]', config });
+    const calls = [];
+    for await (const chunk of stream) calls.push(...(chunk.functionCalls ?? []));
+    expect(calls).toEqual([expect.objectContaining({ name: 'get_weather', args: { city: 'sim' } })]);
+  });
 });
 
 describe('auth, errors and metering in Google\'s terms', () => {
