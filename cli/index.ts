@@ -117,7 +117,7 @@ export function buildProgram(): Command {
       console.log(`provider simulator listening on ${sim.url}`);
     });
 
-  program.command('sweep').description('Run the maintenance tasks once now (the music retention sweep); the server also runs them periodically.')
+  program.command('sweep').description('Run the maintenance tasks once now (music and image retention sweeps, expired stored responses); the server also runs them periodically.')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
       const config = loadConfig(opts.config);

@@ -2,7 +2,9 @@ import type { GatewayConfig, GatewayPlugin } from '../src/sdk.js';
 import { audioPlugin } from './audio/index.js';
 import { chatPlugin } from './chat/index.js';
 import { embeddingsPlugin } from './embeddings/index.js';
+import { imagesPlugin } from './images/index.js';
 import { modelsPlugin } from './models/index.js';
+import { moderationsPlugin } from './moderations/index.js';
 import { musicPlugin } from './music/index.js';
 
 /** The built-in modality plugins, by the name `plugins:` in gateway.yaml uses. */
@@ -12,6 +14,8 @@ export const builtinPlugins: Readonly<Record<string, GatewayPlugin>> = {
   audio: audioPlugin,
   models: modelsPlugin,
   music: musicPlugin,
+  images: imagesPlugin,
+  moderations: moderationsPlugin,
 };
 
 /** Picks the built-in plugins named in config (all of them when unset) plus any extra ones. */

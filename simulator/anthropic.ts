@@ -20,7 +20,8 @@ import {
   type SimRequest,
 } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
-import { planReply, promptTokens, type ReplyPlan } from './reply.js';
+import { pieces, plannedCalls, type PlannedCall } from './features.js';
+import { planReply, promptTokens, textTokens, type ReplyPlan } from './reply.js';
 
 /** The version under which sampling parameters are rejected (wire-formats.md). */
 const STRICT_VERSION = '2026-10-21';
@@ -58,6 +59,24 @@ interface MessagesRequest {
   readonly maxTokens: number;
   readonly inputTokens: number;
   readonly stream: boolean;
+  readonly body: JsonObject;
+  readonly messages: readonly unknown[];
+}
+
+const blocksOf = (m: unknown, type: string): JsonObject[] =>
+  (asArray(asObject(m)?.['content']) ?? []).map(asObject).filter((b): b is JsonObject => b?.['type'] === type);
+
+/** As the API: every tool_result answers a tool_use of the message just before it. */
+function unmatchedToolResult(messages: readonly unknown[]): string | undefined {
+  for (let i = 0; i < messages.length; i++) {
+    const asked = new Set(blocksOf(messages[i - 1], 'tool_use').map((b) => b['id']));
+    const stray = blocksOf(messages[i], 'tool_result').find((b) => !asked.has(b['tool_use_id']));
+    if (stray) {
+      return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(stray['tool_use_id'])}. ` +
+        'Each `tool_result` block must have a corresponding `tool_use` block in the previous message.';
+    }
+  }
+  return undefined;
 }
 
 /** Auth and request validation in the order the API applies them; sends the error itself. */
@@ -81,8 +100,10 @@ function validate(req: SimRequest, res: ServerResponse, requestId: string): Mess
       if (body[name] !== undefined) return fail(400, `${name}: Extra inputs are not permitted`);
     }
   }
+  const stray = unmatchedToolResult(messages);
+  if (stray !== undefined) return fail(400, stray);
   if (model.startsWith('unknown-')) return fail(404, `model: ${model}`);
-  return { model, maxTokens, inputTokens: countInput(body, messages), stream: body['stream'] === true };
+  return { model, maxTokens, inputTokens: countInput(body, messages), stream: body['stream'] === true, body, messages };
 }
 
 function countInput(body: JsonObject, messages: readonly unknown[]): number {
@@ -99,29 +120,24 @@ export const handleMessages: Handler = async (req, res, env) => {
   const r = d.usage === undefined ? valid : { ...valid, inputTokens: d.usage };
   const shape = anthropicErrorShape(requestId);
   if (await applyFaults(res, d, shape, r.stream)) return;
-  const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, r.maxTokens);
-  const stopReason = d.safetyBlock ? 'refusal' : plan.capped ? 'max_tokens' : 'end_turn';
-  const id = `msg_sim${env.nextId()}`;
+  const seq = env.nextId();
+  const calls = d.safetyBlock ? [] : toolCalls(r, d, seq);
+  const plan: ReplyPlan = d.safetyBlock || calls.length > 0 ? { pieces: [], capped: false } : planReply(d, r.maxTokens);
+  const stopReason = d.safetyBlock ? 'refusal' : calls.length > 0 ? 'tool_use' : plan.capped ? 'max_tokens' : 'end_turn';
+  const outputTokens = plan.pieces.length + calls.reduce((n, c) => n + textTokens(c.arguments), 0);
+  const id = `msg_sim${seq}`;
   if (!r.stream) {
     const text = plan.pieces.join('');
+    const content = d.safetyBlock ? [] : calls.length > 0 ? calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })) : [{ type: 'text', text }];
     sendJson(
       res,
       200,
-      {
-        id,
-        type: 'message',
-        role: 'assistant',
-        model: r.model,
-        content: d.safetyBlock ? [] : [{ type: 'text', text }],
-        stop_reason: stopReason,
-        stop_sequence: null,
-        usage: usage(r.inputTokens, plan.pieces.length),
-      },
+      { id, type: 'message', role: 'assistant', model: r.model, content, stop_reason: stopReason, stop_sequence: null, usage: usage(r.inputTokens, outputTokens) },
       { 'request-id': requestId },
     );
     return;
   }
-  const events = messageEvents(id, r, plan, stopReason);
+  const events = messageEvents(id, r, plan, stopReason, calls, outputTokens);
   const error = shape(529).body as JsonObject;
   const errorEvent = named('error', JSON.stringify(error));
   await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
@@ -141,8 +157,33 @@ function named(type: string, json: string): string {
   return `event: ${type}\ndata: ${json}\n\n`;
 }
 
-/** message_start, one text block streamed a word per delta, message_delta, message_stop. */
-function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReason: string): string[] {
+interface SimToolUse extends PlannedCall {
+  readonly id: string;
+}
+
+/** The tool_use blocks of a reply to a request that declares tools (none once it answers them). */
+function toolCalls(r: MessagesRequest, d: SimRequest['directives'], seq: string): SimToolUse[] {
+  const tools = (asArray(r.body['tools']) ?? []).flatMap((t) => {
+    const name = asString(asObject(t)?.['name']);
+    return name === undefined ? [] : [{ name, schema: asObject(t)?.['input_schema'] }];
+  });
+  const choice = asObject(r.body['tool_choice']);
+  const answered = blocksOf(r.messages[r.messages.length - 1], 'tool_result').length > 0;
+  return plannedCalls(tools, { choiceNone: choice?.['type'] === 'none', named: choice?.['type'] === 'tool' ? asString(choice['name']) : undefined, answeredTools: answered, d })
+    .map((c, i) => ({ ...c, id: `toolu_sim${seq}_${i}` }));
+}
+
+/** Each tool_use block: its start, the input JSON in two input_json_delta pieces, its stop. */
+function toolEvents(calls: readonly SimToolUse[]): string[] {
+  return calls.flatMap((c, index) => [
+    named('content_block_start', JSON.stringify({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } })),
+    ...pieces(c.arguments, 2).map((p) => named('content_block_delta', JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } }))),
+    named('content_block_stop', JSON.stringify({ type: 'content_block_stop', index })),
+  ]);
+}
+
+/** message_start, one text block streamed a word per delta (or the tool_use blocks), message_delta, message_stop. */
+function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReason: string, calls: readonly SimToolUse[], outputTokens: number): string[] {
   const start = {
     type: 'message_start',
     message: {
@@ -157,7 +198,8 @@ function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReas
     },
   };
   const events = [named('message_start', JSON.stringify(start))];
-  if (stopReason !== 'refusal') {
+  if (calls.length > 0) events.push(...toolEvents(calls));
+  else if (stopReason !== 'refusal') {
     events.push(
       named('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
       named('ping', '{"type":"ping"}'),
@@ -171,7 +213,7 @@ function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReas
   const delta = {
     type: 'message_delta',
     delta: { stop_reason: stopReason, stop_sequence: null },
-    usage: { output_tokens: plan.pieces.length },
+    usage: { output_tokens: outputTokens },
   };
   events.push(named('message_delta', JSON.stringify(delta)), named('message_stop', '{"type":"message_stop"}'));
   return events;

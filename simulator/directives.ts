@@ -29,6 +29,12 @@ export interface Directives {
   readonly usage?: number;
   /** Apply the fault directives only to the first N matching requests. */
   readonly failTimes?: number;
+  /** Parallel tool calls in a reply to a request that declares tools (default 1). */
+  readonly toolCalls?: number;
+  /** Send a stream's headers, then wait this long before its first byte (a stalled first chunk). */
+  readonly bodyDelayMs?: number;
+  /** Moderations: flag the input. */
+  readonly flagged: boolean;
   readonly safetyBlock: boolean;
   readonly safetyFinish: boolean;
   readonly malformed: boolean;
@@ -41,6 +47,7 @@ export interface Directives {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 export const NO_DIRECTIVES: Directives = Object.freeze({
+  flagged: false,
   safetyBlock: false,
   safetyFinish: false,
   malformed: false,
@@ -62,6 +69,8 @@ const NUMERIC: Readonly<Record<string, { key: keyof Directives; min: number; max
   size_mb: { key: 'sizeMb', min: 0, max: 64 },
   usage: { key: 'usage', min: -1e18, max: 1e18 },
   fail_times: { key: 'failTimes', min: 0, max: 1_000_000 },
+  tool_calls: { key: 'toolCalls', min: 0, max: 16 },
+  body_delay_ms: { key: 'bodyDelayMs', min: 0, max: 600_000 },
 };
 
 const FLAGS: Readonly<Record<string, keyof Directives>> = {
@@ -72,6 +81,7 @@ const FLAGS: Readonly<Record<string, keyof Directives>> = {
   stream_error: 'streamError',
   text_only: 'textOnly',
   hang: 'hang',
+  flagged: 'flagged',
 };
 
 /**
@@ -128,6 +138,7 @@ export function hasFault(d: Directives): boolean {
   return (
     (d.status !== undefined && d.status !== 200) ||
     d.delayMs !== undefined ||
+    d.bodyDelayMs !== undefined ||
     d.safetyBlock ||
     d.safetyFinish ||
     d.malformed ||
@@ -145,6 +156,8 @@ export function withoutFaults(d: Directives): Directives {
   if (d.sizeMb !== undefined) out.sizeMb = d.sizeMb;
   if (d.usage !== undefined) out.usage = d.usage;
   if (d.chunkDelayMs !== undefined) out.chunkDelayMs = d.chunkDelayMs;
+  if (d.toolCalls !== undefined) out.toolCalls = d.toolCalls;
+  out.flagged = d.flagged;
   return out;
 }
 

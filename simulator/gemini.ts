@@ -17,7 +17,9 @@ import {
   usageMetadata,
 } from './gemini-wire.js';
 import { handleLyria, isLyriaModel } from './lyria.js';
-import { planReply, type ReplyPlan } from './reply.js';
+import { pngBytes } from './png.js';
+import { jsonReply, pieces, plannedCalls, type PlannedCall } from './features.js';
+import { planReply, textTokens, type ReplyPlan } from './reply.js';
 import { embedText, toFloatList } from './vectors.js';
 
 const BAD_KEY_DETAILS = [
@@ -73,6 +75,8 @@ export const handleGemini: Handler = async (req, res, env) => {
     else await generate(req, res, env.nextId(), { model, body, how });
   } else if (method === 'embedContent' || method === 'batchEmbedContents') {
     await embed(req, res, model, body, method === 'batchEmbedContents');
+  } else if (method === 'predict') {
+    await predictImages(req, res, model, body);
   } else if (method === 'countTokens') {
     sendJson(res, 200, { totalTokens: promptInfo(asObject(body['generateContentRequest']) ?? body).tokens });
   } else {
@@ -86,8 +90,52 @@ interface GenerateCall {
   readonly how: { readonly stream: boolean; readonly sse: boolean };
 }
 
+const partsOf = (content: unknown): JsonObject[] => (asArray(asObject(content)?.['parts']) ?? []).map(asObject).filter((p): p is JsonObject => p !== undefined);
+const countOf = (content: unknown, key: string): number => partsOf(content).filter((p) => p[key] !== undefined).length;
+
+/** As the API: a turn of function responses answers every call of the model turn before it, no more, no less. */
+function unmatchedResponses(contents: readonly unknown[]): boolean {
+  return contents.some((c, i) => {
+    const answers = countOf(c, 'functionResponse');
+    return answers > 0 && answers !== countOf(contents[i - 1], 'functionCall');
+  });
+}
+
+/** Function calls for a request that declares functions (none once the last turn answers them). */
+function geminiCalls(body: JsonObject, d: SimRequest['directives']): PlannedCall[] {
+  const tools = (asArray(body['tools']) ?? []).flatMap((t) => asArray(asObject(t)?.['functionDeclarations']) ?? []).flatMap((f) => {
+    const name = asString(asObject(f)?.['name']);
+    return name === undefined ? [] : [{ name, schema: asObject(f)?.['parametersJsonSchema'] ?? asObject(f)?.['parameters'] }];
+  });
+  const fc = asObject(asObject(body['toolConfig'])?.['functionCallingConfig']);
+  const allowed = asArray(fc?.['allowedFunctionNames']);
+  const contents = asArray(body['contents']) ?? [];
+  return plannedCalls(tools, {
+    choiceNone: fc?.['mode'] === 'NONE', named: allowed?.length === 1 ? asString(allowed[0]) : undefined,
+    answeredTools: countOf(contents[contents.length - 1], 'functionResponse') > 0, d,
+  });
+}
+
+/** The reply's parts as stream chunks: function calls (each whole, in one chunk), JSON text in pieces, or the planned words. */
+function replyParts(body: JsonObject, d: SimRequest['directives'], maxOut: number | undefined): { chunks: JsonObject[][]; capped: boolean; tokens: number } {
+  const calls = geminiCalls(body, d);
+  if (calls.length > 0) return { chunks: [calls.map((c) => ({ functionCall: { name: c.name, args: c.args } }))], capped: false, tokens: calls.reduce((n, c) => n + textTokens(c.arguments), 0) };
+  const config = asObject(body['generationConfig']);
+  if (config?.['responseMimeType'] === 'application/json') {
+    const text = jsonReply(config['responseJsonSchema'] ?? config['responseSchema']);
+    const parts = pieces(text, Math.ceil(text.length / 4));
+    return { chunks: parts.map((t) => [{ text: t }]), capped: false, tokens: parts.length };
+  }
+  const plan = planReply(d, maxOut);
+  return { chunks: (plan.pieces.length > 0 ? plan.pieces : ['']).map((t) => [{ text: t }]), capped: plan.capped, tokens: plan.pieces.length };
+}
+
 async function generate(req: SimRequest, res: ServerResponse, seq: string, call: GenerateCall): Promise<void> {
   const d = req.directives;
+  if (unmatchedResponses(asArray(call.body['contents']) ?? [])) {
+    sendError(res, geminiError(400, 'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.'));
+    return;
+  }
   if (await applyFaults(res, d, geminiErrorShape, call.how.stream)) return;
   const prompt = d.usage ?? promptInfo(call.body).tokens;
   const responseId = `sim${seq}`;
@@ -99,32 +147,50 @@ async function generate(req: SimRequest, res: ServerResponse, seq: string, call:
     return;
   }
   const maxOut = asNumber(asObject(call.body['generationConfig'])?.['maxOutputTokens']);
-  const plan = planReply(d, maxOut);
-  const finishReason = plan.capped ? 'MAX_TOKENS' : 'STOP';
-  const response = textResponse(call.model, responseId, plan.pieces.join(''), finishReason, usageMetadata(prompt, plan.pieces.length));
-  const chunks = call.how.stream ? textChunks(call.model, responseId, plan, finishReason, prompt) : [];
+  const reply = replyParts(call.body, d, maxOut);
+  const finishReason = reply.capped ? 'MAX_TOKENS' : 'STOP';
+  const merged = mergeText(reply.chunks.flat());
+  const response = partsResponse(call.model, responseId, merged, finishReason, usageMetadata(prompt, reply.tokens));
+  const chunks = call.how.stream ? streamChunks(call.model, responseId, reply, finishReason, prompt) : [];
   await deliver(res, d, call.how, response, chunks);
 }
 
-function textResponse(
-  model: string,
-  responseId: string,
-  text: string,
-  finishReason: string | undefined,
-  usage: JsonObject,
-): JsonObject {
-  const candidate: JsonObject = { content: { parts: [{ text }], role: 'model' }, index: 0 };
+/** Adjacent text parts joined, as a whole (non-streamed) reply has them. */
+function mergeText(parts: readonly JsonObject[]): JsonObject[] {
+  const out: JsonObject[] = [];
+  for (const p of parts) {
+    const last = out[out.length - 1];
+    if (typeof p['text'] === 'string' && last !== undefined && typeof last['text'] === 'string') out[out.length - 1] = { text: last['text'] + p['text'] };
+    else out.push(p);
+  }
+  return out;
+}
+
+function partsResponse(model: string, responseId: string, parts: readonly JsonObject[], finishReason: string | undefined, usage: JsonObject): JsonObject {
+  const candidate: JsonObject = { content: { parts, role: 'model' }, index: 0 };
   if (finishReason !== undefined) candidate['finishReason'] = finishReason;
   return { candidates: [candidate], usageMetadata: usage, modelVersion: model, responseId };
 }
 
-/** One word per chunk; usage is cumulative and the last chunk carries finishReason. */
-function textChunks(model: string, responseId: string, plan: ReplyPlan, finish: string, prompt: number): JsonObject[] {
-  const pieces = plan.pieces.length > 0 ? plan.pieces : [''];
-  return pieces.map((piece, i) => {
-    const last = i === pieces.length - 1;
-    return textResponse(model, responseId, piece, last ? finish : undefined, usageMetadata(prompt, Math.min(i + 1, plan.pieces.length)));
+/** One chunk of parts per event; usage is cumulative (one token a chunk, the rest on the last) and the last carries finishReason. */
+function streamChunks(model: string, responseId: string, reply: { chunks: JsonObject[][]; tokens: number }, finish: string, prompt: number): JsonObject[] {
+  return reply.chunks.map((parts, i) => {
+    const last = i === reply.chunks.length - 1;
+    return partsResponse(model, responseId, parts, last ? finish : undefined, usageMetadata(prompt, last ? reply.tokens : Math.min(i + 1, reply.tokens)));
   });
+}
+
+/** Imagen over `:predict`: `{instances: [{prompt}], parameters: {sampleCount}}` → one PNG prediction per sample. */
+async function predictImages(req: SimRequest, res: ServerResponse, model: string, body: JsonObject): Promise<void> {
+  const prompt = asString(asObject(asArray(body['instances'])?.[0])?.['prompt']);
+  if (prompt === undefined || prompt === '') {
+    sendError(res, geminiError(400, '* instances[0].prompt: a prompt is required'));
+    return;
+  }
+  const count = Math.min(4, Math.max(1, Math.floor(asNumber(asObject(body['parameters'])?.['sampleCount']) ?? 4)));
+  if (await applyFaults(res, req.directives, geminiErrorShape, false)) return;
+  const predictions = Array.from({ length: count }, (_, i) => ({ bytesBase64Encoded: pngBytes(`${model}:${prompt}#${i}`).toString('base64'), mimeType: 'image/png' }));
+  sendJson(res, 200, { predictions });
 }
 
 /** gemini-embedding-001 defaults to 3072 dimensions; the older models to 768. */

@@ -163,6 +163,8 @@ export async function sendAudio(
 
 export interface StreamPlan {
   readonly contentType: string;
+  /** Headers first, then this pause before the first event (`body_delay_ms`). */
+  readonly bodyDelayMs?: number;
   /** Pause between events; 0 writes the stream in one go (cheap for benchmarks). */
   readonly chunkDelayMs: number;
   /** Send about half the events, then destroy the socket. */
@@ -172,7 +174,7 @@ export interface StreamPlan {
 }
 
 export function streamPlan(d: Directives, contentType: string, errorEvent: string): StreamPlan {
-  const base = { contentType, chunkDelayMs: d.chunkDelayMs ?? 0, drop: d.dropMidStream };
+  const base = { contentType, chunkDelayMs: d.chunkDelayMs ?? 0, drop: d.dropMidStream, bodyDelayMs: d.bodyDelayMs };
   return d.streamError ? { ...base, errorEvent } : base;
 }
 
@@ -187,6 +189,10 @@ export async function writeEvents(
   if (plan.errorEvent !== undefined && !plan.drop) list.push(plan.errorEvent);
   if (res.destroyed) return;
   res.writeHead(200, { 'content-type': plan.contentType, 'cache-control': 'no-cache' });
+  if (plan.bodyDelayMs !== undefined) {
+    res.flushHeaders();
+    if (!(await pause(res, plan.bodyDelayMs))) return;
+  }
   if (plan.chunkDelayMs <= 0) {
     finish(res, list.join(''), plan.drop);
     return;

@@ -20,6 +20,7 @@ import {
   type SimRequest,
 } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
+import { jsonReply, logprobsFor, pieces, plannedCalls, type DeclaredTool, type PlannedCall } from './features.js';
 import { planReply, promptTokens, textTokens, type ReplyPlan } from './reply.js';
 import { embedText, toBase64, toFloatList } from './vectors.js';
 
@@ -119,6 +120,51 @@ function chatUsage(messages: readonly unknown[], completion: number, reported?: 
   };
 }
 
+/** OpenAI's reasoning models refuse `max_tokens` (they take `max_completion_tokens`). */
+function refusesMaxTokens(model: string): boolean {
+  return /^(o\d|gpt-5)/.test(model);
+}
+
+/** The functions a chat request declares. */
+function chatTools(body: JsonObject): DeclaredTool[] {
+  return (asArray(body['tools']) ?? []).flatMap((t) => {
+    const f = asObject(asObject(t)?.['function']);
+    const name = asString(f?.['name']);
+    return name === undefined ? [] : [{ name, schema: f?.['parameters'] }];
+  });
+}
+
+/** What a chat reply holds: its text pieces (one token each), its tool calls, its finish reason. */
+interface ChatContent {
+  readonly plan: ReplyPlan;
+  readonly calls: readonly PlannedCall[];
+  readonly finish: string;
+  readonly completionTokens: number;
+}
+
+/**
+ * The reply to a chat request: tool calls when it declares tools (and has not just
+ * answered them), JSON for a JSON response format, else the planned words.
+ */
+function chatContent(body: JsonObject, messages: readonly unknown[], d: SimRequest['directives'], maxTokens: number | undefined): ChatContent {
+  if (d.safetyBlock) return { plan: { pieces: [], capped: false }, calls: [], finish: 'content_filter', completionTokens: 0 };
+  const choice = body['tool_choice'];
+  const named = asString(asObject(asObject(choice)?.['function'])?.['name']);
+  const last = asObject(messages[messages.length - 1]);
+  const calls = plannedCalls(chatTools(body), { choiceNone: choice === 'none', named, answeredTools: last?.['role'] === 'tool', d });
+  if (calls.length > 0) {
+    return { plan: { pieces: [], capped: false }, calls, finish: 'tool_calls', completionTokens: calls.reduce((n, c) => n + textTokens(c.arguments), 0) };
+  }
+  const format = asObject(body['response_format']);
+  if (format?.['type'] === 'json_object' || format?.['type'] === 'json_schema') {
+    const text = jsonReply(asObject(format['json_schema'])?.['schema']);
+    const parts = pieces(text, Math.ceil(text.length / 4));
+    return { plan: { pieces: parts, capped: false }, calls: [], finish: 'stop', completionTokens: parts.length };
+  }
+  const plan = planReply(d, maxTokens);
+  return { plan, calls: [], finish: plan.capped ? 'length' : 'stop', completionTokens: plan.pieces.length };
+}
+
 export const handleChat: Handler = async (req, res, env) => {
   const pre = openaiJsonPreamble(req, res);
   if (pre === undefined) return;
@@ -128,29 +174,34 @@ export const handleChat: Handler = async (req, res, env) => {
     sendError(res, openaiError(400, message, 'invalid_request_error', 'missing_required_parameter', 'messages'));
     return;
   }
+  if (refusesMaxTokens(pre.model) && pre.body['max_tokens'] !== undefined) {
+    const message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
+    sendError(res, openaiError(400, message, 'invalid_request_error', 'unsupported_parameter', 'max_tokens'));
+    return;
+  }
   const stream = pre.body['stream'] === true;
   const d = req.directives;
   if (await applyFaults(res, d, openaiErrorShape, stream)) return;
   const maxTokens = asNumber(pre.body['max_completion_tokens']) ?? asNumber(pre.body['max_tokens']);
-  const plan: ReplyPlan = d.safetyBlock ? { pieces: [], capped: false } : planReply(d, maxTokens);
-  const finish = d.safetyBlock ? 'content_filter' : plan.capped ? 'length' : 'stop';
+  const content = chatContent(pre.body, messages, d, maxTokens);
   // `n` choices, each the same reply; completion tokens are billed for all of them, the prompt once.
   const n = Math.min(Math.max(Math.floor(asNumber(pre.body['n']) ?? 1), 1), 128);
-  const usage = chatUsage(messages, plan.pieces.length * n, d.usage);
+  const top = pre.body['logprobs'] === true ? Math.max(0, Math.floor(asNumber(pre.body['top_logprobs']) ?? 0)) : -1;
+  const usage = chatUsage(messages, n * content.completionTokens, d.usage);
   const id = `chatcmpl-sim${env.nextId()}`;
   const created = Math.floor(Date.now() / 1000);
+  const calls = content.calls.map((c, i) => ({ id: `call_${id.slice(9)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
   if (!stream) {
+    const text = content.plan.pieces.join('');
+    const message: JsonObject = { role: 'assistant', content: calls.length > 0 ? null : text, refusal: null, annotations: [] };
+    if (calls.length > 0) message['tool_calls'] = calls;
+    const logprobs = top >= 0 ? { content: logprobsFor(content.plan.pieces, top), refusal: null } : null;
     sendJson(res, 200, {
       id,
       object: 'chat.completion',
       created,
       model: pre.model,
-      choices: Array.from({ length: n }, (_, index) => ({
-        index,
-        message: { role: 'assistant', content: plan.pieces.join(''), refusal: null, annotations: [] },
-        logprobs: null,
-        finish_reason: finish,
-      })),
+      choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs, finish_reason: content.finish })),
       usage,
       service_tier: 'default',
       system_fingerprint: 'fp_simulator',
@@ -158,7 +209,8 @@ export const handleChat: Handler = async (req, res, env) => {
     return;
   }
   const includeUsage = asObject(pre.body['stream_options'])?.['include_usage'] === true;
-  const events = chatChunks({ id, created, model: pre.model, plan, finish, usage, includeUsage, n });
+  const input: ChunkInput = { id, created, model: pre.model, plan: content.plan, finish: content.finish, usage, includeUsage };
+  const events = n === 1 && calls.length === 0 && top < 0 ? chatChunks(input) : richChunks(input, { n, calls, top });
   const errorEvent = `data: ${JSON.stringify(openaiErrorShape(500).body)}\n\n`;
   await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
 };
@@ -171,7 +223,6 @@ interface ChunkInput {
   readonly finish: string;
   readonly usage: ChatUsage;
   readonly includeUsage: boolean;
-  readonly n: number;
 }
 
 /** SSE events of a streamed completion: role, one word per chunk, finish, usage, [DONE]. */
@@ -180,14 +231,39 @@ function chatChunks(c: ChunkInput): string[] {
     `data: {"id":${JSON.stringify(c.id)},"object":"chat.completion.chunk","created":${c.created},` +
     `"model":${JSON.stringify(c.model)},"system_fingerprint":"fp_simulator","choices":[`;
   const tail = c.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
-  const choice = (delta: string, finish: string | null, index = 0): string =>
-    `${head}{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}${tail}`;
-  const events: string[] = [];
-  // With n > 1, OpenAI interleaves the choices chunk by chunk, each chunk carrying one choice index.
-  for (let i = 0; i < c.n; i++) events.push(choice('{"role":"assistant","content":"","refusal":null}', null, i));
-  for (const piece of c.plan.pieces) for (let i = 0; i < c.n; i++) events.push(choice(`{"content":${JSON.stringify(piece)}}`, null, i));
-  for (let i = 0; i < c.n; i++) events.push(choice('{}', c.finish, i));
+  const choice = (delta: string, finish: string | null): string =>
+    `${head}{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}${tail}`;
+  const events: string[] = [choice('{"role":"assistant","content":"","refusal":null}', null)];
+  for (const piece of c.plan.pieces) events.push(choice(`{"content":${JSON.stringify(piece)}}`, null));
+  events.push(choice('{}', c.finish));
   if (c.includeUsage) events.push(`${head}],"usage":${JSON.stringify(c.usage)}}\n\n`);
+  events.push('data: [DONE]\n\n');
+  return events;
+}
+
+/**
+ * The general stream (n choices, tool calls, logprobs): per choice a role chunk, its
+ * words (with their logprobs), each tool call as a chunk with its id and name and two
+ * argument pieces, then the finish; usage and [DONE] last.
+ */
+function richChunks(c: ChunkInput, x: { n: number; calls: ReadonlyArray<{ id: string; function: { name: string; arguments: string } }>; top: number }): string[] {
+  const chunk = (index: number, delta: JsonObject, finish: string | null, logprobs: unknown = null): string =>
+    `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, system_fingerprint: 'fp_simulator', choices: [{ index, delta, logprobs, finish_reason: finish }], ...(c.includeUsage ? { usage: null } : {}) })}\n\n`;
+  const events: string[] = [];
+  for (let i = 0; i < x.n; i++) {
+    events.push(chunk(i, { role: 'assistant', content: x.calls.length > 0 ? null : '', refusal: null }, null));
+    c.plan.pieces.forEach((piece, k) => {
+      const lp = x.top >= 0 ? { content: logprobsFor([piece], x.top).map((l) => ({ ...l, logprob: -0.01 * (k + 1) })), refusal: null } : null;
+      events.push(chunk(i, { content: piece }, null, lp));
+    });
+    x.calls.forEach((call, k) => {
+      const [a, b] = [call.function.arguments.slice(0, Math.ceil(call.function.arguments.length / 2)), call.function.arguments.slice(Math.ceil(call.function.arguments.length / 2))];
+      events.push(chunk(i, { tool_calls: [{ index: k, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null));
+      for (const piece of [a, b]) if (piece) events.push(chunk(i, { tool_calls: [{ index: k, function: { arguments: piece } }] }, null));
+    });
+    events.push(chunk(i, {}, c.finish));
+  }
+  if (c.includeUsage) events.push(`data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, choices: [], usage: c.usage })}\n\n`);
   events.push('data: [DONE]\n\n');
   return events;
 }

@@ -16,6 +16,8 @@ import { handleGemini } from './gemini.js';
 import { BodyTooLargeError, pause, readBody, sendJson, type Handler, type SimEnv } from './http.js';
 import { Mp3Cache } from './mp3.js';
 import { handleSpeech, handleTranscription } from './openai-audio.js';
+import { handleImages, handleModerations } from './openai-media.js';
+import { handleResponses } from './openai-responses.js';
 import { handleChat, handleEmbeddings } from './openai.js';
 
 export interface SimulatorOptions {
@@ -50,6 +52,9 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 export function routeFor(method: string, path: string): Handler | undefined {
   if (method !== 'POST') return undefined;
   if (path.endsWith('/v1/chat/completions')) return handleChat;
+  if (path.endsWith('/v1/responses')) return handleResponses;
+  if (path.endsWith('/v1/images/generations')) return handleImages;
+  if (path.endsWith('/v1/moderations')) return handleModerations;
   if (path.endsWith('/v1/embeddings')) return handleEmbeddings;
   if (path.endsWith('/v1/audio/speech')) return handleSpeech;
   if (path.endsWith('/v1/audio/transcriptions')) return handleTranscription;

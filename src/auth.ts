@@ -18,15 +18,20 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
   return { key, prefix: key.slice(0, PREFIX_LENGTH), hash: hashKey(key) };
 }
 
-/** The key from `Authorization: Bearer <key>` (or, for Anthropic SDKs, `x-api-key`). */
-export function extractKey(headers: Record<string, string | string[] | undefined>, allowXApiKey: boolean): string | undefined {
+/**
+ * The key from `Authorization: Bearer <key>`, or from one of the route's own key
+ * headers (lower-case names: `x-api-key` for Anthropic SDKs, `x-goog-api-key` for Google's).
+ */
+export function extractKey(headers: Record<string, string | string[] | undefined>, keyHeaders: readonly string[] = []): string | undefined {
   const auth = headers.authorization;
   if (typeof auth === 'string' && auth.length > 0) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
     return m ? m[1] : '';
   }
-  const x = headers['x-api-key'];
-  if (allowXApiKey && typeof x === 'string') return x;
+  for (const name of keyHeaders) {
+    const x = headers[name];
+    if (typeof x === 'string') return x;
+  }
   return undefined;
 }
 

@@ -9,7 +9,7 @@ import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
 import type { ExchangeObserver } from './telemetry/events.js';
-import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 export interface PipelineServices {
   catalog: ProviderCatalog;
@@ -43,7 +43,7 @@ export async function runModelRequest<P extends ModelRequest>(
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
-    const routes = resolveRoutes(svc, parsed.model, handler, svc.now());
+    const routes = resolveRoutes(svc, parsed.model, handler, svc.now()).map((r) => withEndpoint(handler, parsed, r));
     for (const r of routes) handler.checkRoute?.(parsed, r);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
@@ -88,6 +88,12 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
     throw new GatewayError('model_deactivated', [model, all[0]?.model.deactivatedAt ?? ''], { param: 'model' });
   }
   return active;
+}
+
+/** The route with the endpoint the handler picks for this request, when it is not the modality's own. */
+function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P, route: ModelRoute): ModelRoute {
+  const endpoint = handler.endpoint?.(parsed, route);
+  return endpoint && endpoint !== route.endpoint ? { ...route, endpoint } : route;
 }
 
 async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {
@@ -144,9 +150,12 @@ async function callUpstream<P extends ModelRequest>(
       try {
         const built = await handler.buildUpstream(parsed, route);
         const traceHeaders = svc.telemetry?.onAttemptStart(ex, route);
-        const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, timeout, traceHeaders);
+        // A stream that sends nothing for first_byte_timeout_ms (headers included) has stalled: nothing reached the client yet.
+        const firstByte = built.stream ? route.endpoint.firstByteTimeoutMs : undefined;
+        const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, { timeoutMs: timeout, firstByteMs: firstByte, traceHeaders });
         const kind = statusKind(response.statusCode);
         if (!kind) {
+          if (firstByte !== undefined) await awaitFirstByte(response, Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
           record(response.statusCode, null);
           svc.telemetry?.onAttemptEnd(ex, undefined, response.body);
           return { response, planned };

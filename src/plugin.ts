@@ -5,7 +5,7 @@ import type { GatewayConfig } from './config/gateway-config.js';
 import type { Exchange } from './exchange.js';
 import type { StageHook } from './hooks.js';
 import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
-import type { ModelRoute } from './providers/types.js';
+import type { EndpointDef, ModelRoute } from './providers/types.js';
 import type { ObjectStore } from './storage/object-store.js';
 import type { Store } from './store/types.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
@@ -43,6 +43,12 @@ export interface ModalityHandler<P extends ModelRequest> {
   readonly modality: string;
   /** Validates the client's body; throws a GatewayError (400) on bad input. Nothing is charged. */
   parse(body: unknown, request: FastifyRequest): P | Promise<P>;
+  /**
+   * The provider endpoint this request uses on a route, when not the one named after
+   * its modality: another endpoint of the same modality on the route's provider (e.g.
+   * the provider's own /responses for a Responses API client). Undefined keeps the route's.
+   */
+  endpoint?(parsed: P, route: ModelRoute): EndpointDef | undefined;
   /** Checks the request against the chosen model (e.g. a parameter the model refuses); throws a GatewayError. */
   checkRoute?(parsed: P, route: ModelRoute): void;
   /** The most this request can cost on this route, in pico-USD: what is reserved before the call. */
@@ -61,8 +67,8 @@ export interface ModelRouteDef<P extends ModelRequest> {
   url: string;
   /** Body limit for this route, when it differs from `server.body_limit_bytes`. */
   bodyLimit?: number;
-  /** Also accept `x-api-key` for auth (Anthropic-style clients). */
-  acceptXApiKey?: boolean;
+  /** Headers that may carry the key besides `Authorization: Bearer` (lower-case: `x-api-key`, `x-goog-api-key`). */
+  keyHeaders?: readonly string[];
   /** Error body in this route's client format (e.g. Anthropic's); OpenAI-style when absent. */
   formatError?: ErrorFormatter;
   handler: ModalityHandler<P>;
@@ -81,6 +87,10 @@ export interface PlainRouteDef {
   modality: string;
   /** Whether the route needs a bearer key (every /v1 route does, unless it says otherwise). */
   auth: boolean;
+  /** Headers that may carry the key besides `Authorization: Bearer`. */
+  keyHeaders?: readonly string[];
+  /** Error body in this route's client format; OpenAI-style when absent. */
+  formatError?: ErrorFormatter;
   handler(ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
 }
 

@@ -3,15 +3,40 @@ import type { ModelDef, PriceKey } from './providers/types.js';
 /** Quantities consumed by a request, per price key (tokens, characters, seconds, requests). */
 export type Consumption = Partial<Record<PriceKey, number>>;
 
+/** What picks a model's prices beyond the base ones: the prompt's size (tiers) and a named variant. */
+export interface PriceSelector {
+  /** Prompt tokens of the request (or their upper bound, for a reservation): selects a pricing tier. */
+  promptTokens?: number;
+  /** A named price set from `pricing_variants` (images: `quality/size`). */
+  variant?: string;
+}
+
 /**
- * Cost in pico-USD: each quantity times the model's YAML price for it. A quantity
- * with no price is a configuration fault caught at load (required prices), so here
- * it simply costs nothing.
+ * The prices that apply to one request, in pico-USD: the model's base prices,
+ * replaced key by key by the requested variant, then by the highest pricing tier
+ * whose threshold the prompt exceeds (Gemini 2.5 Pro prices a prompt over 200k
+ * tokens higher, input and output alike).
  */
-export function costPicos(model: ModelDef, used: Consumption): bigint {
+export function pricesFor(model: ModelDef, sel: PriceSelector = {}): Partial<Record<PriceKey, bigint>> {
+  let prices = model.pricePicos;
+  const variant = sel.variant === undefined ? undefined : model.pricingVariants[sel.variant];
+  if (variant) prices = { ...prices, ...variant.pricePicos };
+  const tiers = model.pricingTiers.filter((t) => (sel.promptTokens ?? 0) > t.abovePromptTokens);
+  const tier = tiers[tiers.length - 1];
+  if (tier) prices = { ...prices, ...tier.pricePicos };
+  return prices;
+}
+
+/**
+ * Cost in pico-USD: each quantity times the model's YAML price for it (as selected
+ * by `sel`). A quantity with no price is a configuration fault caught at load
+ * (required prices), so here it simply costs nothing.
+ */
+export function costPicos(model: ModelDef, used: Consumption, sel?: PriceSelector): bigint {
+  const prices = sel ? pricesFor(model, sel) : model.pricePicos;
   let total = 0n;
   for (const [key, qty] of Object.entries(used) as Array<[PriceKey, number]>) {
-    const price = model.pricePicos[key];
+    const price = prices[key];
     if (price === undefined || !qty) continue;
     total += price * BigInt(Math.ceil(qty));
   }

@@ -24,23 +24,27 @@ export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './er
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
 export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
-export { costPicos, type Consumption } from './pricing.js';
+export { costPicos, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
 export { estimateTokens, tokensForChars } from './tokens.js';
 // Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.
 export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './usage.js';
 
 // The provider model a route resolves to.
-export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef, RetryPolicy } from './providers/types.js';
+export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy } from './providers/types.js';
 
 // Calling upstream and reading what comes back.
-export { fillPath, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 export { transformRefusal, type BuiltRequest } from './transform.js';
 export { formatSse, SseDecoder, type SseEvent } from './sse.js';
 
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';
 export { logIdOf, type MediaRecord, type MediaStorage, type MediaStore } from './store/media.js';
+export type { RecordStore, StoredRecord } from './store/records.js';
+/** Opens a store by `database.url` (for tests and tools; a plugin is handed the gateway's store). */
+export { openStore } from './store/index.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
+export { deleteExpiredMedia, underLease, type MediaSweepDeps } from './storage/media-sweep.js';
 
 // Small utilities.
 export { newId } from './ids.js';

@@ -22,7 +22,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     modality?: string;
     auth?: boolean;
-    acceptXApiKey?: boolean;
+    keyHeaders?: readonly string[];
     formatError?: ErrorFormatter;
   }
 }
@@ -90,7 +90,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
     if (cfg.auth === false) return;
-    const { key, org } = await deps.auth.authenticate(extractKey(request.headers, cfg.acceptXApiKey === true));
+    const { key, org } = await deps.auth.authenticate(extractKey(request.headers, cfg.keyHeaders));
     request.exchange.apiKey = key;
     request.exchange.org = org;
     await deps.hooks.run('auth', request.exchange);
@@ -139,7 +139,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     method: def.method,
     url: def.url,
     bodyLimit: def.bodyLimit,
-    config: { modality: def.handler.modality, auth: true, acceptXApiKey: def.acceptXApiKey, formatError: def.formatError },
+    config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, formatError: def.formatError },
     handler: async (request, reply) => {
       try {
         await runModelRequest(deps, def.handler, request, reply);
@@ -168,7 +168,7 @@ export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
   app.route({
     method: def.method,
     url: def.url,
-    config: { modality: def.modality, auth: def.auth },
+    config: { modality: def.modality, auth: def.auth, keyHeaders: def.keyHeaders, formatError: def.formatError },
     handler: async (request, reply) => def.handler(request.exchange, request, reply),
   });
 }

@@ -12,6 +12,8 @@ export interface UpstreamRequest {
   /** A Readable streams the body (e.g. an uploaded file from a temp file); build a new one per attempt. */
   body?: string | Buffer | Uint8Array | Readable;
   contentType?: string;
+  /** A streamed reply: the endpoint's first-byte timeout applies (a whole reply may rightly take long to start). */
+  stream?: boolean;
 }
 
 export type UpstreamResponse = Dispatcher.ResponseData;
@@ -20,7 +22,11 @@ export type UpstreamResponse = Dispatcher.ResponseData;
 export type FailureKind = 'connect_error' | 'timeout' | '5xx' | '429' | '4xx' | 'aborted';
 
 export class UpstreamFailure extends Error {
-  constructor(readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '') {
+  constructor(
+    readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '',
+    /** For a timeout: the limit that was hit, when not the endpoint's timeout_ms (e.g. its first-byte timeout). */
+    readonly limitMs?: number,
+  ) {
     super(message);
   }
 }
@@ -47,6 +53,16 @@ export function fillPath(template: string, vars: Record<string, string>): string
  * pool per origin), the route's timeout, its auth header, and cancellation when the
  * client goes away.
  */
+/** Per-attempt settings of `UpstreamClient.send`. */
+export interface SendOptions {
+  /** Overall timeout (headers and between body chunks); the endpoint's `timeout_ms` when absent. */
+  timeoutMs?: number;
+  /** A stream's first-byte timeout (`first_byte_timeout_ms`): a shorter wait for the response headers. */
+  firstByteMs?: number;
+  /** W3C `traceparent` (when tracing is on), continuing the request's trace upstream. */
+  traceHeaders?: Record<string, string>;
+}
+
 export class UpstreamClient {
   private readonly agent: Agent;
 
@@ -59,9 +75,8 @@ export class UpstreamClient {
    * UpstreamFailure for connection errors, timeouts and aborts. `traceHeaders` (W3C
    * `traceparent`, when tracing is on) continue the request's trace upstream.
    */
-  async send(
-    route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, timeoutMs?: number, traceHeaders?: Record<string, string>,
-  ): Promise<UpstreamResponse> {
+  async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, opts: SendOptions = {}): Promise<UpstreamResponse> {
+    const { timeoutMs, firstByteMs, traceHeaders } = opts;
     const { provider, endpoint } = route;
     const url = new URL(provider.baseUrl + req.path);
     for (const [k, v] of Object.entries({ ...endpoint.query, ...req.query })) url.searchParams.set(k, v);
@@ -69,6 +84,7 @@ export class UpstreamClient {
     if (req.contentType) headers['content-type'] = req.contentType;
     if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
     const timeout = timeoutMs ?? endpoint.timeoutMs;
+    const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
       return await this.agent.request({
         origin: url.origin,
@@ -77,11 +93,14 @@ export class UpstreamClient {
         headers,
         body: req.body,
         signal,
-        headersTimeout: timeout,
+        headersTimeout,
         bodyTimeout: timeout,
       });
     } catch (err) {
-      throw classify(err, timeout, signal);
+      if (firstByteMs !== undefined && firstByteMs <= timeout && err instanceof undiciErrors.HeadersTimeoutError) {
+        throw new UpstreamFailure('timeout', `no first byte within ${firstByteMs} ms`, null, '', firstByteMs);
+      }
+      throw classify(err, headersTimeout, signal);
     }
   }
 
@@ -90,13 +109,55 @@ export class UpstreamClient {
   }
 }
 
+/**
+ * Waits until the first byte of a response body is readable (or the body ends),
+ * without consuming it, so the caller still reads the whole body as usual. A body
+ * that stays silent for `timeoutMs` is destroyed and reported as a `timeout` failure:
+ * nothing has reached the client yet, so the pipeline may retry and fall back.
+ */
+export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: number, signal: AbortSignal, limitMs = timeoutMs): Promise<void> {
+  const body = response.body;
+  if (body.readableLength > 0 || body.readableEnded) return;
+  await new Promise<void>((resolve, reject) => {
+    const done = (err?: UpstreamFailure): void => {
+      clearTimeout(timer);
+      body.off('readable', onReadable).off('end', onReadable).off('error', onError);
+      signal.removeEventListener('abort', onAbort);
+      if (err) {
+        body.on('error', () => undefined); // undici reports its own destroy() as an AbortError: nobody else reads this body
+        body.destroy();
+        reject(err);
+      } else resolve();
+    };
+    const onReadable = (): void => done();
+    const onError = (e: Error): void => done(new UpstreamFailure('connect_error', `the response body broke: ${e.message}`));
+    const onAbort = (): void => done(new UpstreamFailure('aborted', 'request aborted'));
+    const timer = setTimeout(() => done(new UpstreamFailure('timeout', `no first byte within ${limitMs} ms`, null, '', limitMs)), timeoutMs);
+    body.on('readable', onReadable).on('end', onReadable).on('error', onError);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {
   if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new UpstreamFailure('timeout', `no answer within ${timeout} ms`);
+    return new UpstreamFailure('timeout', `no answer within ${timeout} ms`, null, '', timeout);
   }
   const code = (err as { code?: string }).code ?? '';
   return new UpstreamFailure('connect_error', `connection failed${code ? ` (${code})` : ''}`);
+}
+
+/**
+ * The whole body of a 2xx upstream reply, for a plugin's `respond`: a client that left
+ * meanwhile, or a body that broke, becomes the error the client (or the log) sees.
+ */
+export async function upstreamText(response: UpstreamResponse, signal: AbortSignal): Promise<string> {
+  try {
+    return await response.body.text();
+  } catch (err) {
+    if (signal.aborted) throw new GatewayError('client_closed_request');
+    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
+  }
 }
 
 /** Classifies a completed response's status for retry and fallback decisions. */
@@ -114,7 +175,7 @@ export function statusKind(status: number): FailureKind | undefined {
  */
 export function upstreamError(f: UpstreamFailure, providerMessage: string, timeoutMs: number): GatewayError {
   switch (f.kind) {
-    case 'timeout': return new GatewayError('upstream_timeout', [timeoutMs]);
+    case 'timeout': return new GatewayError('upstream_timeout', [f.limitMs ?? timeoutMs]);
     case 'aborted': return new GatewayError('client_closed_request');
     case 'connect_error': return new GatewayError('upstream_error', [f.message]);
     case '429': return new GatewayError('upstream_rate_limited', [providerMessage || 'rate limited']);

@@ -133,8 +133,9 @@ describe.each(ENDPOINTS)('$path', (ep) => {
 
 describe('features a provider cannot take are refused before any call', () => {
   it.each([
-    ['claude-haiku-4-5', { tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools'],
-    ['gemini-2.5-flash', { messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c', content: 'y' }] }, 'messages[1]'],
+    ['claude-haiku-4-5', { tools: [{ type: 'web_search' }] }, 'tools[0]'],
+    ['claude-haiku-4-5', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }, 'response_format'],
+    ['gemini-2.5-flash', { logprobs: true }, 'logprobs'],
     ['gemini-2.5-flash', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages[0].content'],
     ['claude-haiku-4-5', { n: 2 }, 'n'],
   ])('%s with %j → 400 naming %s', async (model, extra, param) => {

@@ -241,6 +241,10 @@ describe('admin commands', () => {
   it('sweep runs the maintenance tasks once and reports what they did', async () => {
     const r = await cli(['sweep', '--config', config]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('music-retention-sweep: deleted 0 expired track(s)\n');
+    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual([
+      'chat-responses-sweep: deleted 0 expired stored response(s)',
+      'images-retention-sweep: deleted 0 expired image(s)',
+      'music-retention-sweep: deleted 0 expired track(s)',
+    ]);
   });
 });

@@ -144,3 +144,8 @@ export async function postJson(url: string, body: unknown, key?: string, headers
   }
   return { status: res.status, headers: res.headers, body: parsed };
 }
+
+/** One maintenance task's run among everything the gateway's `runTasks` ran (other plugins add their own). */
+export async function runTask(t: Pick<TestGateway, 'gateway'>, name: string): Promise<{ task: string; result: string } | undefined> {
+  return (await t.gateway.runTasks()).find((r) => r.task === name);
+}

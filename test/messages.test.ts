@@ -141,15 +141,16 @@ describe('auth, version and errors in Anthropic form', () => {
 describe('what crosses formats and what does not', () => {
   const tool = { name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
 
-  it('tools go to Claude as written (native pass-through)', async () => {
-    const msg = await client.messages.create({ ...params('claude-haiku-4-5'), tools: [tool] });
-    expect(msg.content[0]).toMatchObject({ type: 'text' });
+  it.each(['claude-haiku-4-5', 'gemini-2.5-flash', 'gpt-4o-mini'])('tools reach %s (Claude as written, the others translated) and come back as tool_use', async (model) => {
+    const msg = await client.messages.create({ ...params(model), tools: [tool] });
+    expect(msg.stop_reason).toBe('tool_use');
+    expect(msg.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'get_weather', input: { city: 'sim' } })]);
   });
 
-  it.each(['gemini-2.5-flash', 'gpt-4o-mini'])('tools for %s are refused with 400 naming the field, before any upstream call', async (model) => {
-    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [tool] }, t.key);
+  it.each(['gemini-2.5-flash', 'gpt-4o-mini'])('server tools for %s are refused with 400 naming the field, before any upstream call', async (model) => {
+    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, t.key);
     expect(r.status).toBe(400);
-    expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_request', param: 'tools' } });
+    expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_request', param: 'tools[0]' } });
   });
 
   it('image blocks are translated (base64 → data URL) for an OpenAI model', async () => {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../simulator/server.js';
-import { logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
+import { logRow, postJson, startTestGateway, type TestGateway, runTask } from './harness.js';
 import { startS3, type TestS3 } from './s3.js';
+
+const musicSweep = (g: Pick<TestGateway, 'gateway'>) => runTask(g, 'music-retention-sweep');
 
 /** Storage modes and settings of the music plugin, each gateway with its own configuration. */
 const DAY = 86_400_000;
@@ -87,11 +89,11 @@ describe('retention settings', () => {
     clock += 31 * DAY;
     // A second instance on the same database takes the lease first and holds it.
     await a.gateway.store.leases.tryAcquire('music-retention-sweep', 'other-instance', 60_000, clock);
-    const [skipped] = await a.gateway.runTasks();
+    const skipped = await musicSweep(a);
     expect(skipped?.result).toMatch(/another instance holds the sweep lease/);
     expect((await a.gateway.store.media.get(g.id))?.cleanedAt).toBeNull();
     clock += 60_001;
-    const [ran] = await a.gateway.runTasks();
+    const ran = await musicSweep(a);
     expect(ran?.result).toMatch(/^deleted [1-9]/);
   });
 

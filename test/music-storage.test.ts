@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { useGateway } from './fixtures.js';
-import { postJson } from './harness.js';
+import { postJson, runTask, type TestGateway } from './harness.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
+
+const musicSweep = (g: Pick<TestGateway, 'gateway'>) => runTask(g, 'music-retention-sweep');
 
 /** Music storage (spec §3, §4.2, §4.3) against a real S3-protocol server. */
 const DAY = 86_400_000;
@@ -151,9 +153,9 @@ describe('retention sweep', () => {
     const key = `music/${alice.orgId}/${old.id}.mp3`;
     clock += 29 * DAY;
     const keep = await generate(alice.key, 'younger');
-    expect(await t.gateway.runTasks()).toEqual([{ task: 'music-retention-sweep', result: expect.stringMatching(/^deleted 0 /) }]);
+    expect(await musicSweep(t)).toEqual({ task: 'music-retention-sweep', result: expect.stringMatching(/^deleted 0 /) });
     clock += 1 * DAY + 1;
-    const [res] = await t.gateway.runTasks();
+    const res = await musicSweep(t);
     expect(res?.result).toMatch(/^deleted [1-9]\d* expired track/);
     expect(await s3.exists(key)).toBe(false);
     expect(await s3.exists(`music/${alice.orgId}/${keep.id}.mp3`)).toBe(true);
@@ -169,11 +171,11 @@ describe('retention sweep', () => {
     const key = `music/${alice.orgId}/${g.id}.mp3`;
     clock += 31 * DAY;
     await s3.close();
-    const [failed] = await t.gateway.runTasks();
+    const failed = await musicSweep(t);
     expect(failed?.result).toMatch(/failed \(retried next run\)/);
     expect((await t.gateway.store.media.get(g.id))?.cleanedAt).toBeNull();
     s3 = await restartS3();
-    const [ok] = await t.gateway.runTasks();
+    const ok = await musicSweep(t);
     expect(ok?.result).toMatch(/^deleted [1-9]/);
     expect((await t.gateway.store.media.get(g.id))?.cleanedAt).not.toBeNull();
     expect(await s3.exists(key)).toBe(false);

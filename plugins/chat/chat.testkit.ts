@@ -21,10 +21,21 @@ export function chatRequest(body: Record<string, unknown>): ChatRequest {
   return deepFreeze(parseChatRequest({ model: 'asked-model', ...body }));
 }
 
+/** A tool call assembled from stream deltas. */
+export interface StreamedCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+interface ToolCallDelta { index: number; id?: string; function?: { name?: string; arguments?: string } }
+
 export interface StreamRun {
   /** Parsed canonical chunks, in order. */
   chunks: Array<Record<string, unknown>>;
   text: string;
+  /** Tool calls assembled from the deltas, by index. */
+  toolCalls: StreamedCall[];
   finish: string | null;
   usage: TokenUsage | undefined;
   delivered: number;
@@ -34,13 +45,19 @@ export interface StreamRun {
 
 /** Feeds SSE events (name, data) to a translator and gathers what came out. */
 export function runStream(translator: StreamTranslator, events: Array<[string | undefined, string]>): StreamRun {
-  const run: StreamRun = { chunks: [], text: '', finish: null, usage: undefined, delivered: 0, done: false, error: undefined };
+  const run: StreamRun = { chunks: [], text: '', toolCalls: [], finish: null, usage: undefined, delivered: 0, done: false, error: undefined };
   for (const [event, data] of events) {
     const t = translator.onEvent(event, data);
     for (const c of t.chunks) {
-      const chunk = JSON.parse(c) as Record<string, unknown> & { choices?: Array<{ delta?: { content?: string }; finish_reason?: string | null }> };
+      const chunk = JSON.parse(c) as Record<string, unknown> & { choices?: Array<{ delta?: { content?: string; tool_calls?: ToolCallDelta[] }; finish_reason?: string | null }> };
       run.chunks.push(chunk);
       run.text += chunk.choices?.[0]?.delta?.content ?? '';
+      for (const d of chunk.choices?.[0]?.delta?.tool_calls ?? []) {
+        const call = (run.toolCalls[d.index] ??= { id: '', name: '', arguments: '' });
+        call.id ||= d.id ?? '';
+        call.name ||= d.function?.name ?? '';
+        call.arguments += d.function?.arguments ?? '';
+      }
       run.finish = chunk.choices?.[0]?.finish_reason ?? run.finish;
     }
     run.usage = t.usage ?? run.usage;

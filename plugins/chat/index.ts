@@ -1,33 +1,58 @@
-import { fillPath, type GatewayPlugin, invalidField, type ModalityHandler } from '../../src/sdk.js';
-import { CLIENT_FORMATS } from './formats/index.js';
-import type { ClientFormat } from './formats/types.js';
-import { DIALECTS, dialectNamed } from './dialects/index.js';
-import type { ReplyContext } from './dialects/types.js';
+import {
+  type EndpointDef, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi,
+} from '../../src/sdk.js';
+import { clientFormats, NATIVE_ONLY_DIALECTS } from './formats/index.js';
+import type { ChatSettings, ClientFormat } from './formats/types.js';
+import { DIALECTS } from './dialects/index.js';
+import type { ChatDialect, ReplyContext } from './dialects/types.js';
 import { maxChatCostPicos } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
+import { chatSettingsSchema } from './settings.js';
+
+/** The upstream dialects, and the formats' own that serve only their native requests (OpenAI /responses). */
+const ALL_DIALECTS: ReadonlyMap<string, ChatDialect> = new Map([...DIALECTS, ...NATIVE_ONLY_DIALECTS.map((d) => [d.name, d] as const)]);
+
+function dialectOf(route: ModelRoute): ChatDialect {
+  const d = ALL_DIALECTS.get(route.endpoint.dialect ?? 'openai');
+  if (!d) throw new Error(`chat dialect ${route.endpoint.dialect} is not loaded`);
+  return d;
+}
+
+/** The provider's endpoint that speaks this format natively (e.g. OpenAI's /responses), if it declares one. */
+function nativeEndpoint(format: ClientFormat, route: ModelRoute): EndpointDef | undefined {
+  if (route.endpoint.dialect === format.nativeDialect) return undefined;
+  return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect);
+}
 
 /** The chat handler for one client format: the same models, routes, metering and streaming behind each endpoint. */
 function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
   return {
     modality: 'chat',
-    parse: (body, request) => format.parse(body, request.headers),
+    parse: (body, request) => format.parse({
+      body, headers: request.headers, params: (request.params ?? {}) as Record<string, string>,
+      query: (request.query ?? {}) as Record<string, unknown>, orgId: request.exchange.org?.id ?? '',
+    }),
+    endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
-      const dialect = dialectNamed(route.endpoint.dialect);
+      const dialect = dialectOf(route);
       if (req.native && dialect.name === format.nativeDialect) return; // sent as the client wrote it
       const problem = req.untranslatable ?? dialect.unsupported?.(req);
-      if (problem) throw invalidField(problem.param, problem.message);
+      if (!problem) return;
+      const param = format.clientParam?.(problem.param) ?? problem.param;
+      throw invalidField(param, param === problem.param ? problem.message : problem.message.replace(problem.param, param));
     },
     maxCostPicos: (req, route) => maxChatCostPicos(req, route.model),
     buildUpstream(req, route) {
-      const dialect = dialectNamed(route.endpoint.dialect);
+      const dialect = dialectOf(route);
       const upstreamModel = route.model.upstreamId;
       return {
         path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel)),
         query: dialect.query?.(req),
-        body: dialect.requestBody(req, upstreamModel),
+        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam }),
         contentType: 'application/json',
         headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req) },
+        stream: req.stream,
       };
     },
     respond(ctx) {
@@ -36,22 +61,37 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
         id: `chatcmpl-${ctx.ex.id.replace(/^req_/, '')}`,
         created: Math.floor(ctx.ex.startedAt / 1000),
       };
-      return respondChat(ctx, format.codec(dialectNamed(ctx.route.endpoint.dialect), ctx.parsed, reply));
+      return respondChat(ctx, format.codec(dialectOf(ctx.route), ctx.parsed, reply, { orgId: ctx.ex.org?.id ?? '' }));
     },
   };
 }
 
 /**
- * Chat across providers: one route per client format (formats/index.ts) —
- * `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages` (Anthropic) — each
+ * Chat across providers: the routes of every client format (formats/index.ts) —
+ * `POST /v1/chat/completions` (OpenAI), `POST /v1/messages` (Anthropic),
+ * `POST /v1/responses` (OpenAI Responses) and the Gemini API's generateContent — each
  * served by every chat model whatever its provider's dialect.
  */
 export const chatPlugin: GatewayPlugin = {
   name: 'chat',
-  modalities: { chat: { requiredPricing: ['prompt', 'completion'], dialects: [...DIALECTS.keys()] } },
-  register(api) {
-    for (const format of CLIENT_FORMATS) {
-      api.modelRoute({ method: 'POST', url: format.url, acceptXApiKey: format.acceptXApiKey, formatError: format.formatError, handler: chatHandler(format) });
+  settingsSchema: chatSettingsSchema,
+  modalities: { chat: { requiredPricing: ['prompt', 'completion'], dialects: [...ALL_DIALECTS.keys()] } },
+  register(api: PluginApi) {
+    const settings = api.settings as ChatSettings;
+    for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
+      for (const url of format.urls) {
+        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, formatError: format.formatError, handler: chatHandler(format) });
+      }
+      for (const route of format.routes ?? []) api.route(route);
     }
+    api.task({
+      name: 'chat-responses-sweep',
+      intervalMs: settings.responses.sweep_interval_ms,
+      async run() {
+        let deleted = 0;
+        for (let n = -1; n !== 0; deleted += n) n = await api.store.records.deleteExpired(api.now(), 500);
+        return `deleted ${deleted} expired stored response(s)`;
+      },
+    });
   },
 };

@@ -6,7 +6,7 @@ import { chatRequest } from './chat.testkit.js';
 
 function model(pricing: Partial<Record<PriceKey, string>>, extra: Partial<ModelDef> = {}): ModelDef {
   const pricePicos = Object.fromEntries(Object.entries(pricing).map(([k, v]) => [k, parseUsdToPicos(v)]));
-  return { id: 'm', upstreamId: 'm', modality: 'chat', maxOutputTokens: undefined, contextLength: 0, requiresMaxTokens: false, pricing, pricePicos, ...extra } as ModelDef;
+  return { id: 'm', upstreamId: 'm', modality: 'chat', maxOutputTokens: undefined, contextLength: 0, requiresMaxTokens: false, pricing, pricePicos, pricingTiers: [], pricingVariants: {}, ...extra } as ModelDef;
 }
 
 // claude-sonnet-4-5: $3/M in, $15/M out, cache read $0.30/M, cache write $3.75/M.
@@ -31,6 +31,18 @@ describe('chatCost', () => {
 
   it('never counts more cached tokens than prompt tokens', () => {
     expect(chatCost(SONNET, { promptTokens: 10, completionTokens: 0, cachedTokens: 50 }).inputMicros).toBe(chatCost(SONNET, { promptTokens: 10, completionTokens: 0, cachedTokens: 10 }).inputMicros);
+  });
+
+  it('prices a prompt over a tier threshold at the tier prices, input and output alike (Gemini 2.5 Pro > 200k)', () => {
+    const tier = { abovePromptTokens: 200_000, pricing: {}, pricePicos: { prompt: parseUsdToPicos('0.0000025'), completion: parseUsdToPicos('0.000015') } };
+    const pro = model({ prompt: '0.00000125', completion: '0.00001' }, { pricingTiers: [tier] });
+    expect(chatCost(pro, { promptTokens: 200_000, completionTokens: 1000 })).toEqual({ inputMicros: 250_000, outputMicros: 10_000, totalMicros: 260_000 });
+    expect(chatCost(pro, { promptTokens: 200_001, completionTokens: 1000 })).toEqual({ inputMicros: 500_002, outputMicros: 15_000, totalMicros: 515_002 }); // 500002.5 rounds half to even
+    // The reservation uses the tier its prompt bound reaches.
+    const small = chatRequest({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1000 });
+    expect(maxChatCostPicos(small, pro)).toBe(BigInt(small.promptBound) * parseUsdToPicos('0.00000125') + 1000n * parseUsdToPicos('0.00001'));
+    const big = chatRequest({ messages: [{ role: 'user', content: 'x'.repeat(200_100) }], max_tokens: 1000 });
+    expect(maxChatCostPicos(big, pro)).toBe(BigInt(big.promptBound) * parseUsdToPicos('0.0000025') + 1000n * parseUsdToPicos('0.000015'));
   });
 
   it('usageObject carries spec §2.5 fields', () => {

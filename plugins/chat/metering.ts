@@ -1,4 +1,4 @@
-import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey, type TokenCounts } from '../../src/sdk.js';
+import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey, pricesFor, type TokenCounts } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 
@@ -12,25 +12,28 @@ export interface ChatCost {
 const DEFAULT_MAX_OUTPUT = 4096;
 
 /** The price key for tokens of one kind, falling back to the plain prompt price when the model has none. */
-function inputKey(model: ModelDef, key: PriceKey): PriceKey {
-  return model.pricePicos[key] !== undefined ? key : 'prompt';
+function inputKey(prices: Partial<Record<PriceKey, bigint>>, key: PriceKey): PriceKey {
+  return prices[key] !== undefined ? key : 'prompt';
 }
 
 /**
- * Chat cost from token usage and the model's YAML prices. Prompt tokens read from the
- * provider's cache are priced at `input_cache_read`, tokens written to it at
- * `input_cache_write` (each at `prompt` when the model has no such price), the rest
- * at `prompt`. Input and output are each rounded to micro-USD and the total is their
- * sum, so the three figures the client sees always add up and equal the charge.
+ * Chat cost from token usage and the model's YAML prices (the pricing tier its prompt
+ * size reaches, if any). Prompt tokens read from the provider's cache are priced at
+ * `input_cache_read`, tokens written to it at `input_cache_write` (each at `prompt`
+ * when the model has no such price), the rest at `prompt`. Input and output are each
+ * rounded to micro-USD and the total is their sum, so the three figures the client
+ * sees always add up and equal the charge.
  */
 export function chatCost(model: ModelDef, u: TokenUsage): ChatCost {
+  const sel = { promptTokens: u.promptTokens };
+  const prices = pricesFor(model, sel);
   const cached = Math.min(u.cachedTokens ?? 0, u.promptTokens);
   const written = Math.min(u.cacheWriteTokens ?? 0, u.promptTokens - cached);
-  const inputPicos = costPicos(model, { prompt: u.promptTokens - cached - written })
-    + costPicos(model, { [inputKey(model, 'input_cache_read')]: cached })
-    + costPicos(model, { [inputKey(model, 'input_cache_write')]: written });
+  const inputPicos = costPicos(model, { prompt: u.promptTokens - cached - written }, sel)
+    + costPicos(model, { [inputKey(prices, 'input_cache_read')]: cached }, sel)
+    + costPicos(model, { [inputKey(prices, 'input_cache_write')]: written }, sel);
   const inputMicros = picosToMicros(inputPicos);
-  const outputMicros = picosToMicros(costPicos(model, { completion: u.completionTokens }));
+  const outputMicros = picosToMicros(costPicos(model, { completion: u.completionTokens }, sel));
   return { inputMicros, outputMicros, totalMicros: inputMicros + outputMicros };
 }
 
@@ -40,15 +43,18 @@ export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros:
  * The most a request can cost on a model: every prompt token at the dearest input
  * price, and the completion bound — max_tokens, else the model's max_output_tokens,
  * else its context length — for each of the `n` choices (the prompt is billed once,
- * as providers bill it). A model that `requires_max_tokens` is refused by its
- * provider without it, so then only the prompt is held.
+ * as providers bill it), at the prices of the tier the prompt bound reaches. A model
+ * that `requires_max_tokens` is refused by its provider without it, so then only the
+ * prompt is held.
  */
 export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
   const perChoice = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
   const completion = perChoice * (req.choices ?? 1);
-  const write = model.pricePicos.input_cache_write ?? 0n;
-  const promptKey: PriceKey = write > (model.pricePicos.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
-  return costPicos(model, { [promptKey]: req.promptBound, completion });
+  const sel = { promptTokens: req.promptBound };
+  const prices = pricesFor(model, sel);
+  const write = prices.input_cache_write ?? 0n;
+  const promptKey: PriceKey = write > (prices.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
+  return costPicos(model, { [promptKey]: req.promptBound, completion }, sel);
 }
 
 /** The cost fields every chat usage object carries (spec §2.5). */
@@ -86,5 +92,6 @@ export function usageRecord(u: TokenUsage | undefined): Record<string, number> {
     completion_tokens: u.completionTokens,
     ...(u.cachedTokens ? { cached_tokens: u.cachedTokens } : {}),
     ...(u.cacheWriteTokens ? { cache_write_tokens: u.cacheWriteTokens } : {}),
+    ...(u.reasoningTokens ? { reasoning_tokens: u.reasoningTokens } : {}),
   };
 }

@@ -36,7 +36,7 @@ export interface ChatRequest extends ModelRequest {
 
 /** The request as the client sent it in a non-OpenAI format, with the headers that steer it. */
 export interface NativeRequest {
-  format: 'anthropic';
+  format: 'anthropic' | 'responses' | 'gemini';
   body: Record<string, unknown>;
   headers: Record<string, string>;
 }
@@ -61,7 +61,7 @@ export function promptText(contents: readonly unknown[]): string {
 export const MEDIA_TOKEN_BOUND = 8192;
 /** Tokens a provider may add to a prompt that declares tools (Anthropic's tool-use system prompt is ~350). */
 export const TOOLS_TOKEN_BOUND = 1024;
-const MEDIA_TYPES = new Set(['image_url', 'image', 'input_audio', 'document', 'file']);
+const MEDIA_TYPES = new Set(['image_url', 'image', 'input_audio', 'document', 'file', 'input_image', 'input_file']);
 
 /**
  * Upper bound of the prompt tokens of request parts (messages, system) and tools: every
@@ -74,10 +74,11 @@ export function promptTokenBound(parts: readonly unknown[], tools: unknown = nul
   let media = 0;
   const json = JSON.stringify([parts, tools], (key, value: unknown) => {
     if (isObject(value) && typeof value.type === 'string' && MEDIA_TYPES.has(value.type)) {
-      const size = value.type === 'document' || value.type === 'file' ? JSON.stringify(value).length : 0;
+      const size = value.type === 'document' || value.type === 'file' || value.type === 'input_file' ? JSON.stringify(value).length : 0;
       media += Math.max(MEDIA_TOKEN_BOUND, size);
     }
-    if (typeof value === 'string' && (key === 'data' || value.startsWith('data:'))) return '';
+    if (key === 'inlineData' && isObject(value)) media += MEDIA_TOKEN_BOUND; // Gemini parts carry no type
+    if (typeof value === 'string' && (key === 'data' || key === 'file_data' || value.startsWith('data:'))) return '';
     return value;
   }) ?? '';
   const toolPrompt = Array.isArray(tools) && tools.length > 0 ? TOOLS_TOKEN_BOUND : 0;

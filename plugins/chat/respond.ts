@@ -1,4 +1,4 @@
-import { elapsedMs, estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext, upstreamText } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
 import { chatCost, tokenCounts, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
@@ -15,13 +15,7 @@ export function respondChat(ctx: RespondContext<ChatRequest>, codec: ChatCodec):
  */
 async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  let text: string;
-  try {
-    text = await upstream.body.text();
-  } catch (err) {
-    if (ex.abort.signal.aborted) throw new GatewayError('client_closed_request');
-    throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
-  }
+  const text = await upstreamText(upstream, ex.abort.signal);
   let translated: ClientReply;
   try {
     translated = codec.response(text);
@@ -33,6 +27,7 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   ex.extra = { ...ex.extra, usage: usageRecord(usage) };
   ex.usage = tokenCounts(usage);
   ex.ttfbMs = elapsedMs(ex);
-  void reply.code(200).type('application/json').send(JSON.stringify(translated.render(usage, cost)));
+  const body = await translated.render(usage, cost);
+  void reply.code(200).type('application/json').send(JSON.stringify(body));
   return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
 }

@@ -49,7 +49,7 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
       const err = new GatewayError('upstream_error', [outcome.error]).withContext({ requestedModel: parsed.model, usedProvider: route.provider.id });
       await write(stream.fail(err));
     } else {
-      await write(stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
+      await write(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
     }
   }
   out.end();

@@ -10,7 +10,7 @@ function route(provider: string, id: string, extra: Record<string, unknown> = {}
       id, upstreamId: `${id}@${provider}`, modality: 'chat', name: id, aliases: [], created: 1, description: '', family: '',
       inputModalities: ['text'], outputModalities: ['text'], tokenizer: 't', isModerated: false, contextLength: 8, maxOutputTokens: undefined,
       perRequestLimits: {}, supportedParameters: [], jsonOutput: false, structuredOutputs: false, capabilities: caps,
-      deprecatedAt: undefined, deactivatedAt: undefined, stability: 'stable', pricing: { prompt: '0.000001', completion: '0.000002' }, ...extra,
+      deprecatedAt: undefined, deactivatedAt: undefined, stability: 'stable', pricing: { prompt: '0.000001', completion: '0.000002' }, pricingTiers: [], pricingVariants: {}, ...extra,
     },
   } as unknown as ModelRoute;
 }
@@ -24,6 +24,16 @@ describe('modelRecords', () => {
     expect(m).toMatchObject({ id: 'm1', owned_by: 'a', aliases: ['alias'], free: false });
     expect(m?.providers.map((p) => [p.providerId, p.modelName, p.pricing.prompt, p.streaming])).toEqual([['a', 'm1@a', '0.000001', true], ['b', 'm1@b', '0', true]]);
     expect(m?.pricing).toMatchObject({ prompt: '0.000001', completion: '0.000002', image: '0', audio_music_per_generation: '0' });
+  });
+
+  it('shows pricing tiers and variants only for models that have them', () => {
+    const tiers = [{ abovePromptTokens: 200_000, pricing: { prompt: '0.0000025' }, pricePicos: {} }];
+    const variants = { 'hd/1024x1024': { pricing: { image: '0.08' }, pricePicos: {} } };
+    const [tiered, varied, plain] = modelRecords([route('a', 't', { pricingTiers: tiers }), route('a', 'v', { pricingVariants: variants }), route('a', 'p')], all);
+    expect(tiered?.pricing_tiers).toEqual([{ above_prompt_tokens: 200_000, pricing: { prompt: '0.0000025' } }]);
+    expect(varied?.pricing_variants).toEqual({ 'hd/1024x1024': { image: '0.08' } });
+    expect(plain).not.toHaveProperty('pricing_tiers');
+    expect(plain).not.toHaveProperty('pricing_variants');
   });
 
   it('adds the priced units beyond the spec keys and marks all-zero prices free', () => {

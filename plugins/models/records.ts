@@ -47,6 +47,10 @@ export interface ModelRecord {
   deprecated_at: string | null;
   deactivated_at: string | null;
   stability: string;
+  /** Prices that replace `pricing` above a prompt size (Gemini 2.5 Pro over 200k tokens), when the model has any. */
+  pricing_tiers?: Array<{ above_prompt_tokens: number; pricing: Record<string, string> }>;
+  /** Named price sets a request selects (images: `quality/size`), when the model has any. */
+  pricing_variants?: Record<string, Record<string, string>>;
 }
 
 export interface CatalogueFilter {
@@ -89,6 +93,9 @@ function record(routes: readonly ModelRoute[]): ModelRecord {
     json_output: m.jsonOutput, structured_outputs: m.structuredOutputs,
     free: Object.values(prices).every((p) => Number(p) === 0),
     deprecated_at: m.deprecatedAt ?? null, deactivated_at: m.deactivatedAt ?? null, stability: m.stability,
+    ...(m.pricingTiers.length > 0 ? { pricing_tiers: m.pricingTiers.map((t) => ({ above_prompt_tokens: t.abovePromptTokens, pricing: { ...t.pricing } as Record<string, string> })) } : {}),
+    ...(Object.keys(m.pricingVariants).length > 0
+      ? { pricing_variants: Object.fromEntries(Object.entries(m.pricingVariants).map(([k, v]) => [k, { ...v.pricing } as Record<string, string>])) } : {}),
   };
 }
 

@@ -85,3 +85,46 @@ describe('provider transforms', () => {
     expect(refusal({ 'p.yaml': withTransform('{"q": ') })).toMatch(/p\.yaml:6: \/endpoints\/chat: bad transform: request\.body: /);
   });
 });
+
+describe('endpoint alternatives, model rules, price tiers and variants', () => {
+  const rules = new Map<string, ModalityRules>([
+    ['chat', { requiredPricing: ['prompt', 'completion'], dialects: ['openai', 'openai-responses'] }],
+    ['image', { requiredPricing: [], dialects: [], checkModel: (m) => (m.pricePicos.image === undefined ? 'an image model must price image' : undefined) }],
+  ]);
+  const load = (files: Record<string, string>) => loadCatalog({ dir: dirWith(files), schemas, overrides: {}, modalities: rules });
+
+  it('an endpoint with `modality:` is another endpoint of that modality; the route keeps the one named after it', () => {
+    const text = provider(model).replace('  chat: { path: /chat/completions, dialect: openai }',
+      '  chat: { path: /chat/completions, dialect: openai }\n  responses: { modality: chat, path: /responses, dialect: openai-responses, first_byte_timeout_ms: 500 }');
+    const route = load({ 'a.yaml': text }).routesFor('acme-1')[0];
+    expect(route?.endpoint).toMatchObject({ name: 'chat', modality: 'chat', path: '/chat/completions', firstByteTimeoutMs: undefined });
+    expect(route?.provider.endpoints.responses).toMatchObject({ name: 'responses', modality: 'chat', dialect: 'openai-responses', firstByteTimeoutMs: 500 });
+  });
+
+  it('reads max_tokens_param, pricing tiers (lowest threshold first) and variants', () => {
+    const m = `  - id: pro
+    modality: chat
+    max_tokens_param: max_completion_tokens
+    pricing: { prompt: "0.000001", completion: "0.000002" }
+    pricing_tiers:
+      - { above_prompt_tokens: 500000, pricing: { prompt: "0.000004" } }
+      - { above_prompt_tokens: 200000, pricing: { prompt: "0.000002" } }
+    pricing_variants: { hd/1024x1024: { completion: "0.000009" } }
+`;
+    const def = load({ 'a.yaml': provider(m) }).routesFor('pro')[0]?.model;
+    expect(def?.maxTokensParam).toBe('max_completion_tokens');
+    expect(def?.pricingTiers.map((t) => [t.abovePromptTokens, t.pricePicos.prompt])).toEqual([[200_000, 2_000_000n], [500_000, 4_000_000n]]);
+    expect(def?.pricingVariants['hd/1024x1024']).toEqual({ pricing: { completion: '0.000009' }, pricePicos: { completion: 9_000_000n } });
+    expect(load({ 'a.yaml': provider(model) }).routesFor('acme-1')[0]?.model).toMatchObject({ maxTokensParam: 'max_tokens', pricingTiers: [], pricingVariants: {} });
+  });
+
+  it("refuses a model its modality's rule refuses, at its file and line", () => {
+    const text = provider('  - { id: pic, modality: image, pricing: { request: "0.01" } }\n').replace('  chat: { path: /chat/completions, dialect: openai }', '  image: { path: /images }');
+    try {
+      load({ 'p.yaml': text });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as ConfigError).message).toMatch(/p\.yaml:8: \/models\/0: an image model must price image/);
+    }
+  });
+});

@@ -5,7 +5,7 @@ import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
-import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, ProviderDef } from './types.js';
+import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
 export interface ModalityRules {
@@ -15,6 +15,8 @@ export interface ModalityRules {
   dialects: readonly string[];
   /** A rule every endpoint of this modality must follow; returns the problem, if any (e.g. music: exactly one call). */
   checkEndpoint?(endpoint: EndpointDef): string | undefined;
+  /** A rule every model of this modality must follow (e.g. images: priced per image or per token); returns the problem. */
+  checkModel?(model: ModelDef): string | undefined;
 }
 
 /**
@@ -63,7 +65,8 @@ export class ProviderCatalog {
 }
 
 interface RawEndpoint {
-  method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
+  modality?: string; method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
+  first_byte_timeout_ms?: number;
   retry?: { attempts: number; backoff_ms?: number; on?: Array<'connect_error' | '5xx' | '429'> };
   fallback?: boolean; dialect?: string; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
 }
@@ -71,7 +74,9 @@ interface RawModel {
   id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
   description?: string; family?: string; input_modalities?: string[]; output_modalities?: string[];
   tokenizer?: string; is_moderated?: boolean; context_length?: number; max_output_tokens?: number;
-  requires_max_tokens?: boolean; per_request_limits?: Record<string, string>; supported_parameters?: string[];
+  requires_max_tokens?: boolean; max_tokens_param?: 'max_tokens' | 'max_completion_tokens';
+  pricing_tiers?: Array<{ above_prompt_tokens: number; pricing: Partial<Record<PriceKey, string>> }>;
+  pricing_variants?: Record<string, Partial<Record<PriceKey, string>>>; per_request_limits?: Record<string, string>; supported_parameters?: string[];
   json_output?: boolean; structured_outputs?: boolean; capabilities?: Partial<Capabilities>;
   deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
 }
@@ -135,25 +140,26 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     problems.push({ file: file.file, line: file.lineOf(path), path, message });
   };
   const endpoints: Record<string, EndpointDef> = {};
-  for (const [modality, e] of Object.entries(raw.endpoints)) {
+  for (const [name, e] of Object.entries(raw.endpoints)) {
+    const modality = e.modality ?? name;
     const rules = opts.modalities.get(modality);
     let endpoint: EndpointDef;
     try {
-      endpoint = buildEndpoint(modality, e);
+      endpoint = buildEndpoint(name, modality, e);
     } catch (err) {
-      problem(`/endpoints/${modality}`, `bad transform: ${(err as Error).message}`);
+      problem(`/endpoints/${name}`, `bad transform: ${(err as Error).message}`);
       continue;
     }
     if (!rules) {
-      problem(`/endpoints/${modality}`, `no loaded plugin serves the modality "${modality}" (known: ${[...opts.modalities.keys()].join(', ')})`);
+      problem(`/endpoints/${name}`, `no loaded plugin serves the modality "${modality}" (known: ${[...opts.modalities.keys()].join(', ')})`);
       continue;
     }
     const fault = rules.checkEndpoint?.(endpoint);
-    if (fault) problem(`/endpoints/${modality}`, fault);
+    if (fault) problem(`/endpoints/${name}`, fault);
     if (e.dialect !== undefined && !rules.dialects.includes(e.dialect)) {
-      problem(`/endpoints/${modality}/dialect`, `unknown dialect "${e.dialect}" for ${modality} (known: ${rules.dialects.join(', ') || 'none'})`);
+      problem(`/endpoints/${name}/dialect`, `unknown dialect "${e.dialect}" for ${modality} (known: ${rules.dialects.join(', ') || 'none'})`);
     }
-    endpoints[modality] = endpoint;
+    endpoints[name] = endpoint;
   }
   const provider: ProviderDef = {
     id: raw.id,
@@ -172,9 +178,16 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
       problem(`/models/${i}/modality`, `provider has no endpoint for modality "${m.modality}"`);
       return;
     }
-    const missing = (opts.modalities.get(m.modality)?.requiredPricing ?? []).filter((k) => m.pricing[k] === undefined);
-    if (missing.length > 0) problem(`/models/${i}/pricing`, `a ${m.modality} model must price ${missing.join(', ')}`);
-    else models.push(buildModel(m));
+    const rules = opts.modalities.get(m.modality);
+    const missing = (rules?.requiredPricing ?? []).filter((k) => m.pricing[k] === undefined);
+    if (missing.length > 0) {
+      problem(`/models/${i}/pricing`, `a ${m.modality} model must price ${missing.join(', ')}`);
+      return;
+    }
+    const model = buildModel(m);
+    const fault = rules?.checkModel?.(model);
+    if (fault) problem(`/models/${i}`, fault);
+    else models.push(model);
   });
   return { provider, models };
 }
@@ -189,13 +202,15 @@ function compileRejection(source: string | undefined, problem: (path: string, me
   }
 }
 
-function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {
+function buildEndpoint(name: string, modality: string, e: RawEndpoint): EndpointDef {
   return {
+    name,
     modality,
     method: e.method ?? 'POST',
     path: e.path,
     query: e.query ?? {},
     timeoutMs: e.timeout_ms ?? 600_000,
+    firstByteTimeoutMs: e.first_byte_timeout_ms,
     retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
     fallback: e.fallback ?? false,
     dialect: e.dialect,
@@ -204,9 +219,17 @@ function buildEndpoint(modality: string, e: RawEndpoint): EndpointDef {
   };
 }
 
-function buildModel(m: RawModel): ModelDef {
+function priceSet(pricing: Partial<Record<PriceKey, string>>): PriceSet {
   const pricePicos: Partial<Record<PriceKey, bigint>> = {};
-  for (const [k, v] of Object.entries(m.pricing) as Array<[PriceKey, string]>) pricePicos[k] = parseUsdToPicos(v);
+  for (const [k, v] of Object.entries(pricing) as Array<[PriceKey, string]>) pricePicos[k] = parseUsdToPicos(v);
+  return { pricing, pricePicos };
+}
+
+function buildModel(m: RawModel): ModelDef {
+  const { pricePicos } = priceSet(m.pricing);
+  const tiers = (m.pricing_tiers ?? []).map((t) => ({ abovePromptTokens: t.above_prompt_tokens, ...priceSet(t.pricing) }))
+    .sort((a, b) => a.abovePromptTokens - b.abovePromptTokens);
+  const variants = Object.fromEntries(Object.entries(m.pricing_variants ?? {}).map(([k, v]) => [k, priceSet(v)]));
   const caps = m.capabilities ?? {};
   return {
     id: m.id,
@@ -224,6 +247,7 @@ function buildModel(m: RawModel): ModelDef {
     contextLength: m.context_length ?? 0,
     maxOutputTokens: m.max_output_tokens,
     requiresMaxTokens: m.requires_max_tokens ?? false,
+    maxTokensParam: m.max_tokens_param ?? 'max_tokens',
     perRequestLimits: m.per_request_limits ?? {},
     supportedParameters: m.supported_parameters ?? [],
     jsonOutput: m.json_output ?? false,
@@ -238,5 +262,7 @@ function buildModel(m: RawModel): ModelDef {
     stability: m.stability ?? 'stable',
     pricing: m.pricing,
     pricePicos,
+    pricingTiers: tiers,
+    pricingVariants: variants,
   };
 }

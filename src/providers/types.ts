@@ -9,12 +9,22 @@ export interface RetryPolicy {
 }
 
 export interface EndpointDef {
+  /** The endpoint's key in YAML. */
+  name: string;
+  /** The modality it serves: its name unless YAML says `modality:` (an alternative endpoint, e.g. a provider's own /responses). */
   modality: string;
   method: 'POST' | 'GET' | 'PUT';
   /** Path template relative to the provider's base URL; `{model}` is the upstream model id. */
   path: string;
   query: Record<string, string>;
+  /** Wait for the response headers and for each later gap between body chunks. */
   timeoutMs: number;
+  /**
+   * For a streamed request, the wait from sending to the first body byte (headers
+   * included). A stall here is a `timeout` failure that falls back, since nothing
+   * reached the client.
+   */
+  firstByteTimeoutMs: number | undefined;
   retry: RetryPolicy;
   /** Whether a failure before the first byte may move on to the model's next route. */
   fallback: boolean;
@@ -65,6 +75,8 @@ export interface ModelDef {
   maxOutputTokens: number | undefined;
   /** Anthropic-family rule: the upstream refuses a request without max_tokens. */
   requiresMaxTokens: boolean;
+  /** The field an OpenAI-dialect upstream takes the output limit in (reasoning models: max_completion_tokens). */
+  maxTokensParam: 'max_tokens' | 'max_completion_tokens';
   perRequestLimits: Record<string, string>;
   supportedParameters: string[];
   jsonOutput: boolean;
@@ -77,6 +89,21 @@ export interface ModelDef {
   pricing: Partial<Record<PriceKey, string>>;
   /** The same prices as pico-USD, for metering. */
   pricePicos: Partial<Record<PriceKey, bigint>>;
+  /** Prices replacing the base ones above a prompt size, lowest threshold first (see pricing.ts). */
+  pricingTiers: PricingTier[];
+  /** Named price sets a request may ask for (images: `quality/size`). */
+  pricingVariants: Record<string, PriceSet>;
+}
+
+/** Prices as YAML wrote them (for the catalogue) and as pico-USD (for metering). */
+export interface PriceSet {
+  pricing: Partial<Record<PriceKey, string>>;
+  pricePicos: Partial<Record<PriceKey, bigint>>;
+}
+
+export interface PricingTier extends PriceSet {
+  /** The tier applies to a request whose prompt has more tokens than this. */
+  abovePromptTokens: number;
 }
 
 /** One way to serve a model: a provider, its endpoint for the model's modality, and the model there. */

@@ -24,9 +24,9 @@ export class PostgresMediaStore implements MediaStore {
     return rows.map(fromMediaRow);
   }
 
-  async listExpired(now: number, limit: number): Promise<MediaRecord[]> {
+  async listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]> {
     const rows = await this.query<MediaRow>(`SELECT * FROM media WHERE storage = 's3' AND cleaned_at IS NULL AND expires_at <= $1
-      ORDER BY expires_at LIMIT $2`, [now, limit]);
+      AND ($3::text IS NULL OR modality = $3) ORDER BY expires_at LIMIT $2`, [now, limit, modality ?? null]);
     return rows.map(fromMediaRow);
   }
 

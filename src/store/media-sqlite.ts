@@ -25,9 +25,9 @@ export class SqliteMediaStore implements MediaStore {
     return rows.map(fromMediaRow);
   }
 
-  async listExpired(now: number, limit: number): Promise<MediaRecord[]> {
+  async listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]> {
     const rows = this.db.prepare(`SELECT * FROM media WHERE storage = 's3' AND cleaned_at IS NULL AND expires_at <= ?
-      ORDER BY expires_at LIMIT ?`).all(now, limit) as MediaRow[];
+      AND (? IS NULL OR modality = ?) ORDER BY expires_at LIMIT ?`).all(now, modality ?? null, modality ?? null, limit) as MediaRow[];
     return rows.map(fromMediaRow);
   }
 

@@ -63,6 +63,11 @@ describe.each(drivers)('$name media and leases', ({ setup }) => {
     await store.media.markCleaned(old.id, 10 * DAY);
     expect((await store.media.get(old.id))?.cleanedAt).toBe(10 * DAY);
     expect((await store.media.listExpired(10 * DAY, 100)).filter((r) => r.orgId === org)).toEqual([]);
+    // One modality's sweep sees only its own records.
+    const image = record(org, 0, { modality: 'image', expiresAt: DAY });
+    await store.media.put(image);
+    expect((await store.media.listExpired(10 * DAY, 100, 'music')).filter((r) => r.orgId === org)).toEqual([]);
+    expect((await store.media.listExpired(10 * DAY, 100, 'image')).filter((r) => r.orgId === org).map((r) => r.id)).toEqual([image.id]);
   });
 
   it('blanks prompt and text older than the log-text retention, keeping the rest', async () => {

@@ -41,8 +41,8 @@ export interface MediaStore {
   get(id: string): Promise<MediaRecord | undefined>;
   /** The org's most recent records of a modality, newest first. */
   list(orgId: string, modality: string, limit: number): Promise<MediaRecord[]>;
-  /** Hosted records whose expiry has passed and whose bytes are not yet deleted, oldest first. */
-  listExpired(now: number, limit: number): Promise<MediaRecord[]>;
+  /** Hosted records whose expiry has passed and whose bytes are not yet deleted, oldest first (of one modality, when given). */
+  listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]>;
   markCleaned(id: string, at: number): Promise<void>;
   /** Log-text retention: blanks prompt and returned text of records and request logs created before `before`. */
   clearText(before: number): Promise<number>;

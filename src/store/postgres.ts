@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Pool, PoolClient } from 'pg';
 import type { Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
+import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
 import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
@@ -34,6 +35,7 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly media: MediaStore;
   readonly leases: LeaseStore;
+  readonly records: RecordStore;
   private readonly pool: Pool;
   private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
@@ -62,6 +64,7 @@ export class PostgresStore implements Store {
     const query: Query = (sql, params) => this.query(sql, params);
     this.media = new PostgresMediaStore(query);
     this.leases = new PostgresLeaseStore(query);
+    this.records = new PostgresRecordStore(query);
   }
 
   async ping(): Promise<void> {

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
+import { SqliteRecordStore, type RecordStore } from './records.js';
 import { BufferedSqliteLedger } from './sqlite-ledger.js';
 import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
@@ -20,6 +21,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly media: MediaStore;
   readonly leases: LeaseStore;
+  readonly records: RecordStore;
   private readonly db: Database.Database;
   private readonly stmt;
   /** Set when this process owns the file's ledger (the gateway); the CLI writes through. */
@@ -35,6 +37,7 @@ export class SqliteStore implements Store {
     migrateSqlite(this.db);
     this.media = new SqliteMediaStore(this.db);
     this.leases = new SqliteLeaseStore(this.db);
+    this.records = new SqliteRecordStore(this.db);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),

@@ -1,5 +1,6 @@
 import type { Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
+import type { RecordStore } from './records.js';
 
 export type Retention = 'standard' | 'none';
 
@@ -67,6 +68,8 @@ export interface Store {
   readonly media: MediaStore;
   /** Leases for tasks only one instance should run at a time (the retention sweep). */
   readonly leases: LeaseStore;
+  /** Org-scoped JSON records with an expiry (stored Responses API responses). */
+  readonly records: RecordStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

@@ -1,4 +1,5 @@
 import type { ChatRequest, Untranslatable } from '../request.js';
+import type { ToolCall } from '../tools.js';
 
 /** Token counts as a provider reports them, in the gateway's terms. */
 export interface TokenUsage {
@@ -10,8 +11,14 @@ export interface TokenUsage {
   cachedTokens?: number;
   /** Prompt tokens written to the provider's cache (priced as input_cache_write). */
   cacheWriteTokens?: number;
-  /** Completion tokens spent reasoning (part of completionTokens), where the provider reports them. */
+  /** Completion tokens spent reasoning (part of completionTokens, priced as output), when the provider says. */
   reasoningTokens?: number;
+}
+
+/** What a translation needs to know about the upstream model beyond its id (from provider YAML). */
+export interface UpstreamOptions {
+  /** Where an OpenAI-dialect upstream takes the output limit (reasoning models: max_completion_tokens). */
+  maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
 }
 
 /** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */
@@ -61,7 +68,7 @@ export interface ChatDialect {
   /** A request feature this dialect cannot translate (refused with 400 before any call), or undefined. */
   unsupported?(req: ChatRequest): Untranslatable | undefined;
   /** The upstream body for a request, with the provider's model id. */
-  requestBody(req: ChatRequest, upstreamModel: string): string;
+  requestBody(req: ChatRequest, upstreamModel: string, opts?: UpstreamOptions): string;
   /** Variables for the endpoint's path template (`{model}`, `{action}`). */
   pathVars(req: ChatRequest, upstreamModel: string): Record<string, string>;
   /** Query parameters the upstream needs for this request (e.g. Gemini's `alt=sse` on streams). */
@@ -100,6 +107,21 @@ export function parseStreamEvent<T extends object>(data: string): T | undefined 
 /** OpenAI finish reasons for the canonical form. */
 export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 
+/** A tool-call piece in a canonical stream delta: the first for a call has its id and name. */
+export interface ToolCallPiece { index?: number; id?: string; function?: { name?: string; arguments?: string } }
+
+/** The first choice of a serialised canonical chunk, as client-format encoders read it. */
+export interface ChunkChoice {
+  index?: number;
+  delta?: { content?: string | null; tool_calls?: ToolCallPiece[] };
+  finish_reason?: string | null;
+}
+
+/** The choice of index 0 in a serialised canonical chunk (chunks the gateway reads are its own or an OpenAI upstream's). */
+export function firstChoice(data: string): ChunkChoice | undefined {
+  return (JSON.parse(data) as { choices?: ChunkChoice[] }).choices?.find((c) => (c.index ?? 0) === 0);
+}
+
 /** One canonical stream chunk with a single choice, serialised. */
 export function chunkJson(ctx: ReplyContext, delta: Record<string, unknown>, finish: FinishReason | null): string {
   return JSON.stringify({
@@ -108,13 +130,34 @@ export function chunkJson(ctx: ReplyContext, delta: Record<string, unknown>, fin
   });
 }
 
-/** A canonical `chat.completion` with one text choice. */
-export function completionObject(ctx: ReplyContext, text: string, finish: FinishReason, usage: TokenUsage | undefined): Record<string, unknown> {
+/** A canonical `chat.completion` with one choice: text and, when the model called tools, its calls. */
+export function completionObject(ctx: ReplyContext, text: string, finish: FinishReason, usage: TokenUsage | undefined, toolCalls: ToolCall[] = []): Record<string, unknown> {
+  const message = toolCalls.length > 0
+    ? { role: 'assistant', content: text || null, refusal: null, tool_calls: toolCalls }
+    : { role: 'assistant', content: text, refusal: null };
   return {
     id: ctx.id, object: 'chat.completion', created: ctx.created, model: ctx.requestedModel,
-    choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: finish }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
     ...(usage ? { usage: openaiUsageObject(usage) } : {}),
   };
+}
+
+/** Ids for tool calls a provider did not name (Gemini): unique in the reply, stable for its stream. */
+export function callId(ctx: ReplyContext, index: number): string {
+  return `call_${ctx.id.replace(/^chatcmpl-/, '')}_${index}`;
+}
+
+/** A canonical stream delta that starts tool call `index` (its whole arguments, or the first piece). */
+export function toolCallDelta(index: number, call: { id?: string; name?: string; arguments: string }): Record<string, unknown> {
+  const fn = call.name === undefined ? { arguments: call.arguments } : { name: call.name, arguments: call.arguments };
+  return { tool_calls: [{ index, ...(call.id ? { id: call.id, type: 'function' } : {}), function: fn }] };
+}
+
+/** The tool calls of a canonical completion's first choice. */
+export function completionToolCalls(completion: Record<string, unknown>): ToolCall[] {
+  const choices = Array.isArray(completion.choices) ? (completion.choices as Array<{ message?: { tool_calls?: unknown } }>) : [];
+  const calls = choices[0]?.message?.tool_calls;
+  return Array.isArray(calls) ? (calls as ToolCall[]) : [];
 }
 
 /** The text of a canonical completion's choices. */

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ErrorFormatter, GatewayError } from '../../../src/sdk.js';
+import type { ErrorFormatter, GatewayError, PlainRouteDef, Store } from '../../../src/sdk.js';
 import type { ChatDialect, ReplyContext, TokenUsage } from '../dialects/types.js';
 import type { ChatCost } from '../metering.js';
 import type { ChatRequest } from '../request.js';
@@ -17,8 +17,8 @@ export interface StreamStep {
 /** A streamed reply in the client's format, fed upstream events one at a time. */
 export interface ClientStream {
   onEvent(event: string | undefined, data: string): StreamStep;
-  /** The frames that end a complete reply, carrying the billed usage and its cost. */
-  finish(usage: TokenUsage, cost: ChatCost): string[];
+  /** The frames that end a complete reply, carrying the billed usage and its cost (after any state it keeps is stored). */
+  finish(usage: TokenUsage, cost: ChatCost): string[] | Promise<string[]>;
   /** The frames that end a broken reply: an explicit error, never a silent end. */
   fail(err: GatewayError): string[];
 }
@@ -28,6 +28,7 @@ export interface ClientReply {
   usage: TokenUsage | undefined;
   /** The reply's text, to estimate usage when the upstream reported none. */
   text: string;
+  /** The reply body (after any state it keeps is stored). */
   render(usage: TokenUsage, cost: ChatCost): unknown;
 }
 
@@ -38,22 +39,58 @@ export interface ChatCodec {
   stream(): ClientStream;
 }
 
+/** A request as it reached a format's route. */
+export interface ParseInput {
+  body: unknown;
+  headers: IncomingHttpHeaders;
+  /** Route parameters (the Gemini format reads the model from the path). */
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  /** The caller's org: state a format keeps (stored responses) is read org-scoped. */
+  orgId: string;
+}
+
+/** What a format may use beyond the request: the shared store for the state it keeps, and the clock. */
+export interface FormatServices {
+  store: Store;
+  now(): number;
+  settings: ChatSettings;
+}
+
+/** `settings.chat` in gateway.yaml. */
+export interface ChatSettings {
+  responses: {
+    /** Days a stored response is kept (OpenAI keeps 30). */
+    retention_days: number;
+    /** Stored responses kept per org; past it the oldest go first. */
+    max_per_org: number;
+    /** A response whose stored form (its conversation and output) is larger is not stored (`store: false` in the reply). */
+    max_stored_bytes: number;
+    sweep_interval_ms: number;
+  };
+}
+
 /**
- * A client-facing chat format: one endpoint, its request and reply shape, served by
+ * A client-facing chat format: its endpoints, request and reply shape, served by
  * every chat model whatever its provider's dialect. Each lives in `formats/<client>/`
- * and is listed in `formats/index.ts`; the plugin registers one route per format.
+ * and is listed in `formats/index.ts`; the plugin registers its routes.
  */
 export interface ClientFormat {
   readonly name: string;
-  /** The route clients of this format call, e.g. `/v1/chat/completions`. */
-  readonly url: string;
-  /** Also accept the key in `x-api-key` (Anthropic-style clients). */
-  readonly acceptXApiKey?: boolean;
+  /** The routes clients of this format call, e.g. `/v1/chat/completions`. */
+  readonly urls: readonly string[];
+  /** Headers that may carry the key besides Bearer (`x-api-key` for Anthropic clients, `x-goog-api-key` for Google's). */
+  readonly keyHeaders?: readonly string[];
   /** Error bodies in this format's shape; OpenAI-style when absent. */
   readonly formatError?: ErrorFormatter;
   /** The dialect that speaks this format upstream: a request in this format goes to it untranslated. */
   readonly nativeDialect: string;
-  /** Validates a request body in this format (400 naming the field) and gives it in canonical form. */
-  parse(body: unknown, headers: IncomingHttpHeaders): ChatRequest;
-  codec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext): ChatCodec;
+  /** Validates a request in this format (400 naming the field) and gives it in canonical form. */
+  parse(input: ParseInput): ChatRequest | Promise<ChatRequest>;
+  /** The client's name for a canonical field a provider cannot take (`response_format` → `text.format`). */
+  clientParam?(canonical: string): string;
+  /** The reply encoder for a dialect; `caller.orgId` scopes any state the format keeps. */
+  codec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext, caller: { orgId: string }): ChatCodec;
+  /** Routes of this format that call no model (a stored response's GET and DELETE). */
+  readonly routes?: readonly PlainRouteDef[];
 }

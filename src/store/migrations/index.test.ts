@@ -120,7 +120,8 @@ describe.each(drivers)('$name migrations', ({ name, setup }) => {
 
     await openAndClose('round1');
     expect((await versions(r)).map((v) => v.version)).toEqual(ALL);
-    expect(await r.schema()).toEqual(before); // migration 1 recognised the tables: nothing recreated or altered
+    // Migration 1 recognised the tables: nothing recreated or altered (later migrations only add).
+    expect(await r.schema()).toEqual(expect.arrayContaining(before));
 
     const store = openStore(env!.url('round1'));
     try {
@@ -137,8 +138,9 @@ describe.each(drivers)('$name migrations', ({ name, setup }) => {
     await openAndClose('fresh');
     const fresh = await raw('fresh');
     expect((await versions(fresh)).map((v) => v.version)).toEqual(ALL);
-    const r = await raw('round1-again');
+    const r = await raw('round1_again');
     await r.exec(name === 'sqlite' ? ROUND1_SQLITE : ROUND1_POSTGRES);
+    await openAndClose('round1_again');
     expect(await fresh.schema()).toEqual(await r.schema());
   });
 

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { round1Schema } from './001-round-1.js';
+import { orgRecords } from './002-org-records.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -20,7 +21,7 @@ export interface Migration {
 export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
-export const MIGRATIONS: readonly Migration[] = [round1Schema];
+export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;

@@ -39,17 +39,18 @@ describe('anthropic dialect: request (canonical → Messages)', () => {
   });
 
   it.each([
-    ['tools', { tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools'],
-    ['response_format', { response_format: { type: 'json_object' } }, 'response_format'],
+    ['a built-in (non-function) tool', { tools: [{ type: 'web_search' }] }, 'tools[0]'],
+    ['response_format json_object', { response_format: { type: 'json_object' } }, 'response_format'],
+    ['response_format json_schema', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format'],
+    ['logprobs', { logprobs: true }, 'logprobs'],
     ['n > 1', { n: 2 }, 'n'],
-    ['a tool message', { messages: [user('a'), { role: 'tool', tool_call_id: 'x', content: 'r' }] }, 'messages[1]'],
     ['an audio part', { messages: [user([{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }])] }, 'messages[0].content'],
   ])('refuses what it cannot translate: %s', (_n, extra, param) => {
     expect(anthropicDialect.unsupported?.(chatRequest({ messages: [user('hi')], ...extra }))).toMatchObject({ param });
   });
 
-  it('accepts n: 1 and plain requests', () => {
-    expect(anthropicDialect.unsupported?.(chatRequest({ messages: [user('hi')], n: 1 }))).toBeUndefined();
+  it('accepts n: 1, response_format text and plain requests', () => {
+    expect(anthropicDialect.unsupported?.(chatRequest({ messages: [user('hi')], n: 1, response_format: { type: 'text' } }))).toBeUndefined();
   });
 });
 
@@ -128,5 +129,71 @@ describe('anthropic dialect: stream (named events → canonical chunks)', () => 
       id: 'chatcmpl-test', object: 'chat.completion.chunk', created: CTX.created, model: 'asked-model',
       choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
     });
+  });
+});
+
+const WEATHER = { type: 'function', function: { name: 'weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+const CALLS = [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }, { id: 'call_b', type: 'function', function: { name: 'time', arguments: '' } }];
+
+describe('anthropic dialect: tools (canonical → Messages)', () => {
+  it.each([
+    ['function tools → name, description, input_schema; no tool_choice given → none sent', { tools: [WEATHER] }, {
+      tools: [{ name: 'weather', description: 'Weather in a city', input_schema: WEATHER.function.parameters }],
+    }],
+    ['a tool without parameters gets an empty object schema', { tools: [{ type: 'function', function: { name: 'now' } }] }, { tools: [{ name: 'now', input_schema: { type: 'object', properties: {} } }] }],
+    ['tool_choice required → any', { tools: [WEATHER], tool_choice: 'required' }, { tool_choice: { type: 'any' } }],
+    ['tool_choice none → none', { tools: [WEATHER], tool_choice: 'none' }, { tool_choice: { type: 'none' } }],
+    ['a named tool_choice → tool', { tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'weather' } } }, { tool_choice: { type: 'tool', name: 'weather' } }],
+    ['parallel_tool_calls false → disable_parallel_tool_use', { tools: [WEATHER], parallel_tool_calls: false }, { tool_choice: { type: 'auto', disable_parallel_tool_use: true } }],
+  ])('%s', (_n, extra, expected) => {
+    const req = chatRequest({ messages: [user('hi')], ...extra });
+    expect(anthropicDialect.unsupported?.(req)).toBeUndefined();
+    const out = body(req);
+    expect(out).toMatchObject(expected);
+    if (!('tool_choice' in expected)) expect(out).not.toHaveProperty('tool_choice');
+  });
+
+  it('assistant calls → tool_use blocks; parallel results → tool_result blocks in one user turn, with the next user words', () => {
+    const out = body(chatRequest({
+      tools: [WEATHER],
+      messages: [user('go'), { role: 'assistant', content: 'Checking.', tool_calls: CALLS },
+        { role: 'tool', tool_call_id: 'call_a', content: '{"temp":21}' }, { role: 'tool', tool_call_id: 'call_b', content: [{ type: 'text', text: 'noon' }] }, user('thanks')],
+    }));
+    expect(out.messages).toEqual([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Paris' } }, { type: 'tool_use', id: 'call_b', name: 'time', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_a', content: '{"temp":21}' }, { type: 'tool_result', tool_use_id: 'call_b', content: 'noon' }, { type: 'text', text: 'thanks' }] },
+    ]);
+  });
+});
+
+describe('anthropic dialect: tool_use in replies (Messages → canonical)', () => {
+  it('tool_use blocks → tool_calls (input as JSON arguments), stop_reason tool_use → tool_calls', () => {
+    const msg = { content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }, { type: 'tool_use', id: 'toolu_2', name: 'time', input: {} }],
+      stop_reason: 'tool_use', usage: { input_tokens: 3, output_tokens: 9 } };
+    expect(anthropicDialect.response(JSON.stringify(msg), CTX).completion).toMatchObject({
+      choices: [{ finish_reason: 'tool_calls', message: { content: 'Checking.', tool_calls: [
+        { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+        { id: 'toolu_2', type: 'function', function: { name: 'time', arguments: '{}' } },
+      ] } }],
+    });
+  });
+
+  it('only tool calls → content null', () => {
+    const msg = { content: [{ type: 'tool_use', id: 'toolu_1', name: 'now', input: {} }], stop_reason: 'tool_use', usage: { input_tokens: 3, output_tokens: 9 } };
+    expect(anthropicDialect.response(JSON.stringify(msg), CTX).completion).toMatchObject({ choices: [{ message: { content: null } }] });
+  });
+
+  it('streams tool_use blocks as tool-call deltas: id and name first, then input_json_delta pieces, parallel calls numbered', () => {
+    const tool = (index: number, id: string, name: string) => ev('content_block_start', { index, content_block: { type: 'tool_use', id, name, input: {} } });
+    const json = (index: number, partial: string) => ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: partial } });
+    const run = runStream(anthropicDialect.streamTranslator(CTX), [
+      start({ input_tokens: 5, output_tokens: 1 }), ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }), delta('Checking.'),
+      ev('content_block_stop', { index: 0 }), tool(1, 'toolu_1', 'weather'), json(1, '{"city":'), json(1, '"Paris"}'), ev('content_block_stop', { index: 1 }),
+      tool(2, 'toolu_2', 'time'), json(2, '{}'), ev('content_block_stop', { index: 2 }),
+      ev('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 20 } }), ev('message_stop'),
+    ]);
+    expect(run.toolCalls).toEqual([{ id: 'toolu_1', name: 'weather', arguments: '{"city":"Paris"}' }, { id: 'toolu_2', name: 'time', arguments: '{}' }]);
+    expect(run).toMatchObject({ text: 'Checking.', finish: 'tool_calls', done: true });
   });
 });

@@ -1,7 +1,8 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
-  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
+  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent,
 } from '../types.js';
 
@@ -36,16 +37,20 @@ export function finishFromStopReason(reason: unknown): FinishReason {
 }
 
 /** OpenAI request fields with no Anthropic equivalent that change what the reply is. */
-const REFUSED_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'response_format', 'logprobs', 'audio', 'prediction'];
+const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
+const PART_TYPES = new Set(['text', 'image_url']);
 
 function unsupported(req: ChatRequest): Untranslatable | undefined {
   const b = req.body;
   const field = REFUSED_FIELDS.find((f) => b[f] !== undefined && b[f] !== null && b[f] !== false);
   if (field) return { param: field, message: `${field} cannot be translated for this model's provider (Anthropic Messages); use a model served by an OpenAI-compatible provider` };
+  if (isObject(b.response_format) && b.response_format.type !== 'text') {
+    return { param: 'response_format', message: `response_format ${String(b.response_format.type)} cannot be translated for this model's provider (Anthropic Messages has no JSON mode); use an OpenAI or Gemini model` };
+  }
   if (typeof b.n === 'number' && b.n > 1) return { param: 'n', message: 'n > 1 is not available for this model' };
-  const i = b.messages.findIndex((m) => m.role === 'tool' || m.role === 'function' || m.tool_calls !== undefined);
-  if (i >= 0) return { param: `messages[${i}]`, message: 'tool messages cannot be translated for this model\'s provider (Anthropic Messages)' };
-  const j = b.messages.findIndex((m) => Array.isArray(m.content) && m.content.some((p) => isObject(p) && p.type !== 'text' && p.type !== 'image_url'));
+  const t = nonFunctionTool(b.tools);
+  if (t >= 0) return { param: `tools[${t}]`, message: 'only function tools can be translated for this model\'s provider (Anthropic Messages)' };
+  const j = b.messages.findIndex((m) => Array.isArray(m.content) && m.content.some((p) => isObject(p) && !PART_TYPES.has(String(p.type))));
   if (j >= 0) return { param: `messages[${j}].content`, message: 'only text and image parts can be translated for this model\'s provider' };
   return undefined;
 }
@@ -62,29 +67,74 @@ function contentBlocks(content: unknown): unknown {
   return content.filter(isObject).map((p) => (p.type === 'image_url' ? imageBlock(p) : { type: 'text', text: String(p.text ?? '') }));
 }
 
+type Block = Record<string, unknown>;
+interface AnthropicTurn { role: 'user' | 'assistant'; content: unknown }
+
+const asBlocks = (content: unknown): Block[] => (typeof content === 'string' ? (content ? [{ type: 'text', text: content }] : []) : (content as Block[]));
+
+/** Appends a turn, merging it into the last one when the role repeats (tool results and the user's next words share a turn). */
+function pushTurn(turns: AnthropicTurn[], turn: AnthropicTurn): void {
+  const last = turns[turns.length - 1];
+  if (last && last.role === turn.role) last.content = [...asBlocks(last.content), ...asBlocks(turn.content)];
+  else turns.push(turn);
+}
+
+/** The conversation as Anthropic turns: assistant tool calls → tool_use blocks, tool messages → tool_result blocks in a user turn. */
+function anthropicTurns(messages: readonly ChatMessage[]): AnthropicTurn[] {
+  const turns: AnthropicTurn[] = [];
+  for (const m of messages) {
+    if (m.role === 'user') pushTurn(turns, { role: 'user', content: contentBlocks(m.content) });
+    else if (m.role === 'assistant') {
+      const calls = toolCallsOf(m);
+      const content = contentBlocks(m.content ?? '');
+      pushTurn(turns, calls.length === 0 ? { role: 'assistant', content } : {
+        role: 'assistant',
+        content: [...asBlocks(content), ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.function.name, input: argumentsObject(c.function.arguments) }))],
+      });
+    } else if (m.role === 'tool') {
+      pushTurn(turns, { role: 'user', content: [{ type: 'tool_result', tool_use_id: String(m.tool_call_id ?? ''), content: toolResultText(m) }] });
+    }
+  }
+  return turns;
+}
+
+/** `tools` and `tool_choice` in Anthropic's terms; parallel_tool_calls false → disable_parallel_tool_use. */
+function anthropicTools(b: ChatRequest['body']): Record<string, unknown> {
+  const decls = functionDecls(b.tools);
+  if (decls.length === 0) return {};
+  const tools = decls.map((d) => ({ name: d.name, ...(d.description ? { description: d.description } : {}), input_schema: d.parameters ?? { type: 'object', properties: {} } }));
+  const choice = toolChoice(b.tool_choice);
+  const serial = b.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
+  let tc: Record<string, unknown> | undefined;
+  if (choice?.mode === 'none') tc = { type: 'none' };
+  else if (choice?.mode === 'required') tc = { type: 'any', ...serial };
+  else if (choice?.mode === 'function') tc = { type: 'tool', name: choice.name, ...serial };
+  else if (b.parallel_tool_calls === false) tc = { type: 'auto', ...serial };
+  return { tools, ...(tc ? { tool_choice: tc } : {}) };
+}
+
 /** The canonical request as an Anthropic Messages body. max_tokens is passed only when the client set it. */
 export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record<string, unknown> {
   const b = req.body;
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
-  const messages = b.messages.filter((m) => m.role === 'user' || m.role === 'assistant')
-    .map((m: ChatMessage) => ({ role: m.role, content: contentBlocks(m.content) }));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;
   const user = typeof b.user === 'string' ? b.user : undefined;
   return {
     model: upstreamModel,
     ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
-    messages,
+    messages: anthropicTurns(b.messages),
     ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
     ...(stop ? { stop_sequences: stop } : {}),
     ...(typeof b.temperature === 'number' ? { temperature: b.temperature } : {}),
     ...(typeof b.top_p === 'number' ? { top_p: b.top_p } : {}),
     ...(user ? { metadata: { user_id: user } } : {}),
+    ...anthropicTools(b),
     ...(req.stream ? { stream: true } : {}),
   };
 }
 
 interface AnthropicMessage {
-  content?: Array<{ type?: string; text?: string }>;
+  content?: Array<{ type?: string; text?: string; id?: string; name?: string; input?: unknown }>;
   stop_reason?: string | null;
   usage?: AnthropicUsage;
 }
@@ -93,23 +143,33 @@ function fromAnthropicResponse(body: string, ctx: ReplyContext): { completion: R
   const msg = JSON.parse(body) as AnthropicMessage;
   if (typeof msg !== 'object' || msg === null || !Array.isArray(msg.content)) throw new Error('not an Anthropic message');
   const text = msg.content.filter((c) => c.type === 'text').map((c) => c.text ?? '').join('');
+  const calls: ToolCall[] = msg.content.filter((c) => c.type === 'tool_use')
+    .map((c) => ({ id: c.id ?? '', type: 'function', function: { name: c.name ?? '', arguments: JSON.stringify(c.input ?? {}) } }));
   const usage = anthropicUsage(msg.usage);
-  return { completion: completionObject(ctx, text, finishFromStopReason(msg.stop_reason), usage), usage };
+  return { completion: completionObject(ctx, text, finishFromStopReason(msg.stop_reason), usage, calls), usage };
 }
 
 interface StreamEvent {
   type?: string;
+  index?: number;
   message?: { usage?: AnthropicUsage };
-  content_block?: { type?: string; text?: string };
-  delta?: { type?: string; text?: string; stop_reason?: string | null };
+  content_block?: { type?: string; text?: string; id?: string; name?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
   error?: { message?: string; type?: string };
 }
 
-/** Anthropic named events (message_start … message_stop) → canonical chunks, one event at a time. */
+/**
+ * Anthropic named events (message_start … message_stop) → canonical chunks, one event
+ * at a time: text deltas as content, each tool_use block as a tool call whose
+ * input_json_delta pieces become argument deltas.
+ */
 function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined, data: string): TranslatedEvent } {
   let usage: AnthropicUsage = {};
+  /** Canonical tool-call index of each tool_use block, by block index. */
+  const toolOfBlock = new Map<number, number>();
   const text = (t: string): TranslatedEvent => ({ chunks: [chunkJson(ctx, { content: t }, null)], deliveredTokens: estimateTokens(t), done: false });
+  const delta = (d: Record<string, unknown>, tokens: number): TranslatedEvent => ({ chunks: [chunkJson(ctx, d, null)], deliveredTokens: tokens, done: false });
   return {
     onEvent(_event, data): TranslatedEvent {
       const ev = parseStreamEvent<StreamEvent>(data);
@@ -118,10 +178,23 @@ function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined
         case 'message_start':
           usage = { ...ev.message?.usage };
           return { chunks: [chunkJson(ctx, { role: 'assistant', content: '' }, null)], usage: anthropicUsage(usage), deliveredTokens: 0, done: false };
-        case 'content_block_start':
-          return ev.content_block?.type === 'text' && ev.content_block.text ? text(ev.content_block.text) : NOTHING;
-        case 'content_block_delta':
-          return ev.delta?.type === 'text_delta' && ev.delta.text ? text(ev.delta.text) : NOTHING;
+        case 'content_block_start': {
+          const block = ev.content_block;
+          if (block?.type === 'tool_use') {
+            const index = toolOfBlock.size;
+            toolOfBlock.set(ev.index ?? index, index);
+            return delta(toolCallDelta(index, { id: block.id ?? '', name: block.name ?? '', arguments: '' }), 1);
+          }
+          return block?.type === 'text' && block.text ? text(block.text) : NOTHING;
+        }
+        case 'content_block_delta': {
+          const d = ev.delta;
+          if (d?.type === 'input_json_delta' && d.partial_json) {
+            const index = toolOfBlock.get(ev.index ?? -1);
+            return index === undefined ? NOTHING : delta(toolCallDelta(index, { arguments: d.partial_json }), estimateTokens(d.partial_json));
+          }
+          return d?.type === 'text_delta' && d.text ? text(d.text) : NOTHING;
+        }
         case 'message_delta': {
           // message_delta counts are cumulative; absent ones keep their message_start value.
           const given = Object.fromEntries(Object.entries(ev.usage ?? {}).filter(([, v]) => typeof v === 'number'));

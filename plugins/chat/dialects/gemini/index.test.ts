@@ -35,11 +35,11 @@ describe('gemini dialect: request (canonical → generateContent)', () => {
   });
 
   it.each([
-    ['tools', { tools: [{ type: 'function' }] }, 'tools'],
-    ['json_schema', { response_format: { type: 'json_schema', json_schema: {} } }, 'response_format'],
+    ['a built-in (non-function) tool', { tools: [{ type: 'function', function: { name: 'f' } }, { type: 'web_search' }] }, 'tools[1]'],
+    ['legacy functions', { functions: [{ name: 'f' }] }, 'functions'],
+    ['logprobs', { logprobs: true }, 'logprobs'],
     ['n > 1', { n: 3 }, 'n'],
     ['an image by URL (Gemini needs the bytes)', { messages: [user([{ type: 'image_url', image_url: { url: 'https://x/y.png' } }])] }, 'messages[0].content'],
-    ['an assistant tool call', { messages: [user('a'), { role: 'assistant', content: null, tool_calls: [] }] }, 'messages[1]'],
   ])('refuses %s', (_n, extra, param) => {
     expect(geminiDialect.unsupported?.(chatRequest({ messages: [user('hi')], ...extra }))).toMatchObject({ param });
   });
@@ -125,5 +125,75 @@ describe('gemini dialect: stream (alt=sse events → canonical chunks)', () => {
     const roles = run.chunks.filter((c) => (c.choices as Array<{ delta: { role?: string } }>)[0]?.delta.role === 'assistant');
     expect(roles).toHaveLength(1);
     expect(run.chunks).toHaveLength(4); // role, "a", "b", finish
+  });
+});
+
+const WEATHER = { type: 'function', function: { name: 'weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const CALLS = [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }, { id: 'call_b', type: 'function', function: { name: 'time', arguments: '{}' } }];
+
+describe('gemini dialect: tools, results and JSON schemas (canonical → generateContent)', () => {
+  it.each([
+    ['function tools → functionDeclarations with the JSON Schema; tool_choice auto → AUTO', { tools: [WEATHER], tool_choice: 'auto' }, {
+      tools: [{ functionDeclarations: [{ name: 'weather', description: 'Weather in a city', parametersJsonSchema: WEATHER.function.parameters }] }],
+      toolConfig: { functionCallingConfig: { mode: 'AUTO' } },
+    }],
+    ['tool_choice required → ANY, none → NONE', { tools: [WEATHER], tool_choice: 'required' }, { toolConfig: { functionCallingConfig: { mode: 'ANY' } } }],
+    ['a named tool_choice → ANY limited to it', { tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'weather' } } }, {
+      toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['weather'] } },
+    }],
+    ['json_schema → responseMimeType and responseJsonSchema', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }, {
+      generationConfig: { responseMimeType: 'application/json', responseJsonSchema: { type: 'object' } },
+    }],
+  ])('%s', (_n, extra, expected) => {
+    const out = JSON.parse(geminiDialect.requestBody(chatRequest({ messages: [user('hi')], ...extra }), 'gemini-up')) as Record<string, unknown>;
+    expect(out).toMatchObject(expected);
+    expect(geminiDialect.unsupported?.(chatRequest({ messages: [user('hi')], ...extra }))).toBeUndefined();
+  });
+
+  it('parallel calls → functionCall parts in one model turn; their results → functionResponse parts (named by call id) in one user turn', () => {
+    const req = chatRequest({
+      tools: [WEATHER],
+      messages: [user('go'), { role: 'assistant', content: null, tool_calls: CALLS },
+        { role: 'tool', tool_call_id: 'call_a', content: '{"temp":21}' }, { role: 'tool', tool_call_id: 'call_b', content: 'noon' }, user('thanks')],
+    });
+    expect(geminiDialect.unsupported?.(req)).toBeUndefined();
+    const out = JSON.parse(geminiDialect.requestBody(req, 'gemini-up')) as { contents: unknown };
+    expect(out.contents).toEqual([
+      { role: 'user', parts: [{ text: 'go' }] },
+      { role: 'model', parts: [{ functionCall: { name: 'weather', args: { city: 'Paris' } } }, { functionCall: { name: 'time', args: {} } }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'weather', response: { temp: 21 } } }, { functionResponse: { name: 'time', response: { result: 'noon' } } }, { text: 'thanks' }] },
+    ]);
+  });
+});
+
+const callResponse = (calls: Array<{ name: string; args: object; id?: string }>, finish?: string, text?: string) => JSON.stringify({
+  candidates: [{ content: { role: 'model', parts: [...(text ? [{ text }] : []), ...calls.map((c) => ({ functionCall: c }))] }, index: 0, ...(finish ? { finishReason: finish } : {}) }],
+  usageMetadata: u(4), modelVersion: 'gemini-up', responseId: 'r1',
+});
+
+describe('gemini dialect: tool calls in replies (generateContent → canonical)', () => {
+  it('functionCall parts → tool_calls with ids (Gemini\'s own when it gives one), finish tool_calls', () => {
+    const r = geminiDialect.response(callResponse([{ name: 'weather', args: { city: 'Paris' } }, { name: 'time', args: {}, id: 'g-1' }], 'STOP', 'Let me check.'), CTX);
+    expect(r.completion).toMatchObject({
+      choices: [{
+        finish_reason: 'tool_calls',
+        message: { role: 'assistant', content: 'Let me check.', tool_calls: [
+          { id: 'call_test_0', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          { id: 'g-1', type: 'function', function: { name: 'time', arguments: '{}' } },
+        ] },
+      }],
+    });
+  });
+
+  it('streams each call whole as one tool-call delta, numbered across events, and ends with tool_calls', () => {
+    const run = runStream(geminiDialect.streamTranslator(CTX), [
+      [undefined, callResponse([{ name: 'weather', args: { city: 'Paris' } }])],
+      [undefined, callResponse([{ name: 'time', args: {} }], 'STOP')],
+    ]);
+    expect(run.toolCalls).toEqual([
+      { id: 'call_test_0', name: 'weather', arguments: '{"city":"Paris"}' },
+      { id: 'call_test_1', name: 'time', arguments: '{}' },
+    ]);
+    expect(run).toMatchObject({ finish: 'tool_calls', done: true, text: '' });
   });
 });

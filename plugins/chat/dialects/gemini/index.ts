@@ -1,7 +1,8 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
-import { contentText, isObject, type ChatRequest, type Untranslatable } from '../../request.js';
+import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import { argumentsObject, callNames, functionDecls, nonFunctionTool, resultObject, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
-  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent,
+  callId, chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent, type TranslatedResponse,
 } from '../types.js';
 
@@ -39,17 +40,17 @@ function finishReason(reason: string | undefined): FinishReason {
   return (reason ? FINISH[reason] : undefined) ?? 'stop';
 }
 
-const REFUSED_FIELDS = ['tools', 'tool_choice', 'functions', 'function_call', 'logprobs', 'audio', 'prediction'];
+const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
 
 function unsupported(req: ChatRequest): Untranslatable | undefined {
   const b = req.body;
   const field = REFUSED_FIELDS.find((f) => b[f] !== undefined && b[f] !== null && b[f] !== false);
   if (field) return { param: field, message: `${field} cannot be translated for this model's provider (Gemini); use a model served by an OpenAI-compatible provider` };
   if (typeof b.n === 'number' && b.n > 1) return { param: 'n', message: 'n > 1 is not available for this model' };
-  if (isObject(b.response_format) && b.response_format.type === 'json_schema') return { param: 'response_format', message: 'json_schema response formats cannot be translated for Gemini; use json_object' };
+  const t = nonFunctionTool(b.tools);
+  if (t >= 0) return { param: `tools[${t}]`, message: 'only function tools can be translated for this model\'s provider (Gemini)' };
   for (const [i, m] of b.messages.entries()) {
-    if (m.role === 'tool' || m.role === 'function' || m.tool_calls !== undefined) return { param: `messages[${i}]`, message: 'tool messages cannot be translated for this model\'s provider (Gemini)' };
-    if (!Array.isArray(m.content)) continue;
+    if (!Array.isArray(m.content) || m.role === 'tool') continue;
     for (const p of m.content) {
       if (!isObject(p) || p.type === 'text') continue;
       const url = isObject(p.image_url) ? p.image_url.url : undefined;
@@ -62,7 +63,7 @@ function unsupported(req: ChatRequest): Untranslatable | undefined {
 }
 
 function parts(content: unknown): Array<Record<string, unknown>> {
-  if (!Array.isArray(content)) return [{ text: typeof content === 'string' ? content : '' }];
+  if (!Array.isArray(content)) return typeof content === 'string' && content ? [{ text: content }] : [];
   return content.filter(isObject).map((p) => {
     const url = isObject(p.image_url) && typeof p.image_url.url === 'string' ? p.image_url.url : undefined;
     const m = url ? /^data:([^;,]+);base64,(.*)$/s.exec(url) : null;
@@ -70,14 +71,58 @@ function parts(content: unknown): Array<Record<string, unknown>> {
   });
 }
 
+interface GeminiContent { role: 'user' | 'model'; parts: Array<Record<string, unknown>> }
+
+/**
+ * The conversation as Gemini contents: assistant tool calls → functionCall parts,
+ * tool messages → functionResponse parts (named by the call they answer) in a user
+ * turn. Consecutive turns of one role are merged, so parallel results travel together.
+ */
+function geminiContents(messages: readonly ChatMessage[]): GeminiContent[] {
+  const names = callNames(messages);
+  const out: GeminiContent[] = [];
+  const push = (role: GeminiContent['role'], p: Array<Record<string, unknown>>): void => {
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.parts.push(...p);
+    else out.push({ role, parts: p });
+  };
+  for (const m of messages) {
+    if (m.role === 'user') push('user', parts(m.content));
+    else if (m.role === 'assistant') {
+      const calls = toolCallsOf(m).map((c) => ({ functionCall: { name: c.function.name, args: argumentsObject(c.function.arguments) } }));
+      push('model', [...parts(m.content ?? ''), ...calls]);
+    } else if (m.role === 'tool') {
+      const name = names.get(String(m.tool_call_id ?? '')) ?? String(m.name ?? '');
+      push('user', [{ functionResponse: { name, response: resultObject(toolResultText(m)) } }]);
+    }
+  }
+  return out.map((c) => (c.parts.length > 0 ? c : { ...c, parts: [{ text: '' }] }));
+}
+
+const CALLING_MODES = { auto: 'AUTO', none: 'NONE', required: 'ANY', function: 'ANY' } as const;
+
+/** `tools` → functionDeclarations (JSON Schema as parametersJsonSchema); `tool_choice` → toolConfig. */
+function geminiTools(b: ChatRequest['body']): Record<string, unknown> {
+  const decls = functionDecls(b.tools);
+  if (decls.length === 0) return {};
+  const functionDeclarations = decls.map((d) => ({ name: d.name, ...(d.description ? { description: d.description } : {}), ...(d.parameters ? { parametersJsonSchema: d.parameters } : {}) }));
+  const choice = toolChoice(b.tool_choice);
+  const config = choice ? { functionCallingConfig: { mode: CALLING_MODES[choice.mode], ...(choice.mode === 'function' ? { allowedFunctionNames: [choice.name] } : {}) } } : undefined;
+  return { tools: [{ functionDeclarations }], ...(config ? { toolConfig: config } : {}) };
+}
+
+/** `response_format` → responseMimeType (+ responseJsonSchema for json_schema). */
+function jsonConfig(format: unknown): Record<string, unknown> {
+  if (!isObject(format) || (format.type !== 'json_object' && format.type !== 'json_schema')) return {};
+  const schema = format.type === 'json_schema' && isObject(format.json_schema) && isObject(format.json_schema.schema) ? format.json_schema.schema : undefined;
+  return { responseMimeType: 'application/json', ...(schema ? { responseJsonSchema: schema } : {}) };
+}
+
 /** The canonical request as a Gemini generateContent body. */
 export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
   const b = req.body;
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
-  const contents = b.messages.filter((m) => m.role === 'user' || m.role === 'assistant')
-    .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: parts(m.content) }));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;
-  const json = isObject(b.response_format) && b.response_format.type === 'json_object';
   const config: Record<string, unknown> = {
     ...(req.maxTokens !== undefined ? { maxOutputTokens: req.maxTokens } : {}),
     ...(typeof b.temperature === 'number' ? { temperature: b.temperature } : {}),
@@ -86,17 +131,20 @@ export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
     ...(typeof b.presence_penalty === 'number' ? { presencePenalty: b.presence_penalty } : {}),
     ...(typeof b.frequency_penalty === 'number' ? { frequencyPenalty: b.frequency_penalty } : {}),
     ...(typeof b.seed === 'number' ? { seed: b.seed } : {}),
-    ...(json ? { responseMimeType: 'application/json' } : {}),
+    ...jsonConfig(b.response_format),
   };
   return {
-    contents,
+    contents: geminiContents(b.messages),
     ...(system.length > 0 ? { systemInstruction: { parts: [{ text: system.join('\n\n') }] } } : {}),
+    ...geminiTools(b),
     ...(Object.keys(config).length > 0 ? { generationConfig: config } : {}),
   };
 }
 
+interface GeminiPart { text?: string; thought?: boolean; functionCall?: { id?: string; name?: string; args?: unknown } }
+
 interface GeminiResponse {
-  candidates?: Array<{ content?: { parts?: Array<{ text?: string; thought?: boolean }> }; finishReason?: string }>;
+  candidates?: Array<{ content?: { parts?: GeminiPart[] }; finishReason?: string }>;
   promptFeedback?: { blockReason?: string };
   usageMetadata?: UsageMetadata;
   error?: { message?: string };
@@ -107,24 +155,37 @@ function candidateText(r: GeminiResponse): string {
   return (r.candidates?.[0]?.content?.parts ?? []).filter((p) => !p.thought && typeof p.text === 'string').map((p) => p.text).join('');
 }
 
-/** The finish reason of a response, or undefined while the reply goes on. A blocked prompt ends it at once. */
-function finishOf(r: GeminiResponse): FinishReason | undefined {
+/** The function calls of the first candidate, as canonical tool calls numbered from `first`. */
+function candidateCalls(r: GeminiResponse, ctx: ReplyContext, first: number): ToolCall[] {
+  const calls = (r.candidates?.[0]?.content?.parts ?? []).filter((p) => p.functionCall);
+  return calls.map((p, i) => ({
+    id: p.functionCall?.id ?? callId(ctx, first + i), type: 'function',
+    function: { name: p.functionCall?.name ?? '', arguments: JSON.stringify(p.functionCall?.args ?? {}) },
+  }));
+}
+
+/** The finish reason of a response, or undefined while the reply goes on. A blocked prompt ends it at once; a stop after function calls is `tool_calls`. */
+function finishOf(r: GeminiResponse, calledTools: boolean): FinishReason | undefined {
   if (r.promptFeedback?.blockReason) return 'content_filter';
   const reason = r.candidates?.[0]?.finishReason;
-  return reason ? finishReason(reason) : undefined;
+  if (!reason) return undefined;
+  const finish = finishReason(reason);
+  return finish === 'stop' && calledTools ? 'tool_calls' : finish;
 }
 
 function fromGeminiResponse(body: string, ctx: ReplyContext): TranslatedResponse {
   const r = JSON.parse(body) as GeminiResponse;
   if (typeof r !== 'object' || r === null || (!Array.isArray(r.candidates) && !r.promptFeedback)) throw new Error('not a Gemini response');
   const usage = geminiUsage(r.usageMetadata);
-  return { completion: completionObject(ctx, candidateText(r), finishOf(r) ?? 'stop', usage), usage };
+  const calls = candidateCalls(r, ctx, 0);
+  return { completion: completionObject(ctx, candidateText(r), finishOf(r, calls.length > 0) ?? 'stop', usage, calls), usage };
 }
 
 /** `alt=sse` events (each a whole GenerateContentResponse, no names, no [DONE]) → canonical chunks. */
 function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, data: string): TranslatedEvent } {
   let started = false;
   let candidatesSoFar = 0;
+  let toolCalls = 0;
   return {
     onEvent(_event, data): TranslatedEvent {
       const r = parseStreamEvent<GeminiResponse>(data);
@@ -139,7 +200,11 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
         started = true;
       }
       if (text) chunks.push(chunkJson(ctx, { content: text }, null));
-      const finish = finishOf(r);
+      // Gemini sends each function call whole: one delta carries its name and all its arguments.
+      for (const call of candidateCalls(r, ctx, toolCalls)) {
+        chunks.push(chunkJson(ctx, toolCallDelta(toolCalls++, { id: call.id, name: call.function.name, arguments: call.function.arguments }), null));
+      }
+      const finish = finishOf(r, toolCalls > 0);
       if (finish) chunks.push(chunkJson(ctx, {}, finish));
       // usageMetadata counts are cumulative: their growth is exactly what this event delivered.
       const candidates = r.usageMetadata?.candidatesTokenCount;
@@ -150,11 +215,15 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
   };
 }
 
-/** Gemini API generateContent / streamGenerateContent (`?alt=sse`). */
+/**
+ * Gemini API generateContent / streamGenerateContent (`?alt=sse`). A request that
+ * arrived on the gateway's own Gemini endpoint goes upstream untouched.
+ */
 export const geminiDialect: ChatDialect = {
   name: 'gemini',
   unsupported,
-  requestBody: (req) => JSON.stringify(toGeminiBody(req)),
+  // A request from the Gemini-native endpoint goes as the client wrote it (the model is in the path).
+  requestBody: (req) => JSON.stringify(req.native?.format === 'gemini' ? req.native.body : toGeminiBody(req)),
   pathVars: (req, upstreamModel) => ({ model: upstreamModel, action: req.stream ? 'streamGenerateContent' : 'generateContent' }),
   query: (req): Record<string, string> => (req.stream ? { alt: 'sse' } : {}),
   response: fromGeminiResponse,

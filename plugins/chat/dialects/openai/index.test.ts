@@ -18,6 +18,16 @@ describe('openai dialect: request (pass-through)', () => {
     expect(out.messages).toEqual(body.messages);
   });
 
+  it.each([
+    ['max_tokens → max_completion_tokens for a model that takes it there (o-series, gpt-5)', { max_tokens: 50 }, 'max_completion_tokens', { max_completion_tokens: 50 }, ['max_tokens']],
+    ['the client\'s own max_completion_tokens wins', { max_tokens: 50, max_completion_tokens: 70 }, 'max_completion_tokens', { max_completion_tokens: 70 }, ['max_tokens']],
+    ['max_tokens stays for other models', { max_tokens: 50 }, 'max_tokens', { max_tokens: 50 }, []],
+  ] as const)('%s', (_n, extra, param, expected, absent) => {
+    const out = JSON.parse(openaiDialect.requestBody(chatRequest({ messages: [{ role: 'user', content: 'hi' }], ...extra }), 'o4', { maxTokensParam: param })) as Record<string, unknown>;
+    expect(out).toMatchObject(expected);
+    for (const k of absent) expect(out).not.toHaveProperty(k);
+  });
+
   it('fills {model} and needs no query', () => {
     const req = chatRequest({ messages: [{ role: 'user', content: 'hi' }] });
     expect(openaiDialect.pathVars(req, 'up-model')).toEqual({ model: 'up-model' });
@@ -30,6 +40,7 @@ describe('openai dialect: response', () => {
     ['plain usage', { prompt_tokens: 10, completion_tokens: 5 }, { promptTokens: 10, completionTokens: 5, cachedTokens: 0 }],
     ['cached prompt tokens', { prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 4 } }, { promptTokens: 10, completionTokens: 5, cachedTokens: 4 }],
     ['reasoning tokens', { prompt_tokens: 10, completion_tokens: 50, completion_tokens_details: { reasoning_tokens: 42 } }, { promptTokens: 10, completionTokens: 50, cachedTokens: 0, reasoningTokens: 42 }],
+    ['reasoning tokens (part of the completion)', { prompt_tokens: 10, completion_tokens: 5, completion_tokens_details: { reasoning_tokens: 3 } }, { promptTokens: 10, completionTokens: 5, cachedTokens: 0, reasoningTokens: 3 }],
     ['no usage', undefined, undefined],
   ])('%s', (_n, usage, expected) => {
     const body = JSON.stringify({ id: 'x', object: 'chat.completion', model: 'up-model', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' } }], usage });

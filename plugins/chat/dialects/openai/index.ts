@@ -1,6 +1,6 @@
 import { reportedTokens } from '../../../../src/sdk.js';
 import type { ChatRequest } from '../../request.js';
-import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent } from '../types.js';
+import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent, type UpstreamOptions } from '../types.js';
 
 interface OpenAIUsage {
   prompt_tokens?: number;
@@ -10,7 +10,7 @@ interface OpenAIUsage {
 }
 
 interface OpenAIChunk {
-  choices?: Array<{ delta?: { content?: string | null; refusal?: string | null } }>;
+  choices?: Array<{ delta?: { content?: string | null; refusal?: string | null; tool_calls?: unknown[] } }>;
   usage?: OpenAIUsage | null;
   error?: { message?: string };
 }
@@ -30,13 +30,19 @@ export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | und
 /**
  * The OpenAI dialect is a pass-through: the client's body goes upstream with only the
  * model id replaced (and usage always requested on streams, so billing never guesses).
- * Chunks are forwarded as the upstream serialised them.
+ * A model whose YAML says `max_tokens_param: max_completion_tokens` (OpenAI's reasoning
+ * models, which refuse max_tokens) gets the limit under that name. Chunks are forwarded
+ * as the upstream serialised them.
  */
 export const openaiDialect: ChatDialect = {
   name: 'openai',
-  requestBody(req: ChatRequest, upstreamModel: string): string {
+  requestBody(req: ChatRequest, upstreamModel: string, opts: UpstreamOptions = {}): string {
     const body: Record<string, unknown> = { ...req.body, model: upstreamModel };
     if (req.stream) body.stream_options = { ...(req.body.stream_options as object | undefined), include_usage: true };
+    if (opts.maxTokensParam === 'max_completion_tokens' && body.max_tokens !== undefined) {
+      body.max_completion_tokens ??= body.max_tokens;
+      delete body.max_tokens;
+    }
     return JSON.stringify(body);
   },
   pathVars: (_req, upstreamModel) => ({ model: upstreamModel }),
@@ -58,7 +64,7 @@ export const openaiDialect: ChatDialect = {
           return { ...NOTHING, usage: openaiUsage(chunk.usage), usageChunk: chunk as Record<string, unknown> };
         }
         // OpenAI streams about one token per chunk.
-        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.refusal ? 1 : 0), 0);
+        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.refusal || c.delta?.tool_calls?.length ? 1 : 0), 0);
         return { chunks: [data], usage: openaiUsage(chunk.usage), deliveredTokens: delivered, done: false };
       },
     };

@@ -49,6 +49,37 @@ describe('canonical → Anthropic replies', () => {
     });
   });
 
+  it('tool calls become tool_use blocks after the text, with their arguments as input', () => {
+    const calls = [{ id: 'call_1', type: 'function' as const, function: { name: 'weather', arguments: '{"city":"Paris"}' } }];
+    const completion = completionObject(CTX, 'Checking.', 'tool_calls', undefined, calls);
+    expect(messageFromCompletion(completion, 'Checking.', CTX, USAGE, COST)).toMatchObject({
+      content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Paris' } }], stop_reason: 'tool_use',
+    });
+  });
+
+  it('streamed tool-call deltas become tool_use blocks with input_json_delta, each block stopped before the next', () => {
+    const enc = anthropicEncoder(CTX);
+    const tc = (index: number, fn: object, id?: string) => chunkJson(CTX, { tool_calls: [{ index, ...(id ? { id, type: 'function' } : {}), function: fn }] }, null);
+    const frames = [
+      ...enc.chunk(chunkJson(CTX, { content: 'Checking.' }, null), { promptTokens: 5, completionTokens: 0 }),
+      ...enc.chunk(tc(0, { name: 'weather', arguments: '' }, 'call_1'), undefined),
+      ...enc.chunk(tc(0, { arguments: '{"city":' }), undefined),
+      ...enc.chunk(tc(0, { arguments: '"Paris"}' }), undefined),
+      ...enc.chunk(tc(1, { name: 'now', arguments: '{}' }, 'call_2'), undefined),
+      ...enc.chunk(chunkJson(CTX, {}, 'tool_calls'), undefined),
+      ...enc.finish({ promptTokens: 5, completionTokens: 9 }, COST),
+    ];
+    const events = parseSseText(frames.join('')).map((e) => JSON.parse(e.data) as Record<string, unknown>);
+    expect(events.map((e) => [e.type, e.index])).toEqual([
+      ['message_start', undefined], ['content_block_start', 0], ['content_block_delta', 0], ['content_block_stop', 0],
+      ['content_block_start', 1], ['content_block_delta', 1], ['content_block_delta', 1], ['content_block_stop', 1],
+      ['content_block_start', 2], ['content_block_delta', 2], ['content_block_stop', 2], ['message_delta', undefined], ['message_stop', undefined],
+    ]);
+    expect(events[4]).toMatchObject({ content_block: { type: 'tool_use', id: 'call_1', name: 'weather', input: {} } });
+    expect(events[6]).toMatchObject({ delta: { type: 'input_json_delta', partial_json: '"Paris"}' } });
+    expect(events[11]).toMatchObject({ delta: { stop_reason: 'tool_use' } });
+  });
+
   it('an empty reply still starts and ends the message, with no content block', () => {
     const enc = anthropicEncoder(CTX);
     const events = parseSseText(enc.finish({ promptTokens: 5, completionTokens: 0 }, COST).join(''));
@@ -84,7 +115,7 @@ describe('native Anthropic codec (Anthropic in, Anthropic out)', () => {
     expect(r.render(USAGE, COST)).toEqual({ ...msg, model: 'asked-model', usage: { ...msg.usage, ...anthropicUsageObject(USAGE, COST) } });
   });
 
-  it('forwards stream events as sent, holding message_delta/message_stop for the end', () => {
+  it('forwards stream events as sent, holding message_delta/message_stop for the end', async () => {
     const s = codec.stream();
     const start = JSON.stringify({ type: 'message_start', message: { id: 'msg_up', model: 'claude-up', content: [], usage: { input_tokens: 9, output_tokens: 1 } } });
     const blockStart = '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}';
@@ -100,7 +131,7 @@ describe('native Anthropic codec (Anthropic in, Anthropic out)', () => {
     expect(steps[2]!.deliveredTokens).toBe(2);
     expect(steps[3]).toMatchObject({ frames: [], usage: { promptTokens: 9, completionTokens: 6 } });
     expect(steps[4]).toMatchObject({ frames: [], done: true });
-    const end = parseSseText(s.finish({ promptTokens: 9, completionTokens: 6 }, COST).join(''));
+    const end = parseSseText((await s.finish({ promptTokens: 9, completionTokens: 6 }, COST)).join(''));
     expect(end.map((e) => e.event)).toEqual(['message_delta', 'message_stop']);
     expect(JSON.parse(end[0]!.data)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 6, input_tokens: 9, cost_usd_total: 0.000007 } });
   });

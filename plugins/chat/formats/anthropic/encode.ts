@@ -1,5 +1,6 @@
 import { formatSse } from '../../../../src/sdk.js';
-import type { ReplyContext, TokenUsage } from '../../dialects/types.js';
+import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { argumentsObject } from '../../tools.js';
 import { costFields, type ChatCost } from '../../metering.js';
 
 /**
@@ -32,12 +33,13 @@ export function anthropicUsageObject(u: TokenUsage, c: ChatCost | undefined): Re
   };
 }
 
-/** A canonical chat.completion as an Anthropic message. */
+/** A canonical chat.completion as an Anthropic message: text, then a tool_use block per tool call. */
 export function messageFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext, u: TokenUsage, c: ChatCost): Record<string, unknown> {
   const choice = Array.isArray(completion.choices) ? (completion.choices[0] as { finish_reason?: unknown } | undefined) : undefined;
+  const tools = completionToolCalls(completion).map((t) => ({ type: 'tool_use', id: t.id, name: t.function.name, input: argumentsObject(t.function.arguments) }));
   return {
     id: messageId(ctx), type: 'message', role: 'assistant', model: ctx.requestedModel,
-    content: text ? [{ type: 'text', text }] : [],
+    content: [...(text ? [{ type: 'text', text }] : []), ...tools],
     stop_reason: stopReason(choice?.finish_reason), stop_sequence: null,
     usage: anthropicUsageObject(u, c),
   };
@@ -48,10 +50,6 @@ export function errorFrame(body: unknown): string {
   return formatSse(JSON.stringify(body), 'error');
 }
 
-interface CanonicalChunk {
-  choices?: Array<{ index?: number; delta?: { content?: string | null }; finish_reason?: string | null }>;
-}
-
 export interface AnthropicEncoder {
   /** Frames for one canonical chunk; `usage` is what the upstream reported so far (for message_start). */
   chunk(data: string, usage: TokenUsage | undefined): string[];
@@ -59,41 +57,72 @@ export interface AnthropicEncoder {
   finish(usage: TokenUsage, cost: ChatCost): string[];
 }
 
+const event = (type: string, body: Record<string, unknown>): string => formatSse(JSON.stringify({ type, ...body }), type);
+
 /**
- * Canonical chunks → Anthropic named events: message_start on the first, one text
- * block (content_block_start, content_block_delta…), and at the end
- * content_block_stop, message_delta with the usage and cost, message_stop.
+ * Canonical chunks → Anthropic named events: message_start on the first; a text block
+ * for the text (content_block_start, text_delta…); a tool_use block per tool call
+ * (its arguments as input_json_delta pieces), each block stopped before the next
+ * starts; at the end message_delta with the usage and cost, then message_stop.
  */
 export function anthropicEncoder(ctx: ReplyContext): AnthropicEncoder {
   let started = false;
-  let blockOpen = false;
+  let open: number | undefined;
+  let blocks = 0;
+  let textBlock: number | undefined;
+  const toolBlocks = new Map<number, number>();
   let stop = 'end_turn';
   const start = (u: TokenUsage | undefined): string[] => {
     if (started) return [];
     started = true;
     const usage = u ? { ...anthropicUsageObject(u, undefined), output_tokens: 0 } : { input_tokens: 0, output_tokens: 0 };
     const message = { id: messageId(ctx), type: 'message', role: 'assistant', model: ctx.requestedModel, content: [], stop_reason: null, stop_sequence: null, usage };
-    return [formatSse(JSON.stringify({ type: 'message_start', message }), 'message_start')];
+    return [event('message_start', { message })];
+  };
+  const close = (): string[] => {
+    if (open === undefined) return [];
+    const index = open;
+    open = undefined;
+    return [event('content_block_stop', { index })];
+  };
+  const begin = (block: Record<string, unknown>): { frames: string[]; index: number } => {
+    const frames = close();
+    const index = blocks++;
+    open = index;
+    frames.push(event('content_block_start', { index, content_block: block }));
+    return { frames, index };
   };
   return {
     chunk(data, usage) {
       const frames = start(usage);
-      const choice = (JSON.parse(data) as CanonicalChunk).choices?.find((c) => (c.index ?? 0) === 0);
+      const choice = firstChoice(data);
       const text = choice?.delta?.content;
       if (text) {
-        if (!blockOpen) frames.push(formatSse('{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}', 'content_block_start'));
-        blockOpen = true;
-        frames.push(formatSse(JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }), 'content_block_delta'));
+        if (textBlock === undefined || open !== textBlock) {
+          const b = begin({ type: 'text', text: '' });
+          frames.push(...b.frames);
+          textBlock = b.index;
+        }
+        frames.push(event('content_block_delta', { index: textBlock, delta: { type: 'text_delta', text } }));
+      }
+      for (const call of choice?.delta?.tool_calls ?? []) {
+        const k = call.index ?? 0;
+        let index = toolBlocks.get(k);
+        if (index === undefined) {
+          const b = begin({ type: 'tool_use', id: call.id ?? '', name: call.function?.name ?? '', input: {} });
+          frames.push(...b.frames);
+          index = b.index;
+          toolBlocks.set(k, index);
+        }
+        const args = call.function?.arguments;
+        if (args) frames.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: args } }));
       }
       if (choice?.finish_reason) stop = stopReason(choice.finish_reason);
       return frames;
     },
     finish(u, c) {
-      const frames = start(u);
-      if (blockOpen) frames.push(formatSse('{"type":"content_block_stop","index":0}', 'content_block_stop'));
-      blockOpen = false;
-      const delta = { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: anthropicUsageObject(u, c) };
-      frames.push(formatSse(JSON.stringify(delta), 'message_delta'), formatSse('{"type":"message_stop"}', 'message_stop'));
+      const frames = [...start(u), ...close()];
+      frames.push(event('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: anthropicUsageObject(u, c) }), event('message_stop', {}));
       return frames;
     },
   };

@@ -1,8 +1,8 @@
 import type { GatewayError } from '../../../../src/sdk.js';
 import type { ClientFormat } from '../types.js';
-import { completionText, type TokenUsage } from '../../dialects/types.js';
 import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';
 import { nativeAnthropicCodec } from './native.js';
+import { translatedCodec } from '../translate.js';
 import { parseMessagesRequest } from './validate.js';
 
 /** Anthropic error types by HTTP status, as the Anthropic API names them. */
@@ -37,34 +37,17 @@ export function formatAnthropicError(err: GatewayError): unknown {
  */
 export const anthropicFormat: ClientFormat = {
   name: 'anthropic',
-  url: '/v1/messages',
-  acceptXApiKey: true,
+  urls: ['/v1/messages'],
+  keyHeaders: ['x-api-key'],
   formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
-  parse: parseMessagesRequest,
+  parse: (input) => parseMessagesRequest(input.body, input.headers),
+  clientParam: (p) => (p.startsWith('messages[') ? 'messages' : p),
   codec(dialect, req, ctx) {
     if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);
-    return {
-      response(body) {
-        const { completion, usage } = dialect.response(body, ctx);
-        const text = completionText(completion);
-        return { usage, text, render: (u, c) => messageFromCompletion(completion, text, ctx, u, c) };
-      },
-      stream() {
-        const translator = dialect.streamTranslator(ctx);
-        const encoder = anthropicEncoder(ctx);
-        let usage: TokenUsage | undefined;
-        return {
-          onEvent(event, data) {
-            const t = translator.onEvent(event, data);
-            if (t.usage) usage = t.usage;
-            const frames = t.chunks.flatMap((c) => encoder.chunk(c, usage));
-            return { frames, usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
-          },
-          finish: (u, c) => encoder.finish(u, c),
-          fail: (err) => [errorFrame(formatAnthropicError(err))],
-        };
-      },
-    };
+    return translatedCodec(dialect, ctx, {
+      render: (completion, text, u, c) => messageFromCompletion(completion, text, ctx, u, c),
+      encoder: () => ({ ...anthropicEncoder(ctx), fail: (err) => [errorFrame(formatAnthropicError(err))] }),
+    });
   },
 };

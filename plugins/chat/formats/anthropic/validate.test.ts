@@ -40,12 +40,49 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
   });
 
   it.each([
-    ['tools', { tools: [{ name: 't' }] }, 'tools'],
+    ['a server tool', { tools: [{ name: 't', input_schema: {} }, { type: 'web_search_20250305', name: 'web_search' }] }, 'tools[1]'],
     ['thinking', { thinking: { type: 'enabled', budget_tokens: 2000 } }, 'thinking'],
-    ['a tool_result block', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'y' }] }] }, 'messages[0].content[0]'],
+    ['a tool_result with an image', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'image', source: {} }] }] }] }, 'messages[0].content[0].content'],
     ['a document block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'document', source: {} }] }] }, 'messages[0].content[1]'],
   ])('marks %s as untranslatable (served only by an Anthropic provider)', (_n, extra, param) => {
     expect(parse({ ...ok, ...extra }).untranslatable).toMatchObject({ param });
+  });
+
+  it('client tools, tool_choice, tool_use and tool_result blocks → OpenAI tools, tool_calls and tool messages', () => {
+    const r = parse({
+      ...ok,
+      tools: [{ name: 'weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }, { type: 'custom', name: 'now', input_schema: { type: 'object' } }],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }, { type: 'tool_use', id: 'toolu_2', name: 'now', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '21C' }, { type: 'tool_result', tool_use_id: 'toolu_2', content: [{ type: 'text', text: 'noon' }] }, { type: 'text', text: 'and?' }] },
+      ],
+    });
+    expect(r.untranslatable).toBeUndefined();
+    expect(r.body).toMatchObject({
+      tools: [
+        { type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+        { type: 'function', function: { name: 'now', parameters: { type: 'object' } } },
+      ],
+      tool_choice: 'required', parallel_tool_calls: false,
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: 'Checking.', tool_calls: [
+          { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          { id: 'toolu_2', type: 'function', function: { name: 'now', arguments: '{}' } },
+        ] },
+        { role: 'tool', tool_call_id: 'toolu_1', content: '21C' },
+        { role: 'tool', tool_call_id: 'toolu_2', content: 'noon' },
+        { role: 'user', content: [{ type: 'text', text: 'and?' }] },
+      ],
+    });
+  });
+
+  it.each([
+    [{ type: 'auto' }, 'auto'], [{ type: 'none' }, 'none'], [{ type: 'tool', name: 'w' }, { type: 'function', function: { name: 'w' } }],
+  ])('tool_choice %j → %j', (choice, expected) => {
+    expect(parse({ ...ok, tools: [{ name: 'w', input_schema: {} }], tool_choice: choice }).body.tool_choice).toEqual(expected);
   });
 
   it('thinking disabled is translatable', () => {

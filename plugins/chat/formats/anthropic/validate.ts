@@ -6,7 +6,9 @@ import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequ
 const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
 /** Request fields with no canonical (OpenAI chat) equivalent that change what the reply is. */
-const NATIVE_ONLY_FIELDS = ['tools', 'tool_choice', 'thinking', 'mcp_servers', 'container'];
+const NATIVE_ONLY_FIELDS = ['thinking', 'mcp_servers', 'container', 'output_format', 'output_config'];
+/** Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool messages). */
+const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
 
 /**
  * Validates an Anthropic Messages request (`POST /v1/messages`) and gives it in
@@ -81,33 +83,63 @@ function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
+const WHY_NATIVE = 'can only be served by a model whose provider speaks Anthropic Messages';
+
 /** What the canonical form cannot carry: such a request is served only by an Anthropic-dialect provider. */
 function untranslatable(body: Record<string, unknown>, messages: Array<{ content: unknown }>): Untranslatable | undefined {
   const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null && !(f === 'thinking' && isObject(body.thinking) && body.thinking.type === 'disabled'));
-  const why = 'can only be served by a model whose provider speaks Anthropic Messages';
-  if (field) return { param: field, message: `${field} ${why}` };
+  if (field) return { param: field, message: `${field} ${WHY_NATIVE}` };
+  // Server tools (web search, code execution, computer use…) run at Anthropic; only client tools translate.
+  const t = Array.isArray(body.tools) ? body.tools.findIndex((x) => !isObject(x) || (x.type !== undefined && x.type !== 'custom')) : -1;
+  if (t >= 0) return { param: `tools[${t}]`, message: `server tools ${WHY_NATIVE}` };
   for (const [i, m] of messages.entries()) {
     if (!Array.isArray(m.content)) continue;
-    const j = m.content.findIndex((b) => isObject(b) && b.type !== 'text' && b.type !== 'image');
-    if (j >= 0) return { param: `messages[${i}].content[${j}]`, message: `${String((m.content[j] as { type: string }).type)} blocks ${why}` };
+    for (const [j, b] of m.content.entries()) {
+      const type = isObject(b) ? String(b.type) : '';
+      if (!TRANSLATED_BLOCKS.has(type)) return { param: `messages[${i}].content[${j}]`, message: `${type} blocks ${WHY_NATIVE}` };
+      if (type === 'tool_result' && Array.isArray((b as { content?: unknown }).content) && ((b as { content: unknown[] }).content).some((c) => !isObject(c) || c.type !== 'text')) {
+        return { param: `messages[${i}].content[${j}].content`, message: `tool results other than text ${WHY_NATIVE}` };
+      }
+    }
   }
   return undefined;
 }
 
-/** An Anthropic content value as OpenAI chat content (text and image parts). */
-function canonicalContent(content: unknown): unknown {
-  if (!Array.isArray(content)) return content;
-  return content.filter(isObject).map((b) => {
-    if (b.type !== 'image') return { type: 'text', text: typeof b.text === 'string' ? b.text : '' };
-    const s = isObject(b.source) ? b.source : {};
-    const url = s.type === 'base64' ? `data:${String(s.media_type)};base64,${String(s.data)}` : String(s.url ?? '');
-    return { type: 'image_url', image_url: { url } };
-  });
+/** An Anthropic image block as an OpenAI image part (base64 → data URL). */
+function imagePart(b: Record<string, unknown>): Record<string, unknown> {
+  const s = isObject(b.source) ? b.source : {};
+  const url = s.type === 'base64' ? `data:${String(s.media_type)};base64,${String(s.data)}` : String(s.url ?? '');
+  return { type: 'image_url', image_url: { url } };
+}
+
+/** One Anthropic message as canonical messages: tool results first (one tool message each), then the rest; tool_use → tool_calls. */
+function canonicalMessages(m: { role: string; content: unknown }): ChatMessage[] {
+  if (!Array.isArray(m.content)) return [{ role: m.role, content: m.content }];
+  const blocks = m.content.filter(isObject);
+  const results: ChatMessage[] = blocks.filter((b) => b.type === 'tool_result')
+    .map((b) => ({ role: 'tool', tool_call_id: String(b.tool_use_id ?? ''), content: typeof b.content === 'string' ? b.content : promptText([b.content ?? '']) }));
+  const calls = blocks.filter((b) => b.type === 'tool_use')
+    .map((b) => ({ id: String(b.id ?? ''), type: 'function', function: { name: String(b.name ?? ''), arguments: JSON.stringify(b.input ?? {}) } }));
+  const parts = blocks.filter((b) => b.type === 'text' || b.type === 'image')
+    .map((b) => (b.type === 'image' ? imagePart(b) : { type: 'text', text: typeof b.text === 'string' ? b.text : '' }));
+  if (calls.length > 0) return [...results, { role: 'assistant', content: promptText([parts]) || null, tool_calls: calls }];
+  return parts.length > 0 || results.length === 0 ? [...results, { role: m.role, content: parts }] : results;
+}
+
+/** Anthropic `tools` / `tool_choice` as OpenAI function tools, tool_choice and parallel_tool_calls. */
+function canonicalTools(body: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return {};
+  const tools = body.tools.filter(isObject).map((t) => ({
+    type: 'function', function: { name: String(t.name ?? ''), ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: isObject(t.input_schema) ? t.input_schema : { type: 'object' } },
+  }));
+  const c = isObject(body.tool_choice) ? body.tool_choice : {};
+  const choice = c.type === 'any' ? 'required' : c.type === 'none' ? 'none' : c.type === 'tool' ? { type: 'function', function: { name: String(c.name ?? '') } } : c.type === 'auto' ? 'auto' : undefined;
+  return { tools, ...(choice ? { tool_choice: choice } : {}), ...(c.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {}) };
 }
 
 function canonicalBody(body: Record<string, unknown>, messages: Array<{ role: string; content: unknown }>, system: string, maxTokens: number | undefined): ChatRequest['body'] {
   const out: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
-  for (const m of messages) out.push({ role: m.role, content: canonicalContent(m.content) });
+  for (const m of messages) out.push(...canonicalMessages(m));
   const metadata = isObject(body.metadata) ? body.metadata : {};
   return {
     model: body.model,
@@ -118,5 +150,6 @@ function canonicalBody(body: Record<string, unknown>, messages: Array<{ role: st
     ...(typeof body.temperature === 'number' ? { temperature: body.temperature } : {}),
     ...(typeof body.top_p === 'number' ? { top_p: body.top_p } : {}),
     ...(typeof metadata.user_id === 'string' ? { user: metadata.user_id } : {}),
+    ...canonicalTools(body),
   };
 }

@@ -13,9 +13,9 @@ const asRecord = (v: unknown): Record<string, unknown> => (typeof v === 'object'
  */
 export const openaiFormat: ClientFormat = {
   name: 'openai',
-  url: '/v1/chat/completions',
+  urls: ['/v1/chat/completions'],
   nativeDialect: 'openai',
-  parse: (body) => parseChatRequest(body),
+  parse: (input) => parseChatRequest(input.body),
   codec(dialect, req, ctx) {
     return {
       response(body) {

@@ -1,0 +1,19 @@
+/** JSON Schema of `settings.chat` in gateway.yaml; every field has a default, the block may be omitted. */
+export const chatSettingsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    responses: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'Responses API responses the gateway stores (store: true, the default) for previous_response_id, item_reference and GET /v1/responses/{id}.',
+      properties: {
+        retention_days: { type: 'integer', minimum: 1, default: 30 },
+        max_per_org: { type: 'integer', minimum: 1, default: 10_000 },
+        max_stored_bytes: { type: 'integer', minimum: 1024, default: 16 * 1024 * 1024 },
+        sweep_interval_ms: { type: 'integer', minimum: 1000, default: 600_000 },
+      },
+    },
+  },
+} as const;
