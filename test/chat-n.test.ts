@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { post, readSse } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
-import { logRow, postJson } from './harness.js';
+import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 
 /**
  * `n` choices cost n completions (the prompt once, as providers bill it): the credit
@@ -48,7 +48,7 @@ describe('n choices on /v1/chat/completions', () => {
     expect(many.status).toBe(402);
     expect((many.body as ErrorBody).error.code).toBe('insufficient_credits');
     expect(t.sim.calls()).toEqual({ 'POST /openai/v1/chat/completions': 1 });
-    expect(await t.gateway.store.sumCharges(org.id)).toBe(await t.gateway.store.sumLoggedCosts(org.id));
+    await expectLedgerMatchesLog(t, org.id);
   });
 
   it.each([0, 129, 1.5, '2', -1])('refuses n = %j with 400 naming n', async (n) => {

@@ -58,6 +58,8 @@ function request(modality: string, model: string, maxTokens: boolean): { path: s
     case 'embeddings': return json('/v1/embeddings', { model, input: 'Hello' });
     case 'speech': return json('/v1/audio/speech', { model, voice: model.startsWith('eleven') ? '21m00Tcm4TlvDq8ikWAM' : 'alloy', input: 'Hello' });
     case 'music': return json('/v1/music', { model, prompt: 'Warm lofi beat', instrumental: true });
+    case 'image': return json('/v1/images/generations', { model, prompt: 'A lighthouse at dusk', n: 1, response_format: 'b64_json' });
+    case 'moderation': return json('/v1/moderations', { model, input: 'Hello' });
     case 'transcription': {
       const form = new FormData();
       form.set('model', model);
