@@ -15,6 +15,7 @@ import { Child, CpuMeter, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
 import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
+import { logsScenario } from './lib/logs.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -26,7 +27,10 @@ const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,logs
+                     (logs: the management API's log list, filters and usage at
+                     --log-rows rows per store, SQLite and PostgreSQL; not in the default run)
+  --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
   --docs             write the results (and profile) into docs/benchmarks.md
@@ -48,6 +52,7 @@ const { values: opt } = parseArgs({
     docs: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     render: { type: 'string' },
+    'log-rows': { type: 'string', default: '1000000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -67,13 +72,14 @@ const ROUNDS = Number(opt.rounds ?? (QUICK ? 1 : 2));
 const MUSIC_COUNT = 20;
 const MUSIC_SIZE_MB = 4;
 const SOAK_S = Math.round(Number(opt['soak-minutes']) * 60);
+const LOG_ROWS = Number(opt['log-rows']);
 const scenarios = new Set(opt.only ? opt.only.split(',').map((s) => s.trim()) : ['chat', 'stream', 'music', 'telemetry']);
 if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile'].includes(s));
-if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S].every((n) => Number.isFinite(n) && n > 0)) {
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'logs'].includes(s));
+if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);
 }
@@ -344,110 +350,122 @@ async function main() {
   const cleanup = () => (opt.keep ? say(`kept ${tmp}`) : rmSync(tmp, { recursive: true, force: true }));
   const children = [];
   try {
-    const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-    children.push(sim);
-    allChildren.push(sim);
-    say(`simulator ${sim.url} (pid ${sim.pid}, zero latency)`);
-
-    let s3;
-    if (scenarios.has('music')) {
-      try {
-        s3 = await Child.start({ name: 's3rver', args: [join(BENCH, 's3-server.mjs'), '--dir', join(tmp, 's3'), '--bucket', 'tollgate-music'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-        children.push(s3);
-        allChildren.push(s3);
-        say(`s3rver ${s3.url} (pid ${s3.pid})`);
-      } catch (err) {
-        say(`s3rver did not start (${err.message.split('\n')[0]}); music runs without storage`);
-      }
+    if (scenarios.has('logs')) {
+      // No upstream is called: the providers point at a closed port.
+      await logsScenario({ tmp, say, results, providers: providerOverrides('http://127.0.0.1:9'), gatewayCli, rows: Math.round(LOG_ROWS) });
     }
-
-    const configFile = join(tmp, 'gateway.yaml');
-    const config = {
-      server: { host: '127.0.0.1', port: 0, shutdown_timeout_ms: 20_000 },
-      database: { url: `sqlite:${join(tmp, 'gateway.db')}` },
-      providers_dir: join(ROOT, 'providers'),
-      log: { level: 'warn' },
-      providers: providerOverrides(sim.url),
-    };
-    writeFileSync(configFile, JSON.stringify(config, null, 2)); // JSON is YAML
-    // Music runs on a second gateway with S3 storage and its own SQLite file (one gateway
-    // process owns a SQLite ledger): the chat gateway stays in the default configuration.
-    const musicConfigFile = join(tmp, 'gateway-music.yaml');
-    const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
-    writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
-    const keyFor = (file) => {
-      gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
-      return gatewayCli('keys', 'create', '--org', 'bench', '--config', file).trim().split('\n').pop();
-    };
-    // The profiled gateway runs beside the measured one, so it too gets its own SQLite file.
-    const profileConfigFile = join(tmp, 'gateway-profile.yaml');
-    writeFileSync(profileConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
-    const key = keyFor(configFile);
-    const musicKey = keyFor(musicConfigFile);
-    const profileKey = scenarios.has('profile') ? keyFor(profileConfigFile) : '';
-
-    const gatewayChild = await Child.start({ name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-    children.push(gatewayChild);
-    allChildren.push(gatewayChild);
-    say(`gateway ${gatewayChild.url} (pid ${gatewayChild.pid}; default configuration: SQLite, auth, billing, request log; log.level warn)`);
-    const bareChild = await Child.start({ name: 'bare', args: [join(BENCH, 'bare-proxy.mjs'), '--upstream', `${sim.url}/openai`], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-    children.push(bareChild);
-    allChildren.push(bareChild);
-    say(`bare proxy ${bareChild.url} (pid ${bareChild.pid})`);
-
-    const json = { 'content-type': 'application/json' };
-    const targets = [
-      { name: 'bare', child: bareChild, url: bareChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: 'Bearer sim-key' } },
-      { name: 'gateway', child: gatewayChild, url: gatewayChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${key}` }, key },
-    ];
-    if (opt.peers) {
-      try {
-        const entry = ensurePeers(say);
-        const port = await freePort();
-        const pk = await Child.start({
-          name: 'portkey', args: [entry, `--port=${port}`, '--headless'], cwd: join(BENCH, 'peers'), env: { NODE_ENV: 'production' }, ready: /(Ready for connections)/,
-        });
-        children.push(pk);
-        allChildren.push(pk);
-        const target = {
-          name: 'portkey', child: pk, url: `http://127.0.0.1:${port}`, path: '/v1/chat/completions',
-          headers: { ...json, authorization: 'Bearer sim-key', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/openai/v1` },
-        };
-        await sanity(target);
-        targets.push(target);
-        results.peers = true;
-        const version = JSON.parse(readFileSync(join(BENCH, 'peers', 'node_modules', '@portkey-ai', 'gateway', 'package.json'), 'utf8')).version;
-        results.portkeyVersion = version;
-        say(`Portkey ${version} http://127.0.0.1:${port} (pid ${pk.pid})`);
-      } catch (err) {
-        results.skipped.portkey = err.message.split('\n')[0];
-        say(`Portkey skipped: ${results.skipped.portkey}`);
-      }
-    }
-    for (const t of targets.filter((x) => x.name !== 'portkey')) await sanity(t);
-    say('sanity checks passed (non-streamed and streamed chat through every server)');
-    await sleep(300);
-    results.memory = Object.fromEntries(targets.map((t) => [t.name, { idleMb: t.child.memory().rssMb }]));
-
-    if (scenarios.has('chat')) {
-      await chatScenario(targets, results);
-      for (const t of targets) {
-        results.memory[t.name].chatPeakMb = Math.max(...CONNECTIONS.map((c) => results.chat[c][t.name]?.peakRssMb ?? 0));
-        results.memory[t.name].afterChatMb = t.child.memory().rssMb;
-      }
-    }
-    if (scenarios.has('stream')) await streamScenario(targets, results);
-    if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
-    if (scenarios.has('telemetry')) {
-      await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
-    }
-    if (scenarios.has('soak')) await soakScenario(targets[1], results);
-    if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results);
+    if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
   } finally {
     for (const c of children.reverse()) await c.stop();
     cleanup();
   }
+  await finish(results, date);
+}
 
+/** Everything that sends model traffic: the simulator, the gateway, the bare proxy (and Portkey), and their scenarios. */
+async function trafficScenarios(tmp, children, results, date) {
+  const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+  children.push(sim);
+  allChildren.push(sim);
+  say(`simulator ${sim.url} (pid ${sim.pid}, zero latency)`);
+
+  let s3;
+  if (scenarios.has('music')) {
+    try {
+      s3 = await Child.start({ name: 's3rver', args: [join(BENCH, 's3-server.mjs'), '--dir', join(tmp, 's3'), '--bucket', 'tollgate-music'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+      children.push(s3);
+      allChildren.push(s3);
+      say(`s3rver ${s3.url} (pid ${s3.pid})`);
+    } catch (err) {
+      say(`s3rver did not start (${err.message.split('\n')[0]}); music runs without storage`);
+    }
+  }
+
+  const configFile = join(tmp, 'gateway.yaml');
+  const config = {
+    server: { host: '127.0.0.1', port: 0, shutdown_timeout_ms: 20_000 },
+    database: { url: `sqlite:${join(tmp, 'gateway.db')}` },
+    providers_dir: join(ROOT, 'providers'),
+    log: { level: 'warn' },
+    providers: providerOverrides(sim.url),
+  };
+  writeFileSync(configFile, JSON.stringify(config, null, 2)); // JSON is YAML
+  // Music runs on a second gateway with S3 storage and its own SQLite file (one gateway
+  // process owns a SQLite ledger): the chat gateway stays in the default configuration.
+  const musicConfigFile = join(tmp, 'gateway-music.yaml');
+  const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
+  writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
+  const keyFor = (file) => {
+    gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
+    return gatewayCli('keys', 'create', '--org', 'bench', '--config', file).trim().split('\n').pop();
+  };
+  // The profiled gateway runs beside the measured one, so it too gets its own SQLite file.
+  const profileConfigFile = join(tmp, 'gateway-profile.yaml');
+  writeFileSync(profileConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
+  const key = keyFor(configFile);
+  const musicKey = keyFor(musicConfigFile);
+  const profileKey = scenarios.has('profile') ? keyFor(profileConfigFile) : '';
+
+  const gatewayChild = await Child.start({ name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+  children.push(gatewayChild);
+  allChildren.push(gatewayChild);
+  say(`gateway ${gatewayChild.url} (pid ${gatewayChild.pid}; default configuration: SQLite, auth, billing, request log; log.level warn)`);
+  const bareChild = await Child.start({ name: 'bare', args: [join(BENCH, 'bare-proxy.mjs'), '--upstream', `${sim.url}/openai`], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+  children.push(bareChild);
+  allChildren.push(bareChild);
+  say(`bare proxy ${bareChild.url} (pid ${bareChild.pid})`);
+
+  const json = { 'content-type': 'application/json' };
+  const targets = [
+    { name: 'bare', child: bareChild, url: bareChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: 'Bearer sim-key' } },
+    { name: 'gateway', child: gatewayChild, url: gatewayChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${key}` }, key },
+  ];
+  if (opt.peers) {
+    try {
+      const entry = ensurePeers(say);
+      const port = await freePort();
+      const pk = await Child.start({
+        name: 'portkey', args: [entry, `--port=${port}`, '--headless'], cwd: join(BENCH, 'peers'), env: { NODE_ENV: 'production' }, ready: /(Ready for connections)/,
+      });
+      children.push(pk);
+      allChildren.push(pk);
+      const target = {
+        name: 'portkey', child: pk, url: `http://127.0.0.1:${port}`, path: '/v1/chat/completions',
+        headers: { ...json, authorization: 'Bearer sim-key', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/openai/v1` },
+      };
+      await sanity(target);
+      targets.push(target);
+      results.peers = true;
+      const version = JSON.parse(readFileSync(join(BENCH, 'peers', 'node_modules', '@portkey-ai', 'gateway', 'package.json'), 'utf8')).version;
+      results.portkeyVersion = version;
+      say(`Portkey ${version} http://127.0.0.1:${port} (pid ${pk.pid})`);
+    } catch (err) {
+      results.skipped.portkey = err.message.split('\n')[0];
+      say(`Portkey skipped: ${results.skipped.portkey}`);
+    }
+  }
+  for (const t of targets.filter((x) => x.name !== 'portkey')) await sanity(t);
+  say('sanity checks passed (non-streamed and streamed chat through every server)');
+  await sleep(300);
+  results.memory = Object.fromEntries(targets.map((t) => [t.name, { idleMb: t.child.memory().rssMb }]));
+
+  if (scenarios.has('chat')) {
+    await chatScenario(targets, results);
+    for (const t of targets) {
+      results.memory[t.name].chatPeakMb = Math.max(...CONNECTIONS.map((c) => results.chat[c][t.name]?.peakRssMb ?? 0));
+      results.memory[t.name].afterChatMb = t.child.memory().rssMb;
+    }
+  }
+  if (scenarios.has('stream')) await streamScenario(targets, results);
+  if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
+  if (scenarios.has('telemetry')) {
+    await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
+  }
+  if (scenarios.has('soak')) await soakScenario(targets[1], results);
+  if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results);
+}
+
+async function finish(results, date) {
   results.elapsedS = (performance.now() - t0) / 1000;
   results.finishedAt = new Date().toISOString();
   results.checks = evaluateTargets(results);

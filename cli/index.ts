@@ -1,48 +1,20 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createKey, createOrg, requireOrg, revokeKey } from '../src/admin.js';
-import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
-import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
+import { addCredits, bootstrapDemo, createOrg, requireOrg, revokeKey } from '../src/admin.js';
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
-import { createGateway, modalityRules } from '../src/gateway.js';
+import { createGateway } from '../src/gateway.js';
 import { formatUsd } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
-import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
 import { startSimulator } from '../simulator/server.js';
 import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
-import { openStore } from '../src/store/index.js';
-import type { Retention, Store } from '../src/store/types.js';
-
-const DEFAULT_CONFIG = 'gateway.yaml';
+import type { Retention } from '../src/store/types.js';
+import { configOption, loadAll, loadConfig, withStore } from './common.js';
+import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
   return n;
-}
-
-function loadConfig(file: string): GatewayConfig {
-  return loadGatewayConfig(file, compileSchemas());
-}
-
-/** Loads the config and every provider file: what `validate` checks and `serve` needs. */
-function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
-  const config = loadConfig(file);
-  const plugins = selectPlugins(config);
-  for (const p of plugins) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
-  const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins),
-  });
-  return { config, catalog };
-}
-
-async function withStore<T>(file: string, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(loadConfig(file).database.url);
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
 }
 
 async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
@@ -53,6 +25,10 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
     const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
     if (demo) {
       console.log(`First start: created organization "${demo.org.name}" with $${formatUsd(demo.org.balanceMicros)} of credits.`);
+      if (demo.login) {
+        console.log(`Console login (an operator; shown once): ${demo.login.email} / ${demo.login.password}`);
+        console.log('  sign in with POST /api/v1/session (see docs/management.md); add users with `gateway users create`');
+      }
       console.log('Its API key is shown once, here (create more with `gateway keys create --org NAME`):');
       console.log(demo.key);
     }
@@ -93,7 +69,6 @@ export function buildProgram(): Command {
     .description('Tollgate: one base URL and one key in front of many AI model providers, metered in USD.')
     .version(packageVersion())
     .showHelpAfterError();
-  const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
 
   program.command('serve').description('Start the gateway (and the simulator, when gateway.yaml enables it).')
     .addOption(configOption()).option('-p, --port <n>', 'listen on this port instead of server.port (0 = any free port)', port)
@@ -148,13 +123,7 @@ export function buildProgram(): Command {
     });
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
-  keys.command('create').description('Create an API key for an organization; prints the key alone on the last line.')
-    .requiredOption('--org <name>', 'organization name').addOption(configOption())
-    .action(async (opts: { org: string; config: string }) => {
-      const r = await withStore(opts.config, (s) => createKey(s, opts.org));
-      console.log(`created key ${r.prefix}… for "${r.org.name}"; store it now, it is not shown again:`);
-      console.log(r.key);
-    });
+  addKeyCommands(keys);
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); takes effect within a second.')
     .addOption(configOption())
     .action(async (prefix: string, opts: { config: string }) => {
@@ -177,9 +146,12 @@ export function buildProgram(): Command {
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
-      await withStore(opts.config, async (s) => s.setProviderKey((await requireOrg(s, opts.org)).id, opts.provider, opts.key));
-      console.log(`set "${opts.org}"'s own key for provider ${opts.provider}`);
+      await withStore(opts.config, async (s) => s.providerKeys.set((await requireOrg(s, opts.org)).id, opts.provider, opts.key), { secrets: true });
+      console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)`);
     });
+  addProjectCommands(program);
+  addUserCommands(program);
+  addLogsCommand(program);
   return program;
 }
 

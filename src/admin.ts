@@ -1,6 +1,10 @@
 import { generateApiKey } from './auth.js';
+import { randomBase62 } from './ids.js';
+import { hashPassword, passwordProblem } from './management/passwords.js';
 import { formatUsd, parseUsdToMicros } from './money.js';
-import type { Org, Retention, Store } from './store/types.js';
+import type { OrgRole, User } from './store/accounts.js';
+import { DEFAULT_PROJECT, type Project } from './store/tenancy.js';
+import type { ApiKeyRecord, Org, Retention, Store } from './store/types.js';
 
 /** Administrative operations shared by the CLI and tests; each returns what it did, for printing. */
 
@@ -15,12 +19,38 @@ export async function requireOrg(store: Store, name: string): Promise<Org> {
   return org;
 }
 
-/** Creates a key for an org; the returned `key` is the only time the whole key exists outside the client. */
-export async function createKey(store: Store, orgName: string): Promise<{ key: string; prefix: string; org: Org }> {
+export async function requireProject(store: Store, org: Org, name: string): Promise<Project> {
+  const project = await store.tenancy.findProject(org.id, name);
+  if (!project) throw new Error(`organization "${org.name}" has no project named "${name}"`);
+  return project;
+}
+
+export async function createProject(store: Store, orgName: string, name: string): Promise<{ org: Org; project: Project }> {
+  if (!name.trim()) throw new Error('the project name must not be empty');
   const org = await requireOrg(store, orgName);
+  return { org, project: await store.tenancy.createProject(org.id, name.trim()) };
+}
+
+export interface KeyOptions {
+  /** Project name; the org's `default` project when absent. */
+  project?: string;
+  name?: string;
+  expiresAt?: number | null;
+  /** Model ids (already checked against the catalog); null or absent: every model. */
+  allowedModels?: readonly string[] | null;
+}
+
+/** Creates a key for an org; the returned `key` is the only time the whole key exists outside the client. */
+export async function createKey(store: Store, orgName: string, opts: KeyOptions = {}): Promise<{ key: string; prefix: string; org: Org; project: Project; record: ApiKeyRecord }> {
+  const org = await requireOrg(store, orgName);
+  const project = await requireProject(store, org, opts.project ?? DEFAULT_PROJECT);
   const { key, prefix, hash } = generateApiKey();
-  await store.createApiKey(org.id, prefix, hash);
-  return { key, prefix, org };
+  const record = await store.tenancy.createKey({
+    orgId: org.id, projectId: project.id, prefix, hash, name: opts.name ?? '', expiresAt: opts.expiresAt ?? null,
+    allowedModels: opts.allowedModels ?? null, createdBy: null,
+  });
+  if (!record) throw new Error(`project "${project.name}" disappeared while the key was being created`);
+  return { key, prefix, org, project, record };
 }
 
 export async function revokeKey(store: Store, prefix: string): Promise<void> {
@@ -33,10 +63,44 @@ export async function addCredits(store: Store, orgName: string, usd: string): Pr
   return formatUsd(balance);
 }
 
-/** First start with an empty database: a demo org with credits and one key to try the gateway with. */
-export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org } | undefined> {
+export interface NewUser {
+  email: string;
+  password: string;
+  operator?: boolean;
+  /** Make the user a member of this org (by name) with `role`. */
+  org?: string;
+  role?: OrgRole;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/** A console user (and optionally a membership); the password is hashed with scrypt and never stored. */
+export async function createUser(store: Store, u: NewUser): Promise<{ user: User; org: Org | undefined }> {
+  if (!EMAIL.test(u.email) || u.email.length > 254) throw new Error(`"${u.email}" is not an email address`);
+  const problem = passwordProblem(u.password);
+  if (problem) throw new Error(problem);
+  if ((u.org === undefined) !== (u.role === undefined)) throw new Error('--org and --role go together');
+  const org = u.org === undefined ? undefined : await requireOrg(store, u.org);
+  const user = await store.accounts.createUser(u.email, await hashPassword(u.password), u.operator === true);
+  if (org && u.role) await store.accounts.addMember(org.id, user.id, u.role);
+  return { user, org };
+}
+
+/** The operator login the embedded default creates on its first start. */
+export const BOOTSTRAP_EMAIL = 'admin@localhost';
+
+/**
+ * First start with an empty database: a demo org with credits and one key to try the
+ * gateway with, and an operator login for the console (its password shown once).
+ */
+export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org; login: { email: string; password: string } | undefined } | undefined> {
   if ((await store.countOrgs()) > 0) return undefined;
   const created = await store.createOrg(org, credits, 'standard');
   const { key } = await createKey(store, created.name);
-  return { key, org: created };
+  let login: { email: string; password: string } | undefined;
+  if ((await store.accounts.countUsers()) === 0) {
+    login = { email: BOOTSTRAP_EMAIL, password: randomBase62(20) };
+    await createUser(store, { ...login, operator: true });
+  }
+  return { key, org: created, login };
 }

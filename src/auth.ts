@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from './errors.js';
 import { randomBase62 } from './ids.js';
+import type { Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, Store } from './store/types.js';
 import { TtlCache } from './ttl-cache.js';
 
@@ -35,24 +36,26 @@ export function extractKey(headers: Record<string, string | string[] | undefined
   return undefined;
 }
 
-interface CachedKey { key: ApiKeyRecord; org: Org }
+/** A key that authenticated, with its org and project. */
+export interface AuthenticatedKey { key: ApiKeyRecord; org: Org; project: Project | undefined }
 
 /** Keys whose lookup is kept; past it the least recently used is read again when it comes back. */
 const MAX_CACHED_KEYS = 10_000;
 
 /**
- * Resolves bearer keys to their org. Lookups are cached for `ttlMs` (default 1 s), so
- * a revocation made by the CLI on the shared database takes effect within that time
- * without a database read on every request.
+ * Resolves bearer keys to their org and project. Lookups are cached for `ttlMs`
+ * (default 1 s), so a revocation made by the CLI or the management API on the shared
+ * database takes effect within that time without a database read on every request.
+ * Expiry is checked at every request against the clock, cached or not.
  */
 export class Authenticator {
   private readonly cache;
 
-  constructor(private readonly store: Store, ttlMs = 1000, now: () => number = Date.now) {
-    this.cache = new TtlCache<string, CachedKey>({ max: MAX_CACHED_KEYS, ttlMs, now });
+  constructor(private readonly store: Store, ttlMs = 1000, private readonly now: () => number = Date.now) {
+    this.cache = new TtlCache<string, AuthenticatedKey>({ max: MAX_CACHED_KEYS, ttlMs, now });
   }
 
-  async authenticate(key: string | undefined): Promise<{ key: ApiKeyRecord; org: Org }> {
+  async authenticate(key: string | undefined): Promise<AuthenticatedKey> {
     if (key === undefined) throw new GatewayError('missing_api_key');
     if (!KEY_PATTERN.test(key)) throw new GatewayError('invalid_api_key');
     const prefix = key.slice(0, PREFIX_LENGTH);
@@ -66,17 +69,20 @@ export class Authenticator {
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual) || entry.key.revokedAt !== null) {
       throw new GatewayError('invalid_api_key');
     }
-    return { key: entry.key, org: entry.org };
+    if (entry.key.expiresAt !== null && entry.key.expiresAt <= this.now()) {
+      throw new GatewayError('api_key_expired', [entry.key.prefix, new Date(entry.key.expiresAt).toISOString()]);
+    }
+    return entry;
   }
 
-  private async load(prefix: string): Promise<CachedKey | undefined> {
+  private async load(prefix: string): Promise<AuthenticatedKey | undefined> {
     const key = await this.store.findApiKey(prefix);
     const org = key && (await this.store.getOrg(key.orgId));
     if (!key || !org) {
       this.cache.delete(prefix);
       return undefined;
     }
-    const entry = { key, org };
+    const entry = { key, org, project: await this.store.tenancy.getProject(org.id, key.projectId) };
     this.cache.set(prefix, entry);
     return entry;
   }

@@ -1,5 +1,6 @@
 import type { Micros } from './money.js';
 import type { ModelRoute } from './providers/types.js';
+import type { Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, UpstreamAttempt } from './store/types.js';
 import type { ExchangeTelemetry } from './telemetry/events.js';
 
@@ -27,6 +28,8 @@ export interface Exchange {
   modality: string;
   org: Org | undefined;
   apiKey: ApiKeyRecord | undefined;
+  /** The key's project (the console's workspace). */
+  project: Project | undefined;
   requestedModel: string | undefined;
   /** The route that answered (or last tried). */
   route: ModelRoute | undefined;
@@ -57,7 +60,7 @@ export interface Exchange {
 
 export function newExchange(id: string, modality: string, now: number): Exchange {
   return {
-    id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined,
+    id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined, project: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
     costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
     prompt: undefined, extra: undefined, abort: new AbortController(), telemetry: undefined,

@@ -4,10 +4,12 @@ import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
+import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
-import type { GatewayPlugin, PluginApi } from './plugin.js';
+import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
 import { RequestLogWriter } from './request-log.js';
+import { secretBoxFor } from './secrets.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import { Telemetry } from './telemetry/index.js';
@@ -79,7 +81,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   let inFlight = 0;
   // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
   const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
-  const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true });
+  const secrets = secretBoxFor(config, opts.env);
+  const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true, secrets: secrets?.box });
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
@@ -91,7 +94,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const log = new RequestLogWriter(store, {
     flushIntervalMs: config.log.flushIntervalMs,
     batchSize: config.log.batchSize,
-    onError: (err, rows) => app.log.error({ err, rows }, 'request log write failed; will retry'),
+    onError: (err, rows) => app.log.error({ err, rows }, rows > 0 ? 'request log write failed; will retry' : "recording the API keys' last use failed"),
   });
   const upstream = new UpstreamClient();
   const tasks = new TaskRunner((task, result) => {
@@ -104,7 +107,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   };
   const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
+  const orgRoutes: OrgRouteDef[] = [];
+  registerManagement(app, { store, catalog, now, redis, orgRoutes });
   try {
+    // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
+    const sealed = await store.providerKeys.sealPlaintext();
+    if (sealed.sealed > 0) app.log.warn({ sealed: sealed.sealed }, 'encrypted provider keys that were stored in plaintext');
     for (const plugin of plugins) {
       const api: PluginApi = {
         config, catalog, store, objectStore, now, log: app.log,
@@ -113,11 +121,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         hook: (stage, fn) => hooks.add(plugin.name, stage, fn),
         modelRoute: (def) => addModelRoute(app, deps, def),
         route: (def) => addPlainRoute(app, def),
+        orgRoute: (def) => void orgRoutes.push(def),
         onClose: (fn) => closers.push(fn),
         bodyParser: (type, parser) => addBodyParser(app, type, parser),
       };
       await plugin.register(api);
     }
+    tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s)` });
     if (opts.maintenanceOnly !== true) await store.releaseStaleReservations(now() - 60 * 60 * 1000);
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.

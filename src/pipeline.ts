@@ -43,7 +43,7 @@ export async function runModelRequest<P extends ModelRequest>(
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
-    const routes = resolveRoutes(svc, parsed.model, handler, svc.now()).map((r) => withEndpoint(handler, parsed, r));
+    const routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
     for (const r of routes) handler.checkRoute?.(parsed, r);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
@@ -94,6 +94,15 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
 function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P, route: ModelRoute): ModelRoute {
   const endpoint = handler.endpoint?.(parsed, route);
   return endpoint && endpoint !== route.endpoint ? { ...route, endpoint } : route;
+}
+
+/** A key with a model allow-list may use only the routes of the models it names (a `provider/model` pin or an alias counts as its model). */
+function allowedRoutes(ex: Exchange, routes: ModelRoute[]): ModelRoute[] {
+  const allowed = ex.apiKey?.allowedModels;
+  if (!allowed) return routes;
+  const ok = routes.filter((r) => allowed.includes(r.model.id));
+  if (ok.length === 0) throw new GatewayError('model_not_allowed', [ex.requestedModel ?? '', ex.apiKey?.prefix ?? '', allowed.join(', ')], { param: 'model' });
+  return ok;
 }
 
 async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: ModelRoute[]): Promise<PlannedRoute[]> {

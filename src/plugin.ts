@@ -7,7 +7,7 @@ import type { StageHook } from './hooks.js';
 import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
 import type { EndpointDef, ModelRoute } from './providers/types.js';
 import type { ObjectStore } from './storage/object-store.js';
-import type { Store } from './store/types.js';
+import type { Org, Store } from './store/types.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
 
 /** What every model request tells the core once its plugin has validated it. */
@@ -94,6 +94,37 @@ export interface PlainRouteDef {
   handler(ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
 }
 
+/** Who calls a plugin's management route: the org (checked by the core) and the caller's role there. */
+export interface OrgRouteContext {
+  org: Org;
+  /** The console user (or the owner of the management token) calling. */
+  userId: string;
+  /** `operator`: an instance operator, who holds every role in every org. */
+  role: 'owner' | 'admin' | 'member' | 'operator';
+}
+
+/**
+ * A management route of a plugin, served at `/api/v1/orgs/:org<url>` for the web
+ * console. The core authenticates the caller (session cookie or management token),
+ * refuses cross-origin writes, answers 404 when the org is not the caller's and 403
+ * when the role is too low, validates `schema` and lists the route in the OpenAPI
+ * document; the handler only ever sees its own org.
+ */
+export interface OrgRouteDef {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The path under /api/v1/orgs/:org, e.g. `/music/:id/content`. */
+  url: string;
+  /** The least role that may call it. */
+  role: 'member' | 'admin' | 'owner';
+  /** One line for the OpenAPI document. */
+  summary: string;
+  /** Groups the route in the OpenAPI document (default: `plugins`). */
+  tag?: string;
+  /** JSON Schemas of the query, path parameters (`org` plus the url's own), body and responses. */
+  schema?: { querystring?: Record<string, unknown>; params?: Record<string, unknown>; body?: Record<string, unknown>; response?: Record<number, Record<string, unknown>> };
+  handler(ctx: OrgRouteContext, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+}
+
 /** The services a plugin may use, handed to it at registration. */
 export interface PluginApi {
   readonly config: GatewayConfig;
@@ -118,6 +149,8 @@ export interface PluginApi {
   modelRoute<P extends ModelRequest>(def: ModelRouteDef<P>): void;
   /** A route that does not call upstream (history lists, downloads, catalogues). */
   route(def: PlainRouteDef): void;
+  /** A management route for the web console, scoped to one org by the core (see OrgRouteDef). */
+  orgRoute(def: OrgRouteDef): void;
   /** Work to do when the gateway stops (after in-flight requests finished). */
   onClose(fn: () => Promise<void> | void): void;
   /**

@@ -5,8 +5,9 @@ import { TtlCache } from './ttl-cache.js';
 const MAX_CACHED_ORGS = 10_000;
 
 /**
- * Each org's own provider keys (BYOK), cached for `ttlMs` (1 s) so a model request
- * does not read the database; a key set with the CLI takes effect within that time.
+ * Each org's own provider keys (BYOK), decrypted and cached for `ttlMs` (1 s) so a
+ * model request does not read the database; a key set with the CLI or the management
+ * API takes effect within that time.
  */
 export class ProviderKeyCache {
   private readonly cache;
@@ -18,12 +19,7 @@ export class ProviderKeyCache {
   async keysOf(orgId: string): Promise<ReadonlyMap<string, string>> {
     const hit = this.cache.get(orgId);
     if (hit) return hit;
-    const providers = await this.store.listProviderKeyProviders(orgId);
-    const keys = new Map<string, string>();
-    for (const p of providers) {
-      const key = await this.store.getProviderKey(orgId, p);
-      if (key) keys.set(p, key);
-    }
+    const keys = await this.store.providerKeys.keysOf(orgId);
     this.cache.set(orgId, keys);
     return keys;
   }

@@ -4,9 +4,9 @@ import { SqliteStore } from './store/sqlite.js';
 import type { LogRow } from './store/types.js';
 
 const row = (n: number): LogRow => ({
-  requestId: `req_${String(n).padStart(24, '0')}`, orgId: null, apiKeyId: null, modality: 'chat', requestedModel: 'm', usedModel: 'm',
+  requestId: `req_${String(n).padStart(24, '0')}`, orgId: null, projectId: null, apiKeyId: null, modality: 'chat', requestedModel: 'm', usedModel: 'm',
   usedProvider: 'p', status: 200, errorCode: null, costMicros: n, costEstimated: false, byok: false, durationMs: 1, ttfbMs: 1,
-  prompt: 'hi', attempts: [], createdAt: n, extra: null,
+  prompt: 'hi', attempts: [], createdAt: n, extra: null, promptTokens: null, completionTokens: null,
 });
 
 describe('RequestLogWriter', () => {
@@ -47,5 +47,17 @@ describe('RequestLogWriter', () => {
     await writer.close();
     expect(await store.getLog(row(1).requestId)).toBeDefined();
     expect(await store.getLog(row(2).requestId)).toBeDefined();
+  });
+
+  it("records each key's last use with the batch, not per request", async () => {
+    const store = new SqliteStore(':memory:');
+    const org = await store.createOrg('o', 0, 'standard');
+    const project = (await store.tenancy.findProject(org.id, 'default'))!;
+    const key = (await store.tenancy.createKey({ orgId: org.id, projectId: project.id, prefix: 'tg_AAAAAAAA', hash: 'a'.repeat(64), name: '', expiresAt: null, allowedModels: null, createdBy: null }))!;
+    const writer = new RequestLogWriter(store, { flushIntervalMs: 60_000, batchSize: 100, onError: () => undefined });
+    for (const n of [30, 50, 40]) writer.enqueue({ ...row(n), orgId: org.id, projectId: project.id, apiKeyId: key.id });
+    expect((await store.tenancy.getKey(org.id, key.id))?.lastUsedAt).toBeNull();
+    await writer.flush();
+    expect((await store.tenancy.getKey(org.id, key.id))?.lastUsedAt).toBe(50);
   });
 });

@@ -3,6 +3,7 @@ import type { LogRow, Store } from './store/types.js';
 export interface RequestLogOptions {
   flushIntervalMs: number;
   batchSize: number;
+  /** A failed batch (`rows` > 0, kept for the next flush), or a failed last-use update of the keys (`rows` = 0, not retried). */
   onError: (err: unknown, rows: number) => void;
 }
 
@@ -44,7 +45,7 @@ export class RequestLogWriter {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    this.flushing = this.store.insertLogs(batch).catch((err: unknown) => {
+    this.flushing = this.store.insertLogs(batch).then(() => this.touchKeys(batch), (err: unknown) => {
       this.queue = batch.concat(this.queue);
       this.opts.onError(err, batch.length);
       this.schedule();
@@ -52,6 +53,20 @@ export class RequestLogWriter {
       this.flushing = undefined;
     });
     await this.flushing;
+  }
+
+  /**
+   * Each key's last use, written with its batch rather than per request. Best effort:
+   * a failure is reported and not retried (the log rows, which are what counts, are in).
+   */
+  private async touchKeys(batch: readonly LogRow[]): Promise<void> {
+    const lastUsed = new Map<string, number>();
+    for (const r of batch) if (r.apiKeyId !== null) lastUsed.set(r.apiKeyId, Math.max(lastUsed.get(r.apiKeyId) ?? 0, r.createdAt));
+    try {
+      await this.store.tenancy.touchKeys(lastUsed);
+    } catch (err) {
+      this.opts.onError(err, 0);
+    }
   }
 
   async close(): Promise<void> {

@@ -8,8 +8,8 @@
 
 // Plugin API: what a plugin declares and what it is handed at registration.
 export type {
-  BodyParser, ErrorFormatter, GatewayPlugin, Metered, ModalityHandler, ModelRequest, ModelRouteDef, PlainRouteDef,
-  PluginApi, PluginLogger, RespondContext, TaskDef,
+  BodyParser, ErrorFormatter, GatewayPlugin, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
+  PlainRouteDef, PluginApi, PluginLogger, RespondContext, TaskDef,
 } from './plugin.js';
 export type { ModalityRules } from './providers/catalog.js';
 export type { GatewayConfig } from './config/gateway-config.js';

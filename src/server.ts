@@ -90,9 +90,10 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
     if (cfg.auth === false) return;
-    const { key, org } = await deps.auth.authenticate(extractKey(request.headers, cfg.keyHeaders));
+    const { key, org, project } = await deps.auth.authenticate(extractKey(request.headers, cfg.keyHeaders));
     request.exchange.apiKey = key;
     request.exchange.org = org;
+    request.exchange.project = project;
     await deps.hooks.run('auth', request.exchange);
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -124,11 +125,13 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
   const row: LogRow = {
-    requestId: ex.id, orgId: ex.org?.id ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
+    requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
     requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
     usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
     costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
-    ttfbMs: ex.ttfbMs ?? null, prompt: ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
+    promptTokens: ex.usage?.input ?? null, completionTokens: ex.usage?.output ?? null,
+    // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
+    ttfbMs: ex.ttfbMs ?? null, prompt: ex.org?.retention === 'none' ? null : ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
   };
   deps.log.enqueue(row);
   deps.telemetry?.onRequestEnd(ex, row);

@@ -40,6 +40,7 @@ describe('gateway --help', () => {
     const all = commands(buildProgram());
     expect(all.map(([p]) => p.join(' '))).toEqual(expect.arrayContaining([
       '', 'serve', 'validate', 'simulate', 'orgs create', 'orgs show', 'keys create', 'keys revoke', 'credits add', 'provider-keys set',
+      'projects create', 'users create', 'logs',
     ]));
     // Every command's help as commander renders it for `--help`; the real binary is checked below on a sample.
     for (const [path, cmd] of all) {
@@ -210,7 +211,7 @@ describe('admin commands', () => {
     expect(r.code).toBe(0);
     key = lastLine(r.stdout);
     expect(key).toMatch(KEY);
-    expect(r.stdout).toBe(`created key ${key.slice(0, 11)}… for "acme"; store it now, it is not shown again:\n${key}\n`);
+    expect(r.stdout).toBe(`created key ${key.slice(0, 11)}… in "acme" / default; store it now, it is not shown again:\n${key}\n`);
     const rows = query<Record<string, unknown>>(db, 'SELECT org_id, prefix, hash, revoked_at FROM api_keys');
     expect(rows).toEqual([{ org_id: acmeId, prefix: key.slice(0, 11), hash: createHash('sha256').update(key).digest('hex'), revoked_at: null }]);
     const unknown = await cli(['keys', 'create', '--org', 'nobody', '--config', config]);
@@ -236,8 +237,10 @@ describe('admin commands', () => {
   it('provider-keys set stores the key for a known provider; an unknown provider is refused', async () => {
     const r = await cli(['provider-keys', 'set', '--org', 'acme', '--provider', 'openai', '--key', 'sk-own', '--config', config]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('set "acme"\'s own key for provider openai\n');
-    expect(query(db, 'SELECT org_id, provider_id, key FROM provider_keys')).toEqual([{ org_id: acmeId, provider_id: 'openai', key: 'sk-own' }]);
+    expect(r.stdout).toBe('set "acme"\'s own key for provider openai (stored encrypted)\n');
+    const [stored] = query<{ org_id: string; provider_id: string; key: string; key_version: number }>(db, 'SELECT org_id, provider_id, key, key_version FROM provider_keys');
+    expect(stored).toMatchObject({ org_id: acmeId, provider_id: 'openai', key_version: 1 });
+    expect(stored?.key).not.toContain('sk-own');
     const unknown = await cli(['provider-keys', 'set', '--org', 'acme', '--provider', 'nope', '--key', 'k', '--config', config]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^gateway: unknown provider "nope" \(known: [a-z, -]*\bopenai\b[a-z, -]*\)\n$/);
@@ -252,6 +255,7 @@ describe('admin commands', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual([
       'chat-responses-sweep: deleted 0 expired stored response(s)',
+      'console-sessions-purge: deleted 0 expired session(s)',
       'images-retention-sweep: deleted 0 expired image(s)',
       'music-retention-sweep: deleted 0 expired track(s)',
     ]);

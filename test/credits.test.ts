@@ -62,12 +62,12 @@ describe('credit ledger', () => {
 
   it("uses the org's own provider key when set: not blocked for credit, not debited, key sent upstream", async () => {
     const { org, key } = await t.org('byok', '0');
-    await t.gateway.store.setProviderKey(org.id, 'openai', 'bad-org-own-key');
+    await t.gateway.store.providerKeys.set(org.id, 'openai', 'bad-org-own-key');
     // The simulator refuses keys starting with bad-: proves the org's key (not the gateway's) went upstream.
     const refused = await postJson(chatUrl(), body('hi'), key);
     expect(refused.status).toBe(502);
     expect((refused.body as ErrorBody).error.code).toBe('upstream_unauthorized');
-    await t.gateway.store.setProviderKey(org.id, 'openai', 'org-own-key');
+    await t.gateway.store.providerKeys.set(org.id, 'openai', 'org-own-key');
     clock += 1001; // org keys are cached for a second, like API keys
     const r = await postJson(chatUrl(), body('hi'), key);
     expect(r.status).toBe(200);

@@ -15,7 +15,7 @@ describe('a refused provider key', () => {
     ['google', 'tune-3-clip-preview', '/v1/music', { prompt: 'a song' }],
   ])('%s (%s) → 502 upstream_unauthorized, nothing charged', async (provider, model, path, body) => {
     const { org, key } = await t.org(`byok-${provider}-${model}`, '1');
-    await t.gateway.store.setProviderKey(org.id, provider, 'bad-org-key');
+    await t.gateway.store.providerKeys.set(org.id, provider, 'bad-org-key');
     const r = await postJson(`${t.url}${path}`, { model, ...body }, key);
     expect(r.status).toBe(502);
     expect((r.body as ErrorBody).error).toMatchObject({ code: 'upstream_unauthorized', usedProvider: provider, requestedModel: model });

@@ -1,5 +1,6 @@
 // Turns a results object into the target checks and the markdown tables.
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
+import { logsMarkdown } from './logs.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
 
@@ -43,6 +44,12 @@ export function evaluateTargets(r) {
     add('music: 20 concurrent pro generations, peak RSS ≤ 400 MB', r.music?.reason ?? 'not run', null);
   }
   if (r.options.scenarios?.includes('telemetry')) checks.push(telemetryTarget(r.telemetry));
+  for (const [store, l] of Object.entries(r.logs ?? {})) {
+    if (!l.queries) continue;
+    const lists = Object.entries(l.queries).filter(([name]) => name.startsWith('list') || name.startsWith('filter:'));
+    const worst = Math.max(...lists.map(([, q]) => q.p99));
+    add(`logs (${store}, ${f0(l.rows)} rows): list and every filter p99 ≤ 100 ms`, `${f1(worst)} ms`, worst <= 100);
+  }
   if (!r.options.soak) add('whole run (without --soak) < 10 minutes', `${f0(r.elapsedS)} s`, r.elapsedS < 600);
   return checks;
 }
@@ -158,6 +165,13 @@ export function resultsMarkdown(r) {
   }
   if (r.telemetry) section('Telemetry cost', telemetryMarkdown(r.telemetry));
   if (r.chat) section('Memory', memoryTable(r));
+  if (r.logs) {
+    section('Request logs at scale (management API)',
+      'The console\'s queries over HTTP against `gateway serve`, signed in as an operator: each store filled in SQL with one org\'s rows spread over 30 days '
+        + '(4 % errors, 5 models, 2 projects and keys) plus a tenth as many of another org, then each query timed over sequential requests (client side, warm). '
+        + 'Lists are 50 rows, newest first; "next pages" follows `next_cursor` page after page.',
+      '', logsMarkdown(r.logs));
+  }
   if (r.soak) section('Soak', soakText(r));
   section('Targets', targetsTable(r.checks));
   return out.join('\n');

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Exchange, GatewayError, type MediaRecord, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
+import { GatewayError, type MediaRecord, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 export interface ContentDeps {
@@ -14,9 +14,9 @@ export interface ContentDeps {
  * which would confirm the id exists); a swept track is 410. Proxied with Range support,
  * or a 302 to a short-lived presigned URL (the store then serves Range itself).
  */
-export async function serveContent(deps: ContentDeps, ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function serveContent(deps: ContentDeps, orgId: string | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { id } = request.params as { id: string };
-  const { record, objectKey, objects } = hostedTrack(await deps.store.media.get(id), id, ex.org?.id, deps.settings.retention_days, deps.objectStore);
+  const { record, objectKey, objects } = hostedTrack(await deps.store.media.get(id), id, orgId, deps.settings.retention_days, deps.objectStore);
   void reply.header('cache-control', 'private, no-store');
   if (deps.settings.delivery === 'redirect') {
     return reply.redirect(await objects.presignGet(objectKey, deps.settings.presign_ttl_seconds), 302);

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Exchange, GatewayError, invalidField, type MediaRecord, microsToUsd, type Store } from '../../src/sdk.js';
+import { GatewayError, invalidField, type MediaRecord, microsToUsd, type Store } from '../../src/sdk.js';
 
 const DEFAULT_LIMIT = 30;
 const MAX_LIMIT = 100;
@@ -12,13 +12,17 @@ export function parseLimit(raw: unknown): number {
   return n;
 }
 
+/** Where a track's bytes are fetched: `/v1/music/<id>/content` with a bearer key, or the console's org route. */
+export type ContentUrl = (requestId: string) => string;
+const bearerUrl: ContentUrl = (id) => `/v1/music/${id}/content`;
+
 /** One history item (spec §2.1). Hosted tracks carry their URL; swept ones `audio: null, expired: true`. */
-export function historyItem(r: MediaRecord): Record<string, unknown> {
+export function historyItem(r: MediaRecord, contentUrl: ContentUrl = bearerUrl): Record<string, unknown> {
   const expired = r.cleanedAt !== null;
   let audio: Record<string, unknown> | null = null;
   if (!r.error && !expired) {
     audio = { mime_type: r.mimeType, storage: r.storage };
-    if (r.storage === 's3') audio.url = `/v1/music/${r.requestId}/content`;
+    if (r.storage === 's3') audio.url = contentUrl(r.requestId);
   }
   return {
     id: r.requestId,
@@ -33,11 +37,11 @@ export function historyItem(r: MediaRecord): Record<string, unknown> {
   };
 }
 
-/** `GET /v1/music`: the bearer's org's generations, newest first. */
-export async function listHistory(store: Store, ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  if (!ex.org) throw new GatewayError('missing_api_key');
+/** `GET /v1/music` (the bearer's org) and the console's `GET /api/v1/orgs/:org/music`: the org's generations, newest first. */
+export async function listHistory(store: Store, orgId: string | undefined, request: FastifyRequest, reply: FastifyReply, contentUrl?: ContentUrl): Promise<unknown> {
+  if (!orgId) throw new GatewayError('missing_api_key');
   const limit = parseLimit((request.query as Record<string, unknown>).limit);
-  const items = await store.media.list(ex.org.id, 'music', limit);
+  const items = await store.media.list(orgId, 'music', limit);
   void reply.header('cache-control', 'no-store');
-  return { object: 'list', data: items.map(historyItem) };
+  return { object: 'list', data: items.map((r) => historyItem(r, contentUrl)) };
 }

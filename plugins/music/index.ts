@@ -35,8 +35,18 @@ export const musicPlugin: GatewayPlugin = {
       method: 'POST', url: '/v1/music', bodyLimit: musicBodyLimit(settings.image_fetch.max_bytes),
       handler: musicHandler({ ...deps, warn: (msg, data) => api.log.warn(data, msg) }),
     });
-    api.route({ method: 'GET', url: '/v1/music', modality: 'music', auth: true, handler: (ex, req, reply) => listHistory(api.store, ex, req, reply) });
-    api.route({ method: 'GET', url: '/v1/music/:id/content', modality: 'music', auth: true, handler: (ex, req, reply) => serveContent(deps, ex, req, reply) });
+    api.route({ method: 'GET', url: '/v1/music', modality: 'music', auth: true, handler: (ex, req, reply) => listHistory(api.store, ex.org?.id, req, reply) });
+    api.route({ method: 'GET', url: '/v1/music/:id/content', modality: 'music', auth: true, handler: (ex, req, reply) => serveContent(deps, ex.org?.id, req, reply) });
+    // The same history and playback for the web console, scoped by the core to the signed-in user's org.
+    api.orgRoute({
+      method: 'GET', url: '/music', role: 'member', tag: 'music', summary: 'Music history of the org (as GET /v1/music), newest first; audio.url plays through the console route.',
+      schema: { querystring: { type: 'object', properties: { limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: 'Tracks, 1–100 (default 30)' } }, additionalProperties: false } },
+      handler: (ctx, req, reply) => listHistory(api.store, ctx.org.id, req, reply, (id) => `/api/v1/orgs/${ctx.org.id}/music/${id}/content`),
+    });
+    api.orgRoute({
+      method: 'GET', url: '/music/:id/content', role: 'member', tag: 'music', summary: 'A hosted track of the org (as GET /v1/music/:id/content): Range, 404 for another org\'s, 410 once swept.',
+      handler: (ctx, req, reply) => serveContent(deps, ctx.org.id, req, reply),
+    });
     api.task({ name: 'music-retention-sweep', intervalMs: settings.sweep_interval_ms, run: retentionSweep(deps) });
     // Failed generations that reached the provider belong in the history too (error: true, no audio).
     api.hook('post-billing', async (ex) => {

@@ -3,6 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import { openStore } from './index.js';
+import type { Store } from './types.js';
 
 /*
  * One contract, two drivers: every test below runs against SQLite and PostgreSQL.
@@ -52,3 +55,26 @@ export const drivers: Array<{ name: string; setup: () => DriverEnv }> = [
   },
 ];
 
+
+/**
+ * Two stores on one fresh database of a driver, as two gateway processes (or a gateway
+ * and the CLI) open it, on a test clock; opened and closed by vitest's hooks. Read the
+ * handle's fields inside tests and hooks, not at the top level.
+ */
+export function useStorePair(setup: () => DriverEnv, database: string, now: () => number): { store: Store; other: Store } {
+  const handle = {} as { store: Store; other: Store };
+  let env: DriverEnv | undefined;
+  beforeAll(async () => {
+    env = setup();
+    handle.store = openStore(env.url(database), now);
+    handle.other = openStore(env.url(database), now);
+    await handle.store.ping();
+    await handle.other.ping();
+  });
+  afterAll(async () => {
+    await handle.store?.close();
+    await handle.other?.close();
+    await env?.teardown();
+  });
+  return handle;
+}

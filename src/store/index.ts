@@ -1,3 +1,4 @@
+import type { SecretBox } from '../secrets.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
@@ -9,6 +10,8 @@ export interface OpenStoreOptions {
    * the same file is refused). Admin commands leave it off and write through.
    */
   server?: boolean;
+  /** The key that seals provider keys (src/secrets.ts); without it they can be neither stored nor read. */
+  secrets?: SecretBox;
 }
 
 /**
@@ -16,7 +19,7 @@ export interface OpenStoreOptions {
  * machine, `postgres://user@host:5432/db` (optionally `?schema=name`) for many instances.
  */
 export function openStore(url: string, now?: () => number, opts: OpenStoreOptions = {}): Store {
-  if (url.startsWith('sqlite:')) return new SqliteStore(url.slice('sqlite:'.length), now, { ownLedger: opts.server });
-  if (/^postgres(ql)?:\/\//.test(url)) return new PostgresStore(url, now);
+  if (url.startsWith('sqlite:')) return new SqliteStore(url.slice('sqlite:'.length), now, { ownLedger: opts.server, secrets: opts.secrets });
+  if (/^postgres(ql)?:\/\//.test(url)) return new PostgresStore(url, now, { secrets: opts.secrets });
   throw new Error(`database url ${url.replace(/\/\/[^@]*@/, '//***@')} is not supported: use sqlite:<path> or postgres://…`);
 }

@@ -6,7 +6,13 @@ import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
 import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
+import type { SecretBox } from '../secrets.js';
+import { SqlAccountStore } from './accounts.js';
+import { SqlLogQueryStore } from './log-query.js';
+import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { postgresDb } from './sql.js';
+import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
 
 /*
@@ -23,6 +29,8 @@ type Param = Scalar | readonly Scalar[];
 export interface PostgresStoreOptions {
   /** Schema holding the tables, created if missing; overrides `?schema=` in the URL. Default: the server's search_path. */
   schema?: string;
+  /** The key provider keys are sealed with; without it they can be neither stored nor read. */
+  secrets?: SecretBox;
 }
 
 /**
@@ -36,6 +44,10 @@ export class PostgresStore implements Store {
   readonly media: MediaStore;
   readonly leases: LeaseStore;
   readonly records: RecordStore;
+  readonly tenancy: SqlTenancyStore;
+  readonly accounts: SqlAccountStore;
+  readonly logQuery: SqlLogQueryStore;
+  readonly providerKeys: SqlProviderKeyStore;
   private readonly pool: Pool;
   private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
@@ -65,6 +77,15 @@ export class PostgresStore implements Store {
     this.media = new PostgresMediaStore(query);
     this.leases = new PostgresLeaseStore(query);
     this.records = new PostgresRecordStore(query);
+    const sql = postgresDb(async (text, params) => {
+      await this.ensureSchema();
+      const r = await this.pool.query(text, params.map(storable));
+      return { rows: r.rows as object[], rowCount: r.rowCount };
+    });
+    this.tenancy = new SqlTenancyStore(sql, now);
+    this.accounts = new SqlAccountStore(sql, now);
+    this.logQuery = new SqlLogQueryStore(sql);
+    this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
   }
 
   async ping(): Promise<void> {
@@ -79,9 +100,10 @@ export class PostgresStore implements Store {
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
-      await this.query(`WITH o AS (INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id)
+      await this.query(`WITH o AS (INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id),
+        p AS (INSERT INTO projects (id, org_id, name, created_at) SELECT $6, id, $7, $5 FROM o)
         INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $3, 'initial credits', $5 FROM o WHERE $3::bigint > 0`,
-      [org.id, name, credits, retention, org.createdAt]);
+      [org.id, name, credits, retention, org.createdAt, newId('prj'), DEFAULT_PROJECT]);
     } catch (err) {
       if (err instanceof this.pg.DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
         throw new DuplicateError(`an organization named "${name}" already exists`);
@@ -110,19 +132,13 @@ export class PostgresStore implements Store {
     await this.query('UPDATE orgs SET retention = $2 WHERE id = $1', [orgId, retention]);
   }
 
-  async addCredits(orgId: string, amount: Micros, note: string): Promise<Micros> {
+  async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
     const [row] = await this.query<{ balance_micros: number }>(`WITH u AS (
         UPDATE orgs SET balance_micros = balance_micros + $2::bigint WHERE id = $1 AND balance_micros + $2::bigint >= 0 RETURNING id, balance_micros),
-      l AS (INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $2, $3, $4 FROM u)
-      SELECT balance_micros FROM u`, [orgId, amount, note, this.now()]);
+      l AS (INSERT INTO ledger (org_id, kind, amount_micros, note, created_at, created_by) SELECT id, 'credit', $2, $3, $4, $5 FROM u)
+      SELECT balance_micros FROM u`, [orgId, amount, note, this.now(), actor]);
     if (!row) throw new RangeError('the balance cannot go below zero');
     return row.balance_micros;
-  }
-
-  async createApiKey(orgId: string, prefix: string, hash: string): Promise<ApiKeyRecord> {
-    const key: ApiKeyRecord = { id: newId('key'), orgId, prefix, hash, createdAt: this.now(), revokedAt: null };
-    await this.query('INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5)', [key.id, orgId, prefix, hash, key.createdAt]);
-    return key;
   }
 
   async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {
@@ -133,21 +149,6 @@ export class PostgresStore implements Store {
   async revokeApiKey(prefix: string): Promise<boolean> {
     const rows = await this.query('UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL RETURNING id', [this.now(), prefix]);
     return rows.length > 0;
-  }
-
-  async setProviderKey(orgId: string, providerId: string, key: string): Promise<void> {
-    await this.query(`INSERT INTO provider_keys (org_id, provider_id, key, updated_at) VALUES ($1, $2, $3, $4)
-      ON CONFLICT (org_id, provider_id) DO UPDATE SET key = EXCLUDED.key, updated_at = EXCLUDED.updated_at`, [orgId, providerId, key, this.now()]);
-  }
-
-  async getProviderKey(orgId: string, providerId: string): Promise<string | undefined> {
-    const [row] = await this.query<{ key: string }>('SELECT key FROM provider_keys WHERE org_id = $1 AND provider_id = $2', [orgId, providerId]);
-    return row?.key;
-  }
-
-  async listProviderKeyProviders(orgId: string): Promise<string[]> {
-    const rows = await this.query<{ provider_id: string }>('SELECT provider_id FROM provider_keys WHERE org_id = $1 ORDER BY provider_id', [orgId]);
-    return rows.map((r) => r.provider_id);
   }
 
   /*

@@ -10,10 +10,17 @@ import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './ty
  */
 
 export interface OrgRow { id: string; name: string; balance_micros: Micros; retention: Retention; created_at: number }
-export interface KeyRow { id: string; org_id: string; prefix: string; hash: string; created_at: number; revoked_at: number | null }
+export interface KeyRow {
+  id: string; org_id: string; project_id: string; prefix: string; hash: string; name: string; created_at: number;
+  revoked_at: number | null; expires_at: number | null; allowed_models: string | null; last_used_at: number | null; created_by: string | null;
+}
 
 export const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
-export const toKey = (r: KeyRow): ApiKeyRecord => ({ id: r.id, orgId: r.org_id, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, revokedAt: r.revoked_at });
+export const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id, orgId: r.org_id, projectId: r.project_id, prefix: r.prefix, hash: r.hash, name: r.name, createdAt: r.created_at,
+  revokedAt: r.revoked_at, expiresAt: r.expires_at, allowedModels: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
+  lastUsedAt: r.last_used_at, createdBy: r.created_by,
+});
 
 /** request_logs columns in insert order, with the array type PostgreSQL's `unnest` needs for each. */
 export const LOG_COLUMNS = [
@@ -21,6 +28,7 @@ export const LOG_COLUMNS = [
   ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
   ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
+  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
 ] as const;
 
 export type LogColumn = (typeof LOG_COLUMNS)[number][0];
@@ -31,6 +39,7 @@ export interface LogDbRow {
   requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
   error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
+  project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null;
 }
 
 /** A request_logs row as read back by either driver. */
@@ -47,13 +56,15 @@ export function toLogDb(r: LogRow): LogDbRow {
     error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated, byok: r.byok,
     duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
+    project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
   };
 }
 
 export function fromLogDb(r: StoredLogRow): LogRow {
   return {
-    requestId: r.request_id, orgId: r.org_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
+    requestId: r.request_id, orgId: r.org_id, projectId: r.project_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
     usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
+    promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     costEstimated: r.cost_estimated === true || r.cost_estimated === 1, byok: r.byok === true || r.byok === 1,
     durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,

@@ -8,7 +8,14 @@ import { SqliteRecordStore, type RecordStore } from './records.js';
 import { BufferedSqliteLedger } from './sqlite-ledger.js';
 import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
-import { fromLogDb, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import type { SecretBox } from '../secrets.js';
+import { SqlAccountStore } from './accounts.js';
+import { SqlLogQueryStore } from './log-query.js';
+import { SqlProviderKeyStore } from './provider-key-store.js';
+import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { sqliteDb } from './sql.js';
+import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
+import { SqliteUsageRollup } from './usage-rollup.js';
 import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
 
 /**
@@ -22,12 +29,20 @@ export class SqliteStore implements Store {
   readonly media: MediaStore;
   readonly leases: LeaseStore;
   readonly records: RecordStore;
+  readonly tenancy: SqlTenancyStore;
+  readonly accounts: SqlAccountStore;
+  readonly logQuery: SqlLogQueryStore;
+  readonly providerKeys: SqlProviderKeyStore;
   private readonly db: Database.Database;
   private readonly stmt;
+  private readonly usage: SqliteUsageRollup;
   /** Set when this process owns the file's ledger (the gateway); the CLI writes through. */
   private readonly buffered: BufferedSqliteLedger | undefined;
 
-  constructor(path: string, private readonly now: () => number = Date.now, opts: { ownLedger?: boolean; balanceTtlMs?: number } = {}) {
+  constructor(
+    path: string, private readonly now: () => number = Date.now,
+    opts: { ownLedger?: boolean; balanceTtlMs?: number; secrets?: SecretBox } = {},
+  ) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -38,6 +53,12 @@ export class SqliteStore implements Store {
     this.media = new SqliteMediaStore(this.db);
     this.leases = new SqliteLeaseStore(this.db);
     this.records = new SqliteRecordStore(this.db);
+    const sql = sqliteDb(this.db);
+    this.tenancy = new SqlTenancyStore(sql, now, (orgId) => this.buffered?.heldFor(orgId) ?? 0);
+    this.accounts = new SqlAccountStore(sql, now);
+    this.logQuery = new SqlLogQueryStore(sql);
+    this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
+    this.usage = new SqliteUsageRollup(this.db);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),
@@ -48,11 +69,9 @@ export class SqliteStore implements Store {
       insertReservation: db.prepare('INSERT INTO reservations (request_id, org_id, amount_micros, created_at) VALUES (?, ?, ?, ?)'),
       reservation: db.prepare<[string], { org_id: string; amount_micros: number }>('SELECT org_id, amount_micros FROM reservations WHERE request_id = ?'),
       deleteReservation: db.prepare('DELETE FROM reservations WHERE request_id = ?'),
-      ledger: db.prepare('INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
-      insertLog: db.prepare(`INSERT OR REPLACE INTO request_logs (id, request_id, org_id, api_key_id, modality, requested_model,
-        used_model, used_provider, status, error_code, cost_micros, cost_estimated, byok, duration_ms, ttfb_ms, prompt, attempts,
-        extra, created_at) VALUES (@id, @request_id, @org_id, @api_key_id, @modality, @requested_model, @used_model, @used_provider,
-        @status, @error_code, @cost_micros, @cost_estimated, @byok, @duration_ms, @ttfb_ms, @prompt, @attempts, @extra, @created_at)`),
+      ledger: db.prepare('INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      insertLog: db.prepare(`INSERT OR REPLACE INTO request_logs (${LOG_COLUMNS.map(([c]) => c).join(', ')})
+        VALUES (${LOG_COLUMNS.map(([c]) => `@${c}`).join(', ')})`),
     };
     this.buffered = opts.ownLedger ? new BufferedSqliteLedger(db, now, 100, opts.balanceTtlMs) : undefined;
   }
@@ -85,7 +104,8 @@ export class SqliteStore implements Store {
       this.db.transaction(() => {
         this.db.prepare('INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES (?, ?, ?, ?, ?)')
           .run(org.id, name, credits, retention, org.createdAt);
-        if (credits > 0) this.stmt.ledger.run(org.id, null, 'credit', credits, 'initial credits', org.createdAt);
+        this.db.prepare('INSERT INTO projects (id, org_id, name, created_at) VALUES (?, ?, ?, ?)').run(newId('prj'), org.id, DEFAULT_PROJECT, org.createdAt);
+        if (credits > 0) this.stmt.ledger.run(org.id, null, 'credit', credits, 'initial credits', org.createdAt, null);
       })();
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new DuplicateError(`an organization named "${name}" already exists`);
@@ -112,20 +132,14 @@ export class SqliteStore implements Store {
     this.db.prepare('UPDATE orgs SET retention = ? WHERE id = ?').run(retention, orgId);
   }
 
-  async addCredits(orgId: string, amount: Micros, note: string): Promise<Micros> {
+  async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
     return this.db.transaction(() => {
       const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
       if (changed === 0) throw new RangeError('the balance cannot go below zero');
-      this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now());
+      this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now(), actor);
       this.buffered?.forget(orgId);
       return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;
     })();
-  }
-
-  async createApiKey(orgId: string, prefix: string, hash: string): Promise<ApiKeyRecord> {
-    const key: ApiKeyRecord = { id: newId('key'), orgId, prefix, hash, createdAt: this.now(), revokedAt: null };
-    this.db.prepare('INSERT INTO api_keys (id, org_id, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?)').run(key.id, orgId, prefix, hash, key.createdAt);
-    return key;
   }
 
   async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {
@@ -135,20 +149,6 @@ export class SqliteStore implements Store {
 
   async revokeApiKey(prefix: string): Promise<boolean> {
     return this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL').run(this.now(), prefix).changes > 0;
-  }
-
-  async setProviderKey(orgId: string, providerId: string, key: string): Promise<void> {
-    this.db.prepare(`INSERT INTO provider_keys (org_id, provider_id, key, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (org_id, provider_id) DO UPDATE SET key = excluded.key, updated_at = excluded.updated_at`).run(orgId, providerId, key, this.now());
-  }
-
-  async getProviderKey(orgId: string, providerId: string): Promise<string | undefined> {
-    const row = this.db.prepare('SELECT key FROM provider_keys WHERE org_id = ? AND provider_id = ?').get(orgId, providerId) as { key: string } | undefined;
-    return row?.key;
-  }
-
-  async listProviderKeyProviders(orgId: string): Promise<string[]> {
-    return (this.db.prepare('SELECT provider_id FROM provider_keys WHERE org_id = ?').all(orgId) as Array<{ provider_id: string }>).map((r) => r.provider_id);
   }
 
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
@@ -168,7 +168,7 @@ export class SqliteStore implements Store {
       const charged = Math.min(Math.max(cost, 0), r.amount_micros);
       this.stmt.credit.run(r.amount_micros - charged, r.org_id);
       this.stmt.deleteReservation.run(requestId);
-      if (charged > 0) this.stmt.ledger.run(r.org_id, requestId, 'charge', -charged, null, this.now());
+      if (charged > 0) this.stmt.ledger.run(r.org_id, requestId, 'charge', -charged, null, this.now(), null);
       return charged;
     })();
   }
@@ -184,10 +184,9 @@ export class SqliteStore implements Store {
     // Buffered charges go in the same transaction as the log rows: ledger and log agree even after a crash.
     this.db.transaction(() => {
       this.buffered?.writePending();
-      for (const r of rows) {
-        const row = toLogDb(r);
-        this.stmt.insertLog.run({ ...row, cost_estimated: row.cost_estimated ? 1 : 0, byok: row.byok ? 1 : 0 });
-      }
+      const dbRows = rows.map(toLogDb);
+      this.usage.record(dbRows); // the hourly usage sums, in the same transaction as the rows
+      for (const row of dbRows) this.stmt.insertLog.run({ ...row, cost_estimated: row.cost_estimated ? 1 : 0, byok: row.byok ? 1 : 0 });
     })();
   }
 

@@ -59,8 +59,11 @@ describe.each(drivers)('$name store', ({ setup }) => {
   it('creates, finds and revokes API keys', async () => {
     const org = await newOrg(0);
     const prefix = `tg_${newId('k').slice(2, 10)}`;
-    const key = await store.createApiKey(org.id, prefix, 'a'.repeat(64));
-    expect(key).toMatchObject({ orgId: org.id, prefix, hash: 'a'.repeat(64), createdAt: T0, revokedAt: null });
+    const project = await store.tenancy.findProject(org.id, 'default');
+    const key = await store.tenancy.createKey({
+      orgId: org.id, projectId: project!.id, prefix, hash: 'a'.repeat(64), name: '', expiresAt: null, allowedModels: null, createdBy: null,
+    });
+    expect(key).toMatchObject({ orgId: org.id, projectId: project!.id, prefix, hash: 'a'.repeat(64), createdAt: T0, revokedAt: null });
     expect(await other.findApiKey(prefix)).toEqual(key);
     expect(await store.findApiKey('tg_nothere')).toBeUndefined();
     clock.ms = T0 + 5_000;
@@ -72,20 +75,6 @@ describe.each(drivers)('$name store', ({ setup }) => {
     }
     expect(await store.findApiKey(prefix)).toEqual({ ...key, revokedAt: T0 + 5_000 });
     expect(await store.revokeApiKey('tg_nothere')).toBe(false);
-  });
-
-  it('sets, updates, gets and lists provider keys per org', async () => {
-    const org = await newOrg(0);
-    const stranger = await newOrg(0);
-    await store.setProviderKey(org.id, 'openai', 'sk-one');
-    await store.setProviderKey(org.id, 'anthropic', 'sk-ant');
-    await other.setProviderKey(org.id, 'openai', 'sk-two');
-    expect(await store.getProviderKey(org.id, 'openai')).toBe('sk-two');
-    expect(await store.getProviderKey(org.id, 'anthropic')).toBe('sk-ant');
-    expect(await store.getProviderKey(org.id, 'gemini')).toBeUndefined();
-    expect(await store.getProviderKey(stranger.id, 'openai')).toBeUndefined();
-    expect((await store.listProviderKeyProviders(org.id)).sort()).toEqual(['anthropic', 'openai']);
-    expect(await store.listProviderKeyProviders(stranger.id)).toEqual([]);
   });
 
   it('reserves exactly up to the balance and no further', async () => {
@@ -181,9 +170,9 @@ describe.each(drivers)('$name store', ({ setup }) => {
   });
 
   const logRow = (over: Partial<LogRow> = {}): LogRow => ({
-    requestId: newId('req'), orgId: null, apiKeyId: null, modality: 'chat', requestedModel: 'gpt-4o-mini', usedModel: 'gpt-4o-mini',
+    requestId: newId('req'), orgId: null, projectId: null, apiKeyId: null, modality: 'chat', requestedModel: 'gpt-4o-mini', usedModel: 'gpt-4o-mini',
     usedProvider: 'openai', status: 200, errorCode: null, costMicros: 0, costEstimated: false, byok: false, durationMs: 12,
-    ttfbMs: null, prompt: null, attempts: [], createdAt: T0, extra: null, ...over,
+    ttfbMs: null, prompt: null, attempts: [], createdAt: T0, extra: null, promptTokens: null, completionTokens: null, ...over,
   });
 
   it('writes and reads request logs by request id and by log id', async () => {

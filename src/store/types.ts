@@ -1,6 +1,10 @@
 import type { Micros } from '../money.js';
+import type { AccountStore } from './accounts.js';
+import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import type { RecordStore } from './records.js';
+import type { ProviderKeyStore } from './provider-key-store.js';
+import type { TenancyStore } from './tenancy.js';
 
 export type Retention = 'standard' | 'none';
 
@@ -15,12 +19,24 @@ export interface Org {
 export interface ApiKeyRecord {
   id: string;
   orgId: string;
+  /** The project (the console's workspace) the key belongs to; every org has a `default` one. */
+  projectId: string;
   /** The readable start of the key (`tg_` + 8 chars), unique, used to find the row. */
   prefix: string;
   /** SHA-256 of the whole key, hex. */
   hash: string;
+  /** A label for people ("" when none was given). */
+  name: string;
   createdAt: number;
   revokedAt: number | null;
+  /** After this time (ms) the key is refused with `api_key_expired`; null: never. */
+  expiresAt: number | null;
+  /** Model ids the key may call; null: every model. */
+  allowedModels: string[] | null;
+  /** Time of the newest logged request made with the key (written with the request-log batches). */
+  lastUsedAt: number | null;
+  /** The console user who created it; null for the CLI and round-1 keys. */
+  createdBy: string | null;
 }
 
 /** One upstream attempt of a request, kept in the log row. */
@@ -35,6 +51,8 @@ export interface UpstreamAttempt {
 export interface LogRow {
   requestId: string;
   orgId: string | null;
+  /** The project of the key that made the request. */
+  projectId: string | null;
   apiKeyId: string | null;
   modality: string;
   requestedModel: string | null;
@@ -43,6 +61,9 @@ export interface LogRow {
   status: number;
   errorCode: string | null;
   costMicros: Micros;
+  /** Billed tokens, where the modality counts tokens (chat, embeddings); null otherwise. */
+  promptTokens: number | null;
+  completionTokens: number | null;
   /** True when the cost was counted by the gateway because the upstream reported no usage. */
   costEstimated: boolean;
   /** True when the org's own provider key was used: the cost is shown but not debited. */
@@ -70,25 +91,32 @@ export interface Store {
   readonly leases: LeaseStore;
   /** Org-scoped JSON records with an expiry (stored Responses API responses). */
   readonly records: RecordStore;
+  /** Projects, API keys by project, org lists and the credit history (the management API). */
+  readonly tenancy: TenancyStore;
+  /** Console users, org memberships, sessions and management tokens. */
+  readonly accounts: AccountStore;
+  /** The request log as the management API reads it: filtered pages and usage sums. */
+  readonly logQuery: LogQueryStore;
+  /** Each org's own provider keys (BYOK), encrypted at rest. */
+  readonly providerKeys: ProviderKeyStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 
+  /** Creates an org and its `default` project. */
   createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
   getOrg(id: string): Promise<Org | undefined>;
   findOrgByName(name: string): Promise<Org | undefined>;
   countOrgs(): Promise<number>;
   setRetention(orgId: string, retention: Retention): Promise<void>;
-  /** Adds (or with a negative amount removes, never below zero) credits; returns the new balance. */
-  addCredits(orgId: string, amount: Micros, note: string): Promise<Micros>;
+  /**
+   * Adds (or with a negative amount removes, never below zero) credits; returns the new
+   * balance. `actor` is the console user who did it (null: the CLI).
+   */
+  addCredits(orgId: string, amount: Micros, note: string, actor?: string | null): Promise<Micros>;
 
-  createApiKey(orgId: string, prefix: string, hash: string): Promise<ApiKeyRecord>;
   findApiKey(prefix: string): Promise<ApiKeyRecord | undefined>;
   /** Marks a key revoked; false when no live key has that prefix. */
   revokeApiKey(prefix: string): Promise<boolean>;
-
-  setProviderKey(orgId: string, providerId: string, key: string): Promise<void>;
-  getProviderKey(orgId: string, providerId: string): Promise<string | undefined>;
-  listProviderKeyProviders(orgId: string): Promise<string[]>;
 
   /** Takes `amount` from the balance for this request if the balance covers it; false otherwise. */
   reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean>;

@@ -35,9 +35,9 @@ function served(): Exchange {
 
 function rowOf(ex: Exchange, over: Partial<LogRow> = {}): LogRow {
   return {
-    requestId: ex.id, orgId: 'org_1', apiKeyId: 'key_1', modality: ex.modality, requestedModel: ex.requestedModel ?? null, usedModel: 'gemini-flash-001',
+    requestId: ex.id, orgId: 'org_1', projectId: 'prj_1', apiKeyId: 'key_1', modality: ex.modality, requestedModel: ex.requestedModel ?? null, usedModel: 'gemini-flash-001',
     usedProvider: 'google', status: 200, errorCode: null, costMicros: 1234, costEstimated: false, byok: false, durationMs: 40, ttfbMs: 12.5,
-    prompt: 'the secret prompt', attempts: [{ provider: 'google', model: 'gemini-flash-001', status: 200, error: null, durationMs: 30 }], createdAt: 0, extra: null, ...over,
+    prompt: 'the secret prompt', attempts: [{ provider: 'google', model: 'gemini-flash-001', status: 200, error: null, durationMs: 30 }], createdAt: 0, extra: null, promptTokens: 12, completionTokens: 30, ...over,
   };
 }
 

@@ -118,10 +118,11 @@ describe.each(drivers)('$name migrations', ({ name, setup }) => {
     const before = await r.schema();
     await expect(r.rows('SELECT version FROM schema_migrations')).rejects.toThrow();
 
+    // Migration 1 recognises the tables: nothing recreated or altered, only recorded.
+    expect(await r.migrate(MIGRATIONS.slice(0, 1))).toEqual([1]);
+    expect(await r.schema()).toEqual(before);
     await openAndClose('round1');
     expect((await versions(r)).map((v) => v.version)).toEqual(ALL);
-    // Migration 1 recognised the tables: nothing recreated or altered (later migrations only add).
-    expect(await r.schema()).toEqual(expect.arrayContaining(before));
 
     const store = openStore(env!.url('round1'));
     try {

@@ -1,0 +1,51 @@
+import { Option } from 'commander';
+import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
+import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
+import { selectPlugins } from '../plugins/index.js';
+import { modalityRules } from '../src/gateway.js';
+import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
+import { secretBoxFor } from '../src/secrets.js';
+import { openStore } from '../src/store/index.js';
+import type { Store } from '../src/store/types.js';
+
+/** What the commands share: the config file, the store opened on it, the provider catalogue. */
+
+export const DEFAULT_CONFIG = 'gateway.yaml';
+
+export const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
+
+export function loadConfig(file: string): GatewayConfig {
+  return loadGatewayConfig(file, compileSchemas());
+}
+
+/** Loads the config and every provider file: what `validate` checks and `serve` needs. */
+export function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
+  const config = loadConfig(file);
+  const plugins = selectPlugins(config);
+  for (const p of plugins) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
+  const catalog = loadCatalog({
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins),
+  });
+  return { config, catalog };
+}
+
+/**
+ * Runs `fn` on the store of the config's database, beside a running server (SQLite in
+ * WAL mode, or PostgreSQL). `secrets`: also load the key that seals provider keys.
+ */
+export async function withStore<T>(file: string, fn: (store: Store) => Promise<T>, opts: { secrets?: boolean } = {}): Promise<T> {
+  const config = loadConfig(file);
+  const store = openStore(config.database.url, undefined, { secrets: opts.secrets ? secretBoxFor(config)?.box : undefined });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Reads all of stdin (a password piped in, so it never appears in the shell history or `ps`). */
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}

@@ -1,0 +1,103 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { createKey, createProject, createUser, requireOrg, requireProject } from '../src/admin.js';
+import { randomBase62 } from '../src/ids.js';
+import { allowedModels } from '../src/management/routes-orgs.js';
+import { formatUsd } from '../src/money.js';
+import type { OrgRole } from '../src/store/accounts.js';
+import { configOption, loadAll, readStdin, withStore } from './common.js';
+
+function positiveInt(max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`must be a whole number from 1 to ${max}`);
+    return n;
+  };
+}
+
+function isoTime(value: string): number {
+  const at = Date.parse(value);
+  if (Number.isNaN(at) || !/^\d{4}-\d{2}-\d{2}/.test(value)) throw new InvalidArgumentError('must be an ISO 8601 date or date-time, e.g. 2027-01-31 or 2027-01-31T12:00:00Z');
+  if (at <= Date.now()) throw new InvalidArgumentError('must be in the future');
+  return at;
+}
+
+/** `keys create`, with a project, a name, an expiry and a model allow-list. */
+export function addKeyCommands(keys: Command): void {
+  keys.command('create').description('Create an API key in a project of an organization; prints the key alone on the last line.')
+    .requiredOption('--org <name>', 'organization name')
+    .option('--project <name>', 'project (workspace) name', 'default')
+    .option('--name <label>', 'a label for people, shown in the console')
+    .option('--expires <iso>', 'refuse the key after this date-time (ISO 8601)', isoTime)
+    .option('--models <ids>', 'comma-separated model ids the key may call (default: all)')
+    .addOption(configOption())
+    .action(async (opts: { org: string; project: string; name?: string; expires?: number; models?: string; config: string }) => {
+      const models = opts.models === undefined ? null : allowedModels(loadAll(opts.config).catalog, opts.models.split(',').map((m) => m.trim()).filter(Boolean), '--models');
+      const r = await withStore(opts.config, (s) => createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models }));
+      const limits = [r.record.expiresAt ? `expires ${new Date(r.record.expiresAt).toISOString()}` : '', models ? `models ${models.join(', ')}` : ''].filter(Boolean);
+      console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${limits.length ? ` (${limits.join('; ')})` : ''}; store it now, it is not shown again:`);
+      console.log(r.key);
+    });
+}
+
+export function addProjectCommands(program: Command): void {
+  program.command('projects').description('Manage projects (the console\'s workspaces); every organization has a "default" one.')
+    .command('create <name>').description('Create a project in an organization.')
+    .requiredOption('--org <name>', 'organization name').addOption(configOption())
+    .action(async (name: string, opts: { org: string; config: string }) => {
+      const { org, project } = await withStore(opts.config, (s) => createProject(s, opts.org, name));
+      console.log(`created project "${project.name}" (${project.id}) in "${org.name}"`);
+    });
+}
+
+export function addUserCommands(program: Command): void {
+  program.command('users').description('Manage console users (sign in to the management API and the web console).')
+    .command('create').description('Create a console user; with --org and --role, also a member of that organization.')
+    .requiredOption('--email <email>', 'their email address, used to sign in')
+    .option('--password-stdin', 'read the password from standard input (else a random one is generated and printed once)')
+    .option('--operator', 'an operator of this instance: every organization, creates orgs and credits')
+    .option('--org <name>', 'organization to make them a member of')
+    .addOption(new Option('--role <role>', 'their role in --org').choices(['owner', 'admin', 'member']))
+    .addOption(configOption())
+    .action(async (opts: { email: string; passwordStdin?: boolean; operator?: boolean; org?: string; role?: OrgRole; config: string }) => {
+      const password = opts.passwordStdin ? await readStdin() : randomBase62(20);
+      const { user, org } = await withStore(opts.config, (s) => createUser(s, { email: opts.email, password, operator: opts.operator, org: opts.org, role: opts.role }));
+      const where = org ? `, ${opts.role} of "${org.name}"` : '';
+      console.log(`created user ${user.email} (${user.id})${user.operator ? ', operator' : ''}${where}`);
+      if (!opts.passwordStdin) console.log(`password (shown once): ${password}`);
+    });
+}
+
+const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
+
+/** `gateway logs`: recent request-log rows for people without a browser. */
+export function addLogsCommand(program: Command): void {
+  program.command('logs').description('Print the most recent request-log rows of an organization, newest first.')
+    .option('--org <name>', 'organization name (default: the only one)')
+    .option('--project <name>', 'only this project\'s requests')
+    .option('--limit <n>', 'rows to print (1-200)', positiveInt(200), 20)
+    .addOption(configOption())
+    .action(async (opts: { org?: string; project?: string; limit: number; config: string }) => {
+      const rows = await withStore(opts.config, async (s) => {
+        const org = opts.org !== undefined ? await requireOrg(s, opts.org) : await onlyOrg(s);
+        const project = opts.project === undefined ? undefined : await requireProject(s, org, opts.project);
+        return s.logQuery.list({ orgId: org.id, projectId: project?.id }, opts.limit);
+      });
+      if (rows.length === 0) {
+        console.log('no requests logged yet');
+        return;
+      }
+      console.log(['time (UTC)              ', 'request id                  ', 'project     ', 'key        ', 'model                 ', 'status', 'cost USD   ', 'ms'].join('  '));
+      for (const r of rows) {
+        console.log([
+          new Date(r.createdAt).toISOString(), pad(r.requestId, 28), pad(r.projectName ?? '-', 12), pad(r.keyPrefix ?? '-', 11),
+          pad(r.requestedModel ?? '-', 22), pad(String(r.status), 6), pad(formatUsd(r.costMicros), 11), String(r.durationMs),
+        ].join('  ') + (r.errorCode ? `  ${r.errorCode}` : ''));
+      }
+    });
+}
+
+async function onlyOrg(s: Parameters<Parameters<typeof withStore>[1]>[0]) {
+  const all = await s.tenancy.listOrgs(null);
+  if (all.length !== 1 || !all[0]) throw new Error(`pass --org: there are ${all.length} organizations${all.length ? ` (${all.map((o) => o.org.name).join(', ')})` : ''}`);
+  return all[0].org;
+}

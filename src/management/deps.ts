@@ -1,0 +1,14 @@
+import type { ProviderCatalog } from '../providers/catalog.js';
+import type { Store } from '../store/types.js';
+import type { LoginThrottle } from './throttle.js';
+
+/** What the management routes use. */
+export interface ManagementDeps {
+  store: Store;
+  catalog: ProviderCatalog;
+  now: () => number;
+  throttle: LoginThrottle;
+  sessionTtlMs: number;
+  /** A hash no password matches (computed once), verified against for unknown emails. */
+  dummyHash: () => Promise<string>;
+}

@@ -1,0 +1,132 @@
+import fastifySwagger from '@fastify/swagger';
+import { Ajv, type Options as AjvOptions } from 'ajv';
+import addFormatsImport from 'ajv-formats';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
+import { GatewayError, invalidField } from '../errors.js';
+import type { OrgRouteDef } from '../plugin.js';
+import { authorize, scopeOf, callerOf } from './authn.js';
+import { ROUTE_ACCESS, type Access, type RouteKey } from './roles.js';
+import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
+
+/** A management route: its path and method name its entry in ROUTE_ACCESS (the role table). */
+export interface ManagementRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  summary: string;
+  tag: string;
+  schema: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema; response: Record<number, JsonSchema> };
+  handler(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+}
+
+// ajv-formats is CommonJS; its default export arrives as the module object under ESM.
+const addFormats = ((addFormatsImport as unknown as { default?: typeof addFormatsImport }).default ?? addFormatsImport) as unknown as (ajv: Ajv) => Ajv;
+
+/**
+ * Two validators: query strings and path parameters arrive as text and are coerced
+ * (`limit=50` is a number), bodies are JSON and are not (`"5"` is not 5). Neither
+ * drops unknown fields: a schema's `additionalProperties: false` refuses them.
+ */
+function validators(): { coercing: Ajv; strict: Ajv } {
+  const base: AjvOptions = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false };
+  return { coercing: addFormats(new Ajv({ ...base, coerceTypes: true })), strict: addFormats(new Ajv({ ...base, coerceTypes: false })) };
+}
+
+/** A fastify validation failure as the standard 400, naming the field (`param`). */
+function validationError(errors: FastifySchemaValidationError[], where: string): GatewayError {
+  const e = errors[0];
+  const path = (e?.instancePath ?? '').split('/').filter(Boolean).map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
+  const p = (e?.params ?? {}) as { missingProperty?: string; additionalProperty?: string };
+  const join = (name: string): string => (path ? `${path}.${name}` : name);
+  if (p.missingProperty) return invalidField(join(p.missingProperty), `"${join(p.missingProperty)}" is required`);
+  if (p.additionalProperty) return invalidField(join(p.additionalProperty), `"${join(p.additionalProperty)}" is not a known field of the ${where}`);
+  const field = path || where;
+  return invalidField(path, `"${field}" ${e?.message ?? 'is invalid'}`);
+}
+
+const SECURITY = [{ session: [] }, { token: [] }];
+
+function fastifySchema(def: { summary: string; tag: string; schema: ManagementRoute['schema'] }, access: Access | string): FastifySchema {
+  const { response, ...rest } = def.schema;
+  return {
+    ...rest,
+    // A route without query parameters refuses any (400 naming it), like an unknown body field.
+    querystring: rest.querystring ?? input({}),
+    summary: def.summary,
+    description: `Needs: ${access}.`,
+    tags: [def.tag],
+    ...(access === 'public' ? {} : { security: SECURITY }),
+    response: { ...response, '4xx': ERROR_BODY, '5xx': ERROR_BODY },
+  } as FastifySchema;
+}
+
+function addRoute(app: FastifyInstance, def: ManagementRoute): void {
+  const key = `${def.method} ${def.url}`;
+  const access: Access | undefined = (ROUTE_ACCESS as Record<string, Access>)[key];
+  if (!access) throw new Error(`management route ${key} has no entry in ROUTE_ACCESS (src/management/roles.ts)`);
+  app.route({
+    method: def.method, url: def.url, config: { access }, schema: fastifySchema(def, access),
+    schemaErrorFormatter: validationError, handler: def.handler,
+  });
+}
+
+/** A plugin's org-scoped route, under /api/v1/orgs/:org, authenticated and scoped by the core. */
+function addOrgRoute(app: FastifyInstance, def: OrgRouteDef): void {
+  if (!def.url.startsWith('/') || /\/:org(\/|$)/.test(def.url)) throw new Error(`org route ${def.url}: give the path under /api/v1/orgs/:org, starting with /`);
+  const paramNames = [...def.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
+  const schema = def.schema ?? {};
+  app.route({
+    method: def.method, url: `/api/v1/orgs/:org${def.url}`, config: { access: def.role },
+    schema: fastifySchema({ summary: def.summary, tag: def.tag ?? 'plugins', schema: { ...schema, params: schema.params ?? params('org', ...paramNames), response: schema.response ?? {} } }, def.role),
+    schemaErrorFormatter: validationError,
+    handler: async (request, reply) => {
+      const scope = scopeOf(request);
+      return def.handler({ org: scope.org, role: scope.role, userId: callerOf(request).user.id }, request, reply);
+    },
+  });
+}
+
+export interface ManagementSurface {
+  routes: readonly ManagementRoute[];
+  orgRoutes: readonly OrgRouteDef[];
+  authorize: (request: FastifyRequest, access: Access) => Promise<void>;
+}
+
+/**
+ * Mounts the management API on the gateway's fastify app: `/api/v1/…` and the OpenAPI
+ * document at `/api/openapi.json`, generated by @fastify/swagger from the routes' own
+ * schemas. Routes and plugin routes are read when fastify loads its plugins (at
+ * listen), so plugins registered after this call are included.
+ */
+export function mountManagement(app: FastifyInstance, surface: () => ManagementSurface, version: string): void {
+  void app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Tollgate management API', version, description: 'Organizations, projects, keys, members, logs and usage. See docs/management.md.' },
+      components: {
+        securitySchemes: {
+          session: { type: 'apiKey', in: 'cookie', name: 'tollgate_session', description: 'The console session (POST /api/v1/session)' },
+          token: { type: 'http', scheme: 'bearer', description: 'A management token, tgm_… (POST /api/v1/tokens)' },
+        },
+      },
+    },
+    hideUntagged: true,
+  });
+  void app.register(async (api) => {
+    const { coercing, strict } = validators();
+    api.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+    api.decorateRequest('caller', undefined);
+    api.decorateRequest('orgScope', undefined);
+    const { routes, orgRoutes, authorize: check } = surface();
+    api.addHook('onRequest', async (request, reply) => {
+      void reply.header('cache-control', 'no-store');
+      const access = request.routeOptions.config.access;
+      if (access) await check(request, access);
+    });
+    for (const r of routes) addRoute(api, r);
+    for (const r of orgRoutes) addOrgRoute(api, r);
+    api.get('/api/openapi.json', { config: { access: 'public' }, schema: { hide: true } as FastifySchema }, async () => api.swagger());
+  });
+}
+
+export { authorize };
+export type { RouteKey };

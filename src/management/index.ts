@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import { packageVersion } from '../paths.js';
+import type { OrgRouteDef } from '../plugin.js';
+import type { ProviderCatalog } from '../providers/catalog.js';
+import type { Store } from '../store/types.js';
+import type { RedisLike } from '../limits/index.js';
+import { authorize } from './authn.js';
+import { SESSION_TTL_MS } from './credentials.js';
+import type { ManagementDeps } from './deps.js';
+import { mountManagement } from './http.js';
+import { dummyHash } from './passwords.js';
+import { accountRoutes } from './routes-account.js';
+import { logRoutes } from './routes-logs.js';
+import { orgAdminRoutes } from './routes-org-admin.js';
+import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
+import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
+
+export interface ManagementOptions {
+  store: Store;
+  catalog: ProviderCatalog;
+  now: () => number;
+  /** With Redis, sign-in throttling counts across instances. */
+  redis: RedisLike | undefined;
+  /** Plugin routes under /api/v1/orgs/:org (PluginApi.orgRoute); read when the app loads, so plugins may add to it after this call. */
+  orgRoutes: readonly OrgRouteDef[];
+  /** Overrides for tests. */
+  throttle?: LoginThrottle;
+  sessionTtlMs?: number;
+}
+
+/**
+ * The management API (`/api/v1`, `/api/openapi.json`) on the gateway's own fastify app:
+ * organizations, projects, keys, members, credits, provider keys, the request log and
+ * usage, for the web console and for automation (docs/management.md).
+ */
+export function registerManagement(app: FastifyInstance, opts: ManagementOptions): void {
+  let dummy: Promise<string> | undefined;
+  const deps: ManagementDeps = {
+    store: opts.store, catalog: opts.catalog, now: opts.now,
+    throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis) : new MemoryLoginThrottle(undefined, opts.now)),
+    sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
+    dummyHash: () => (dummy ??= dummyHash()),
+  };
+  mountManagement(app, () => ({
+    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    orgRoutes: opts.orgRoutes,
+    authorize: (request, access) => authorize(opts.store, request, access),
+  }), packageVersion());
+}

@@ -1,0 +1,89 @@
+import { GatewayError } from '../errors.js';
+import { callerOf } from './authn.js';
+import { newSession, newToken, sessionCookie, SESSION_COOKIE } from './credentials.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { verifyPassword } from './passwords.js';
+import { bool, EMAIL, input, list, NAME, obj, params, str, time } from './schemas.js';
+import { iso, ME, meView, TOKEN, tokenView } from './views.js';
+
+const SIGNED_IN = { ...ME, properties: { ...(ME.properties as object), expires_at: time('When the session ends') }, required: [...(ME.required as string[]), 'expires_at'] };
+const CREATED_TOKEN = { ...TOKEN, properties: { ...(TOKEN.properties as object), token: str('The token: shown this once, stored only hashed') }, required: [...(TOKEN.required as string[]), 'token'] };
+
+/** Signing in and out, the caller's own account, and their management tokens. */
+export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
+  return [
+    {
+      method: 'POST', url: '/api/v1/session', tag: 'session',
+      summary: 'Sign in: sets the HttpOnly session cookie. Failed attempts are throttled per account and per client address (429).',
+      schema: { body: input({ email: EMAIL, password: str('', { minLength: 1, maxLength: 1024 }) }, ['email', 'password']), response: { 200: SIGNED_IN } },
+      async handler(request, reply) {
+        const { email, password } = request.body as { email: string; password: string };
+        const subject = { email: email.toLowerCase(), ip: request.ip };
+        const wait = await d.throttle.check(subject);
+        if (wait.waitMs > 0) {
+          const seconds = Math.max(1, Math.ceil(wait.waitMs / 1000));
+          throw new GatewayError('login_throttled', [wait.scope, seconds], { headers: { 'retry-after': String(seconds) } });
+        }
+        const user = await d.store.accounts.findUserByEmail(subject.email);
+        // An unknown email costs the same hash as a wrong password: the timing does not say which accounts exist.
+        const ok = await verifyPassword(password, user?.passwordHash ?? (await d.dummyHash()));
+        if (!user || !ok) {
+          await d.throttle.failed(subject);
+          throw new GatewayError('invalid_credentials');
+        }
+        const { secret, id } = newSession();
+        const expiresAt = d.now() + d.sessionTtlMs;
+        await d.store.accounts.createSession(id, user.id, expiresAt);
+        void reply.header('set-cookie', sessionCookie(request, secret, d.sessionTtlMs));
+        return { ...meView(user, await d.store.accounts.membershipsOf(user.id)), expires_at: iso(expiresAt) };
+      },
+    },
+    {
+      method: 'DELETE', url: '/api/v1/session', tag: 'session', summary: 'Sign out: ends the session and clears its cookie.',
+      schema: { response: { 200: obj({ signed_out: bool() }) } },
+      async handler(request, reply) {
+        const caller = callerOf(request);
+        if (caller.sessionId) await d.store.accounts.deleteSession(caller.sessionId);
+        void reply.header('set-cookie', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0`);
+        return { signed_out: true };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/me', tag: 'session', summary: 'The signed-in user, whether they are an operator, and their orgs with their roles.',
+      schema: { response: { 200: ME } },
+      async handler(request) {
+        const { user } = callerOf(request);
+        return meView(user, await d.store.accounts.membershipsOf(user.id));
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/tokens', tag: 'tokens', summary: "The caller's management tokens (never the tokens themselves).",
+      schema: { response: { 200: list(TOKEN) } },
+      async handler(request) {
+        return { data: (await d.store.accounts.listTokens(callerOf(request).user.id)).map(tokenView) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/tokens', tag: 'tokens',
+      summary: 'A management token (tgm_…) for automation: send it as "Authorization: Bearer"; it has its user\'s rights. Shown once.',
+      schema: { body: input({ name: NAME }, ['name']), response: { 201: CREATED_TOKEN } },
+      async handler(request, reply) {
+        const { token, prefix, hash } = newToken();
+        const created = await d.store.accounts.createToken(callerOf(request).user.id, (request.body as { name: string }).name.trim(), prefix, hash);
+        void reply.code(201);
+        return { ...tokenView(created), token };
+      },
+    },
+    {
+      method: 'DELETE', url: '/api/v1/tokens/:token', tag: 'tokens', summary: 'Revokes one of the caller\'s tokens, at once.',
+      schema: { params: params('token'), response: { 200: TOKEN } },
+      async handler(request) {
+        const id = (request.params as { token: string }).token;
+        const revoked = await d.store.accounts.revokeToken(callerOf(request).user.id, id);
+        if (!revoked) throw new GatewayError('not_found', [`No token ${id}`]);
+        return tokenView(revoked);
+      },
+    },
+  ];
+}

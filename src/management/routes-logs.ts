@@ -1,0 +1,198 @@
+import { GatewayError, invalidField } from '../errors.js';
+import { microsToUsd } from '../money.js';
+import type { LogCursor, LogFilter, UsageBucket, UsageDimension } from '../store/log-query.js';
+import { scopeOf } from './authn.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
+import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js';
+
+const DAY_MS = 86_400_000;
+const DEFAULT_RANGE_MS = 30 * DAY_MS;
+
+const FILTERS = {
+  project: str('Project id (prj_…)'), key: str('API key id (key_…)'), model: str('Model id as requested'),
+  from: time('From this time (inclusive); default: 30 days before `to`'), to: time('Until this time (exclusive); default: now'),
+};
+
+/** `cursor`: the page's last (created_at, request id), opaque to clients. */
+export function encodeCursor(c: LogCursor): string {
+  return Buffer.from(JSON.stringify([c.createdAt, c.requestId])).toString('base64url');
+}
+
+export function decodeCursor(text: string): LogCursor {
+  try {
+    const [createdAt, requestId] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isSafeInteger(createdAt) && typeof requestId === 'string' && requestId.length < 100) return { createdAt: createdAt as number, requestId };
+  } catch {
+    // falls through to the 400
+  }
+  throw invalidField('cursor', '"cursor" is not one this API returned');
+}
+
+interface FilterQuery { project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
+
+function filterOf(orgId: string, q: FilterQuery, now: number, defaultRange: boolean): LogFilter {
+  const to = q.to === undefined ? (defaultRange ? now : undefined) : Date.parse(q.to);
+  const from = q.from === undefined ? (defaultRange && to !== undefined ? to - DEFAULT_RANGE_MS : undefined) : Date.parse(q.from);
+  if (from !== undefined && to !== undefined && from >= to) throw invalidField('from', '"from" must be before "to"');
+  const status = q.status === undefined || q.status === 'ok' || q.status === 'error' ? q.status : Number(q.status);
+  return { orgId, projectId: q.project, apiKeyId: q.key, model: q.model, status, from, to };
+}
+
+const USAGE_SUMS = {
+  requests: int(), errors: int('Requests answered with status 400 or above'), cost_usd: usd('Cost'),
+  prompt_tokens: int(), completion_tokens: int(),
+};
+const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') });
+const BUCKET = obj({
+  day: str('UTC day, YYYY-MM-DD'), model: maybe(str()), project_id: maybe(str()), project_name: maybe(str()),
+  key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()), ...USAGE_SUMS,
+}, { optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name'] });
+
+/** Exact integer sums of buckets, converted to USD once. */
+function totals(buckets: readonly UsageBucket[]) {
+  const t = buckets.reduce((a, b) => ({
+    requests: a.requests + b.requests, errors: a.errors + b.errors, costMicros: a.costMicros + b.costMicros,
+    promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens,
+  }), { requests: 0, errors: 0, costMicros: 0, promptTokens: 0, completionTokens: 0 });
+  return {
+    requests: t.requests, errors: t.errors, cost_usd: microsToUsd(t.costMicros), prompt_tokens: t.promptTokens,
+    completion_tokens: t.completionTokens, error_rate: t.requests === 0 ? 0 : t.errors / t.requests,
+  };
+}
+
+const dayText = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** Names beside ids: the org's projects and keys, read once per usage request. */
+async function labels(d: ManagementDeps, orgId: string) {
+  const [projects, keys] = await Promise.all([d.store.tenancy.listProjects(orgId), d.store.tenancy.listKeys(orgId)]);
+  return { projects: new Map(projects.map((p) => [p.id, p.name])), keys: new Map(keys.map((k) => [k.id, k])) };
+}
+
+function bucketView(b: UsageBucket, l: Awaited<ReturnType<typeof labels>>): Record<string, unknown> {
+  return {
+    ...(b.day !== undefined ? { day: dayText(b.day) } : {}),
+    ...(b.model !== undefined ? { model: b.model } : {}),
+    ...(b.projectId !== undefined ? { project_id: b.projectId, project_name: b.projectId === null ? null : l.projects.get(b.projectId) ?? null } : {}),
+    ...(b.apiKeyId !== undefined ? {
+      key_id: b.apiKeyId, key_prefix: b.apiKeyId === null ? null : l.keys.get(b.apiKeyId)?.prefix ?? null,
+      key_name: b.apiKeyId === null ? null : l.keys.get(b.apiKeyId)?.name ?? null,
+    } : {}),
+    requests: b.requests, errors: b.errors, cost_usd: microsToUsd(b.costMicros), prompt_tokens: b.promptTokens, completion_tokens: b.completionTokens,
+  };
+}
+
+function parseGroupBy(text: string): UsageDimension[] {
+  const dims = text.split(',') as UsageDimension[];
+  if (new Set(dims).size !== dims.length) throw invalidField('group_by', '"group_by" names a dimension twice');
+  return dims;
+}
+
+/** The request log and usage of an org. */
+export function logRoutes(d: ManagementDeps): ManagementRoute[] {
+  return [
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/logs', tag: 'logs',
+      summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
+      schema: {
+        params: params('org'),
+        querystring: input({ ...FILTERS, status: str('`ok` (< 400), `error` (≥ 400) or an HTTP status', { pattern: '^(ok|error|[1-5][0-9][0-9])$' }), limit: PAGE_LIMIT(200, 50), cursor: str() }),
+        response: { 200: obj({ data: { type: 'array', items: LOG_ITEM }, next_cursor: maybe(str('Pass as `cursor` for the next page; null on the last')) }) },
+      },
+      async handler(request) {
+        const q = request.query as FilterQuery & { limit: number; cursor?: string };
+        const filter = filterOf(scopeOf(request).org.id, q, d.now(), false);
+        const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decodeCursor(q.cursor));
+        const page = rows.slice(0, q.limit);
+        const last = page[page.length - 1];
+        return { data: page.map(logListItemView), next_cursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.createdAt, requestId: last.requestId }) : null };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', tag: 'logs', summary: 'One request by its req_… id: attempts, token details and (where retention keeps it) the prompt.',
+      schema: { params: params('org', 'id'), response: { 200: LOG_DETAIL } },
+      async handler(request) {
+        const { org } = scopeOf(request);
+        const { id } = request.params as { id: string };
+        const row = await d.store.logQuery.get(org.id, id);
+        if (!row) throw new GatewayError('not_found', [`No request ${id} in this organization's log (rows are written within a second)`]);
+        return logDetailView(row, org);
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/usage', tag: 'usage',
+      summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project or key (one or two, comma-separated); the sums equal the logs exactly.',
+      schema: {
+        params: params('org'),
+        querystring: input({ ...FILTERS, group_by: str('', { pattern: '^(day|model|project|key)(,(day|model|project|key))?$', default: 'day' }) }),
+        response: { 200: obj({ from: time(), to: time(), group_by: { type: 'array', items: str() }, totals: TOTALS, data: { type: 'array', items: BUCKET } }) },
+      },
+      async handler(request) {
+        const { org } = scopeOf(request);
+        const q = request.query as FilterQuery & { group_by: string };
+        const filter = filterOf(org.id, q, d.now(), true);
+        const groupBy = parseGroupBy(q.group_by);
+        const [buckets, l] = await Promise.all([d.store.logQuery.usage(filter, groupBy), labels(d, org.id)]);
+        buckets.sort((a, b) => (a.day ?? 0) - (b.day ?? 0) || b.costMicros - a.costMicros || b.requests - a.requests);
+        return {
+          from: new Date(filter.from as number).toISOString(), to: new Date(filter.to as number).toISOString(), group_by: groupBy,
+          totals: totals(buckets), data: buckets.map((b) => bucketView(b, l)),
+        };
+      },
+    },
+    overviewRoute(d),
+  ];
+}
+
+const TOP = (fields: Record<string, JsonSchema>) => ({ type: 'array', items: obj({ ...fields, requests: int(), cost_usd: usd('Cost') }) });
+
+/** The console's first page in one request, from one grouped query over the last 30 UTC days. */
+function overviewRoute(d: ManagementDeps): ManagementRoute {
+  return {
+    method: 'GET', url: '/api/v1/orgs/:org/overview', tag: 'usage',
+    summary: 'Balance; requests, errors and spend over the last 7 and 30 UTC days (today included); top models and projects; 30 daily points.',
+    schema: {
+      params: params('org'),
+      response: {
+        200: obj({
+          balance_usd: usd('Credit balance'), last_7_days: TOTALS, last_30_days: TOTALS,
+          top_models: TOP({ model: maybe(str()) }), top_projects: TOP({ project_id: maybe(str()), project_name: maybe(str()) }),
+          daily: { type: 'array', items: obj({ day: str(), requests: int(), errors: int(), cost_usd: usd('Cost') }) },
+        }),
+      },
+    },
+    async handler(request) {
+      const { org } = scopeOf(request);
+      const now = d.now();
+      const today = Math.floor(now / DAY_MS) * DAY_MS;
+      const from30 = today - 29 * DAY_MS;
+      const from7 = today - 6 * DAY_MS;
+      const [buckets, l] = await Promise.all([
+        d.store.logQuery.usage({ orgId: org.id, from: from30, to: today + DAY_MS }, ['day', 'model', 'project']),
+        labels(d, org.id),
+      ]);
+      const top = (key: (b: UsageBucket) => string | null) => {
+        const by = new Map<string | null, { requests: number; costMicros: number }>();
+        for (const b of buckets) {
+          const e = by.get(key(b)) ?? { requests: 0, costMicros: 0 };
+          by.set(key(b), { requests: e.requests + b.requests, costMicros: e.costMicros + b.costMicros });
+        }
+        return [...by].sort((a, b) => b[1].costMicros - a[1].costMicros || b[1].requests - a[1].requests).slice(0, 5);
+      };
+      const daily = Array.from({ length: 30 }, (_, i) => {
+        const day = from30 + i * DAY_MS;
+        const t = totals(buckets.filter((b) => b.day === day));
+        return { day: dayText(day), requests: t.requests, errors: t.errors, cost_usd: t.cost_usd };
+      });
+      return {
+        balance_usd: microsToUsd(org.balanceMicros), last_7_days: totals(buckets.filter((b) => (b.day ?? 0) >= from7)), last_30_days: totals(buckets),
+        top_models: top((b) => b.model ?? null).map(([model, v]) => ({ model, requests: v.requests, cost_usd: microsToUsd(v.costMicros) })),
+        top_projects: top((b) => b.projectId ?? null).map(([id, v]) => ({
+          project_id: id, project_name: id === null ? null : l.projects.get(id) ?? null, requests: v.requests, cost_usd: microsToUsd(v.costMicros),
+        })),
+        daily,
+      };
+    },
+  };
+}

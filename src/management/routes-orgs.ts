@@ -1,0 +1,167 @@
+import { generateApiKey } from '../auth.js';
+import { GatewayError, invalidField } from '../errors.js';
+import { parseUsdToMicros, type Micros } from '../money.js';
+import type { ProviderCatalog } from '../providers/catalog.js';
+import { DuplicateError } from '../store/types.js';
+import { callerOf, scopeOf } from './authn.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from './schemas.js';
+import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
+
+/** A USD amount from a request (number or decimal string, at most 6 decimals) as micro-USD. */
+export function usdInput(value: number | string, field: string): Micros {
+  const text = typeof value === 'number' ? String(value) : value.trim();
+  const negative = text.startsWith('-');
+  try {
+    const micros = parseUsdToMicros(negative ? text.slice(1) : text);
+    return negative ? -micros : micros;
+  } catch {
+    throw invalidField(field, `"${field}" must be a USD amount with at most 6 decimals, e.g. 25 or 10.50`);
+  }
+}
+
+/** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
+export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
+  if (models === null || models === undefined) return null;
+  const ids = models.map((m, i) => {
+    const route = catalog.routesFor(m)[0];
+    if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
+    return route.model.id;
+  });
+  return [...new Set(ids)];
+}
+
+/** A future time from an ISO 8601 string; past or unreadable is a 400 naming the field. */
+export function futureTime(iso: string | null | undefined, now: number, field: string): number | null {
+  if (iso === null || iso === undefined) return null;
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) throw invalidField(field, `"${field}" must be an ISO 8601 date-time`);
+  if (at <= now) throw invalidField(field, `"${field}" must be in the future`);
+  return at;
+}
+
+/** A DuplicateError (unique name or email taken) as the 409 the client sees. */
+export async function conflictAs409<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof DuplicateError) throw new GatewayError('already_exists', [err.message]);
+    throw err;
+  }
+}
+
+const KEY_BODY = input({
+  name: str('A label for people', { maxLength: 100 }),
+  expires_at: maybe(time('After this the key is refused (401 api_key_expired); null: never')),
+  allowed_models: maybe({ type: 'array', items: str('', { minLength: 1, maxLength: 200 }), minItems: 1, maxItems: 100, description: 'Model ids the key may call; null or absent: all' }),
+});
+
+/** Organizations, projects and API keys. */
+export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
+  const { store } = d;
+  return [
+    {
+      method: 'GET', url: '/api/v1/orgs', tag: 'orgs', summary: 'Organizations: every one for an operator, else those the caller belongs to.',
+      schema: { response: { 200: list(ORG) } },
+      async handler(request) {
+        const { user } = callerOf(request);
+        const rows = await store.tenancy.listOrgs(user.operator ? null : user.id);
+        return { data: rows.map((r) => orgView(r.org, user.operator ? 'operator' : r.role ?? 'member')) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/orgs', tag: 'orgs', summary: 'Creates an organization (with its `default` project), optionally with starting credits and an owner.',
+      schema: {
+        body: input({
+          name: NAME, credits_usd: USD_INPUT, retention: str('', { enum: ['standard', 'none'], default: 'standard' }),
+          owner_email: { ...EMAIL, description: 'An existing user to make its owner' },
+        }, ['name']),
+        response: { 201: ORG },
+      },
+      async handler(request, reply) {
+        const b = request.body as { name: string; credits_usd?: number | string; retention: 'standard' | 'none'; owner_email?: string };
+        const credits = b.credits_usd === undefined ? 0 : usdInput(b.credits_usd, 'credits_usd');
+        if (credits < 0) throw invalidField('credits_usd', '"credits_usd" must not be negative');
+        const owner = b.owner_email === undefined ? undefined : await store.accounts.findUserByEmail(b.owner_email);
+        if (b.owner_email !== undefined && !owner) throw invalidField('owner_email', `"owner_email": no user with email ${b.owner_email}`);
+        const org = await conflictAs409(() => store.createOrg(b.name.trim(), credits, b.retention));
+        if (owner) await store.accounts.addMember(org.id, owner.id, 'owner');
+        void reply.code(201);
+        return orgView(org, 'operator');
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org', tag: 'orgs', summary: 'One organization: balance, retention and the caller\'s role.',
+      schema: { params: params('org'), response: { 200: ORG } },
+      async handler(request) {
+        const { org, role } = scopeOf(request);
+        return orgView(org, role);
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
+      schema: { params: params('org'), response: { 200: list(PROJECT) } },
+      async handler(request) {
+        return { data: (await store.tenancy.listProjects(scopeOf(request).org.id)).map(projectView) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'Creates a project; names are unique in the org (409).',
+      schema: { params: params('org'), body: input({ name: NAME }, ['name']), response: { 201: PROJECT } },
+      async handler(request, reply) {
+        const p = await conflictAs409(() => store.tenancy.createProject(scopeOf(request).org.id, (request.body as { name: string }).name.trim()));
+        void reply.code(201);
+        return projectView({ ...p, liveKeys: 0 });
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/keys', tag: 'keys', summary: 'Every API key of the org, newest first (never the keys themselves).',
+      schema: { params: params('org'), response: { 200: list(API_KEY) } },
+      async handler(request) {
+        return { data: (await store.tenancy.listKeys(scopeOf(request).org.id)).map((k) => keyView(k, d.now())) };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys', summary: 'The API keys of one project, newest first.',
+      schema: { params: params('org', 'project'), response: { 200: list(API_KEY) } },
+      async handler(request) {
+        const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
+        return { data: (await store.tenancy.listKeys(project.orgId, project.id)).map((k) => keyView(k, d.now())) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+      summary: 'Creates an API key in the project; the key is in this response only. Optional expiry and model allow-list.',
+      schema: { params: params('org', 'project'), body: KEY_BODY, response: { 201: CREATED_KEY } },
+      async handler(request, reply) {
+        const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
+        const b = (request.body ?? {}) as { name?: string; expires_at?: string | null; allowed_models?: string[] | null };
+        const { key, prefix, hash } = generateApiKey();
+        const record = await store.tenancy.createKey({
+          orgId: project.orgId, projectId: project.id, prefix, hash, name: b.name?.trim() ?? '',
+          expiresAt: futureTime(b.expires_at, d.now(), 'expires_at'), allowedModels: allowedModels(d.catalog, b.allowed_models), createdBy: callerOf(request).user.id,
+        });
+        if (!record) throw new GatewayError('not_found', [`No project ${project.id}`]);
+        void reply.code(201);
+        return { ...keyView({ ...record, projectName: project.name }, d.now()), key };
+      },
+    },
+    {
+      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', summary: 'Revokes an API key: refused everywhere within a second.',
+      schema: { params: params('org', 'key'), response: { 200: API_KEY } },
+      async handler(request) {
+        const id = (request.params as { key: string }).key;
+        const revoked = await store.tenancy.revokeKey(scopeOf(request).org.id, id);
+        if (!revoked) throw new GatewayError('not_found', [`No API key ${id}`]);
+        return keyView(revoked, d.now());
+      },
+    },
+  ];
+}
+
+async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
+  const project = await d.store.tenancy.getProject(orgId, p.project);
+  if (!project) throw new GatewayError('not_found', [`No project ${p.project}`]);
+  return project;
+}
