@@ -1,0 +1,97 @@
+import type { JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { del, get, patch, post, type ListOf, type Member, type Role } from '../api';
+import type { PageProps } from '../app';
+import { when } from '../format';
+import { Confirm, ErrorBox, Page, Show, useLoad } from '../ui';
+
+const ROLES: Role[] = ['member', 'admin', 'owner'];
+
+/** Members and their roles; owners (and operators) add by email, change roles and remove. */
+export function MembersPage({ org, me }: PageProps): JSX.Element {
+  const members = useLoad((signal) => get<ListOf<Member>>(`/orgs/${org.id}/members`, undefined, signal), [org.id]);
+  const owner = org.role === 'owner' || org.role === 'operator';
+  const [error, setError] = useState<unknown>(undefined);
+  const [removing, setRemoving] = useState<Member | undefined>(undefined);
+  const act = async (work: () => Promise<unknown>): Promise<void> => {
+    setError(undefined);
+    try {
+      await work();
+      members.reload();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <Page title="Members">
+      {owner ? <AddMember orgId={org.id} onAdded={members.reload} /> : null}
+      <ErrorBox error={error} />
+      <Show value={members}>
+        {(m) => (
+          <div class="scroll">
+            <table>
+              <caption class="sr-only">Members of {org.name}</caption>
+              <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>{owner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr></thead>
+              <tbody>
+                {m.data.length === 0 ? <tr><td colSpan={4} class="muted">No members.</td></tr> : null}
+                {m.data.map((x) => (
+                  <tr key={x.user_id}>
+                    <td>{x.email}{x.user_id === me.id ? ' (you)' : ''}</td>
+                    <td>
+                      {owner ? (
+                        <select aria-label={`Role of ${x.email}`} value={x.role} onChange={(e) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role: e.currentTarget.value }))}>
+                          {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
+                        </select>
+                      ) : x.role}
+                    </td>
+                    <td>{when(x.created_at)}</td>
+                    {owner ? <td><button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={() => setRemoving(x)}>Remove</button></td> : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Show>
+      <Confirm open={removing !== undefined} title="Remove this member?" confirm="Remove member" onClose={() => setRemoving(undefined)}
+        onConfirm={() => removing && void act(() => del(`/orgs/${org.id}/members/${removing.user_id}`))}>
+        <p>{removing?.email} loses access to {org.name} at once.</p>
+      </Confirm>
+    </Page>
+  );
+}
+
+function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): JSX.Element {
+  const [f, setF] = useState({ email: '', role: 'member', password: '' });
+  const [error, setError] = useState<unknown>(undefined);
+  const [done, setDone] = useState('');
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    setDone('');
+    try {
+      const m = await post<Member>(`/orgs/${orgId}/members`, { email: f.email.trim(), role: f.role, ...(f.password ? { password: f.password } : {}) });
+      setDone(`Added ${m.email} as ${m.role}.`);
+      setF({ email: '', role: 'member', password: '' });
+      onAdded();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-member-title">
+      <h2 id="add-member-title">Add a member</h2>
+      <div class="grid">
+        <label><span>Email</span><input type="email" required value={f.email} onInput={(e) => setF({ ...f, email: e.currentTarget.value })} /></label>
+        <label>
+          <span>Role</span>
+          <select value={f.role} onChange={(e) => setF({ ...f, role: e.currentTarget.value })}>{ROLES.map((r) => <option key={r} value={r}>{r}</option>)}</select>
+        </label>
+        <label><span>First password (only for a new user)</span><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></label>
+      </div>
+      <ErrorBox error={error} />
+      {done ? <p role="status">{done}</p> : null}
+      <div class="actions"><button type="submit">Add member</button></div>
+    </form>
+  );
+}
