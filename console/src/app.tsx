@@ -12,7 +12,7 @@ import { ProviderKeysPage } from './pages/provider-keys';
 import { SignIn } from './pages/sign-in';
 import { UsagePage } from './pages/usage';
 import { Link, navigate, useLocation, type Location } from './router';
-import { ErrorBox } from './ui';
+import { ErrorBox, Field } from './ui';
 
 export interface PageProps { org: Org; me: Me; loc: Location; rest: string[] }
 
@@ -77,12 +77,11 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
       <header class="top">
         <span class="brand">Tollgate</span>
         {orgs && (me.operator || orgs.length > 1) ? (
-          <label class="org-switch">
-            <span>Organization</span>
+          <Field label="Organization" class="org-switch">
             <select value={orgId} onChange={(e) => navigate(`/orgs/${e.currentTarget.value}/${pageName}`)}>
               {orgs.map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
             </select>
-          </label>
+          </Field>
         ) : org ? <span class="org-name">{org.name}</span> : null}
         <span class="who">{me.email}{me.operator ? ' · operator' : org ? ` · ${org.role}` : ''}</span>
         <button type="button" class="secondary" onClick={() => void signOut()}>Sign out</button>

@@ -1,5 +1,5 @@
-import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { cloneElement, type ComponentChildren, type JSX, type VNode } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
 /** Data loaded from the API: re-read when `deps` change or `reload()` is called. */
@@ -20,6 +20,17 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: read
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { ...state, reload };
+}
+
+/** A form control with its label, tied by id (so the control's name is the label alone, not the label plus its value). */
+export function Field({ label, class: className, children }: { label: string; class?: string; children: VNode<{ id?: string }> }): JSX.Element {
+  const id = useId();
+  return (
+    <div class={className ? `field ${className}` : 'field'}>
+      <label for={id}>{label}</label>
+      {cloneElement(children, { id })}
+    </div>
+  );
 }
 
 export function errorText(e: unknown): string {

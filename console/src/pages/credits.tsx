@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, post, type Credit, type Credits } from '../api';
 import type { PageProps } from '../app';
 import { usd, when } from '../format';
-import { ErrorBox, Page, Stat } from '../ui';
+import { ErrorBox, Page, Stat, Field } from '../ui';
 
 /** The balance and the credit ledger (paged); operators add or remove credits. */
 export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () => void }): JSX.Element {
@@ -65,8 +65,8 @@ function AddCredits({ orgId, onAdded }: { orgId: string; onAdded: () => void }):
     <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-credits-title">
       <h2 id="add-credits-title">Add credits</h2>
       <div class="grid">
-        <label><span>Amount (USD; negative removes)</span><input inputMode="decimal" required pattern="-?[0-9]+(\.[0-9]{1,6})?" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} /></label>
-        <label><span>Note</span><input maxLength={500} value={note} onInput={(e) => setNote(e.currentTarget.value)} /></label>
+        <Field label="Amount (USD; negative removes)"><input inputMode="decimal" required pattern="-?[0-9]+(\.[0-9]{1,6})?" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} /></Field>
+        <Field label="Note"><input maxLength={500} value={note} onInput={(e) => setNote(e.currentTarget.value)} /></Field>
       </div>
       <ErrorBox error={error} />
       <div class="actions"><button type="submit">Add credits</button></div>

@@ -4,7 +4,7 @@ import { del, get, post, type ApiKey, type ListOf, type Project } from '../api';
 import type { PageProps } from '../app';
 import { ago, when } from '../format';
 import { navigate } from '../router';
-import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad } from '../ui';
+import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 
 const canAdmin = (role: string): boolean => role !== 'member';
 
@@ -39,12 +39,11 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
       <Show value={projects}>
         {(p) => (
           <div class="toolbar">
-            <label>
-              <span>Project</span>
+            <Field label="Project">
               <select value={projectId} onChange={(e) => navigate(`/orgs/${org.id}/keys?project=${e.currentTarget.value}`)}>
                 {p.data.map((x) => <option key={x.id} value={x.id}>{x.name} ({x.live_keys} live)</option>)}
               </select>
-            </label>
+            </Field>
             {admin ? <NewProject orgId={org.id} onCreated={(id) => { projects.reload(); navigate(`/orgs/${org.id}/keys?project=${id}`); }} /> : null}
           </div>
         )}
@@ -116,7 +115,7 @@ function NewProject({ orgId, onCreated }: { orgId: string; onCreated: (id: strin
   };
   return (
     <form class="inline" onSubmit={(e) => void submit(e)}>
-      <label><span>New project</span><input value={name} required onInput={(e) => setName(e.currentTarget.value)} /></label>
+      <Field label="New project"><input value={name} required onInput={(e) => setName(e.currentTarget.value)} /></Field>
       <button type="submit" class="secondary">Add project</button>
       <ErrorBox error={error} />
     </form>
@@ -155,23 +154,22 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
     <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">
       <h2 id="create-key-title">Create key</h2>
       <div class="grid">
-        <label><span>Name</span><input value={f.name} maxLength={100} onInput={set('name')} /></label>
-        <label><span>Expires (optional, local time)</span><input type="datetime-local" value={f.expires} onInput={set('expires')} /></label>
-        <label class="wide"><span>Allowed models (optional; comma-separated, empty: every model)</span><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></label>
+        <Field label="Name"><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
+        <Field label="Expires (optional, local time)"><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
+        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide"><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></Field>
       </div>
       <fieldset>
         <legend>Limits (optional)</legend>
         <div class="grid">
-          <label><span>Requests per minute</span><input type="number" min="1" step="1" inputMode="numeric" value={f.rpm} onInput={set('rpm')} /></label>
-          <label><span>Tokens per minute</span><input type="number" min="1" step="1" inputMode="numeric" value={f.tpm} onInput={set('tpm')} /></label>
-          <label><span>Max concurrent requests</span><input type="number" min="1" step="1" inputMode="numeric" value={f.concurrent} onInput={set('concurrent')} /></label>
-          <label><span>Budget (USD)</span><input type="number" min="0" step="0.000001" inputMode="decimal" value={f.budget} onInput={set('budget')} /></label>
-          <label>
-            <span>Budget period</span>
+          <Field label="Requests per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.rpm} onInput={set('rpm')} /></Field>
+          <Field label="Tokens per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.tpm} onInput={set('tpm')} /></Field>
+          <Field label="Max concurrent requests"><input type="number" min="1" step="1" inputMode="numeric" value={f.concurrent} onInput={set('concurrent')} /></Field>
+          <Field label="Budget (USD)"><input type="number" min="0" step="0.000001" inputMode="decimal" value={f.budget} onInput={set('budget')} /></Field>
+          <Field label="Budget period">
             <select value={f.period} onChange={set('period')}>
               <option value="day">day</option><option value="month">month</option><option value="total">total</option>
             </select>
-          </label>
+          </Field>
         </div>
       </fieldset>
       <ErrorBox error={error} />

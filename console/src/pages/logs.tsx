@@ -4,7 +4,7 @@ import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Proje
 import type { PageProps } from '../app';
 import { int, ms, usd, when } from '../format';
 import { Link, navigate } from '../router';
-import { Page, Show, Status, useLoad } from '../ui';
+import { Page, Show, Status, useLoad, Field } from '../ui';
 
 const FILTERS = ['project', 'key', 'model', 'status', 'from', 'to'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
@@ -52,37 +52,34 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
   return (
     <Page title="Logs">
       <form class="search" role="search" onSubmit={find}>
-        <label><span>Find a request by id</span><input value={search} placeholder="req_…" onInput={(e) => setSearch(e.currentTarget.value)} /></label>
+        <Field label="Find a request by id"><input value={search} placeholder="req_…" onInput={(e) => setSearch(e.currentTarget.value)} /></Field>
         <button type="submit" class="secondary">Find</button>
       </form>
       <form class="filters" onSubmit={apply} aria-label="Filter the log">
-        <label>
-          <span>Project</span>
+        <Field label="Project">
           <select value={draft.project} onChange={setD('project')}>
             <option value="">All projects</option>
             {projects.data?.data.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
           </select>
-        </label>
-        <label>
-          <span>Key</span>
+        </Field>
+        <Field label="Key">
           <select value={draft.key} onChange={setD('key')}>
             <option value="">All keys</option>
             {keys.data?.data.filter((k) => !draft.project || k.project_id === draft.project)
               .map((k) => <option key={k.id} value={k.id}>{k.name ? `${k.name} (${k.prefix}…)` : `${k.prefix}…`}</option>)}
           </select>
-        </label>
-        <label><span>Model</span><input value={draft.model} placeholder="any" onInput={setD('model')} /></label>
-        <label>
-          <span>Status</span>
+        </Field>
+        <Field label="Model"><input value={draft.model} placeholder="any" onInput={setD('model')} /></Field>
+        <Field label="Status">
           <select value={['', 'ok', 'error'].includes(draft.status) ? draft.status : 'code'} onChange={(e) => setDraft({ ...draft, status: e.currentTarget.value === 'code' ? '400' : e.currentTarget.value })}>
             <option value="">Any</option><option value="ok">OK (&lt; 400)</option><option value="error">Errors (≥ 400)</option><option value="code">One status code</option>
           </select>
-        </label>
+        </Field>
         {['', 'ok', 'error'].includes(draft.status) ? null : (
-          <label><span>Status code</span><input type="number" min="100" max="599" value={draft.status} onInput={setD('status')} /></label>
+          <Field label="Status code"><input type="number" min="100" max="599" value={draft.status} onInput={setD('status')} /></Field>
         )}
-        <label><span>From</span><input type="datetime-local" value={toLocal(draft.from)} onInput={(e) => setDraft({ ...draft, from: toIso(e.currentTarget.value) })} /></label>
-        <label><span>To</span><input type="datetime-local" value={toLocal(draft.to)} onInput={(e) => setDraft({ ...draft, to: toIso(e.currentTarget.value) })} /></label>
+        <Field label="From"><input type="datetime-local" value={toLocal(draft.from)} onInput={(e) => setDraft({ ...draft, from: toIso(e.currentTarget.value) })} /></Field>
+        <Field label="To"><input type="datetime-local" value={toLocal(draft.to)} onInput={(e) => setDraft({ ...draft, to: toIso(e.currentTarget.value) })} /></Field>
         <div class="actions">
           <button type="submit">Apply filters</button>
           <button type="button" class="secondary" onClick={() => { const none = { project: '', key: '', model: '', status: '', from: '', to: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>

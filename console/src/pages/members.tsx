@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { del, get, patch, post, type ListOf, type Member, type Role } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
-import { Confirm, ErrorBox, Page, Show, useLoad } from '../ui';
+import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 
 const ROLES: Role[] = ['member', 'admin', 'owner'];
 
@@ -82,12 +82,11 @@ function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): 
     <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-member-title">
       <h2 id="add-member-title">Add a member</h2>
       <div class="grid">
-        <label><span>Email</span><input type="email" required value={f.email} onInput={(e) => setF({ ...f, email: e.currentTarget.value })} /></label>
-        <label>
-          <span>Role</span>
+        <Field label="Email"><input type="email" required value={f.email} onInput={(e) => setF({ ...f, email: e.currentTarget.value })} /></Field>
+        <Field label="Role">
           <select value={f.role} onChange={(e) => setF({ ...f, role: e.currentTarget.value })}>{ROLES.map((r) => <option key={r} value={r}>{r}</option>)}</select>
-        </label>
-        <label><span>First password (only for a new user)</span><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></label>
+        </Field>
+        <Field label="First password (only for a new user)"><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></Field>
       </div>
       <ErrorBox error={error} />
       {done ? <p role="status">{done}</p> : null}

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { get, type ListOf, type ModelRecord } from '../api';
 import type { PageProps } from '../app';
 import { int, perUnit } from '../format';
-import { Page, Show, useLoad } from '../ui';
+import { Page, Show, useLoad, Field } from '../ui';
 
 const M = 1_000_000;
 
@@ -28,7 +28,7 @@ export function ModelsPage({ org }: PageProps): JSX.Element {
   return (
     <Page title="Models">
       <div class="toolbar">
-        <label><span>Filter models</span><input type="search" value={filter} placeholder="name, provider or kind" onInput={(e) => setFilter(e.currentTarget.value)} /></label>
+        <Field label="Filter models"><input type="search" value={filter} placeholder="name, provider or kind" onInput={(e) => setFilter(e.currentTarget.value)} /></Field>
       </div>
       <Show value={models}>
         {(d) => {

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { del, get, put, type ProviderKey } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
-import { Confirm, ErrorBox, Page, Show, useLoad } from '../ui';
+import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 
 /** The org's own provider keys (bring your own key): masked, set or replace, remove. */
 export function ProviderKeysPage({ org }: PageProps): JSX.Element {
@@ -38,11 +38,10 @@ export function ProviderKeysPage({ org }: PageProps): JSX.Element {
               }}>
                 <h2 id="set-key-title">Set or replace a key</h2>
                 <div class="grid">
-                  <label>
-                    <span>Provider</span>
+                  <Field label="Provider">
                     <select value={chosen} onChange={(e) => setProvider(e.currentTarget.value)}>{k.providers.map((p) => <option key={p} value={p}>{p}</option>)}</select>
-                  </label>
-                  <label><span>API key</span><input type="password" autoComplete="off" required value={secret} onInput={(e) => setSecret(e.currentTarget.value)} /></label>
+                  </Field>
+                  <Field label="API key"><input type="password" autoComplete="off" required value={secret} onInput={(e) => setSecret(e.currentTarget.value)} /></Field>
                 </div>
                 <div class="actions"><button type="submit">Save key</button></div>
               </form>

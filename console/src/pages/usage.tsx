@@ -4,7 +4,7 @@ import type { PageProps } from '../app';
 import { StackedBars, type Series } from '../chart';
 import { int, pct, usd } from '../format';
 import { navigate } from '../router';
-import { Page, Show, useLoad } from '../ui';
+import { Page, Show, useLoad, Field } from '../ui';
 
 const DAY = 86_400_000;
 const RANGES = [7, 30, 90] as const;
@@ -46,18 +46,16 @@ export function UsagePage({ org, loc }: PageProps): JSX.Element {
   return (
     <Page title="Usage">
       <div class="toolbar">
-        <label>
-          <span>Group by</span>
+        <Field label="Group by">
           <select value={by} onChange={(e) => set(e.currentTarget.value, range)}>
             <option value="model">Model</option><option value="project">Project</option>
           </select>
-        </label>
-        <label>
-          <span>Range</span>
+        </Field>
+        <Field label="Range">
           <select value={String(range)} onChange={(e) => set(by, Number(e.currentTarget.value))}>
             {RANGES.map((r) => <option key={r} value={String(r)}>Last {r} days</option>)}
           </select>
-        </label>
+        </Field>
       </div>
       <Show value={usage}>
         {(u) => {
