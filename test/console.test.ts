@@ -230,7 +230,8 @@ describe('the web console', () => {
     const logs = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/logs?limit=200`);
     const micros = ((await logs.json()) as { data: Array<{ cost_usd: number }> }).data.reduce((a, r) => a + Math.round(r.cost_usd * 1e6), 0);
     const total = micros / 1e6;
-    expect(await page.getByTestId('usage-cost').textContent()).toBe(total < 0.01 ? usd6(total) : total < 1 ? `$${total.toFixed(4)}` : `$${total.toFixed(2)}`);
+    expect(await page.getByTestId('usage-cost').textContent()).toBe(`$${total.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`);
+    expect(total).toBeCloseTo(0.1 + cost, 9); // two tracks and the chat: shown to the micro-dollar, not rounded away
     expect(await page.locator('figure.chart svg rect').count()).toBeGreaterThan(0);
     await expectAccessible('usage');
     await page.getByLabel('Group by').selectOption('project');

@@ -13,7 +13,7 @@ export interface Series { name: string; values: number[] }
  */
 export function StackedBars(props: { label: string; days: string[]; series: Series[]; format: (n: number) => string }): JSX.Element {
   const { days, series } = props;
-  const W = 720, H = 220, left = 64, bottom = 24, top = 8;
+  const W = 720, H = 200, left = 64, bottom = 24, top = 8;
   const totals = days.map((_, i) => series.reduce((a, s) => a + (s.values[i] ?? 0), 0));
   const max = Math.max(...totals, 0);
   const scale = max > 0 ? (H - bottom - top) / max : 0;
@@ -21,7 +21,7 @@ export function StackedBars(props: { label: string; days: string[]; series: Seri
   const ticks = max > 0 ? [0, max / 2, max] : [0];
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.label}: ${days.length} days, largest day ${props.format(max)}`} preserveAspectRatio="none">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.label}: ${days.length} days, largest day ${props.format(max)}`}>
         <title>{props.label}</title>
         {ticks.map((t) => {
           const y = H - bottom - t * scale;
@@ -42,7 +42,7 @@ export function StackedBars(props: { label: string; days: string[]; series: Seri
                 return h > 0 ? <rect key={s.name} x={left + i * bw + 1} y={y} width={Math.max(bw - 2, 1)} height={h} fill={colourOf(j)}><title>{`${day} · ${s.name}: ${props.format(s.values[i] ?? 0)}`}</title></rect> : null;
               })}
               {(i === 0 || i === days.length - 1 || i % Math.ceil(days.length / 6) === 0)
-                ? <text x={left + i * bw + bw / 2} y={H - 6} text-anchor="middle" class="axis">{day.slice(5)}</text> : null}
+                ? <text x={left + i * bw + bw / 2} y={H - 6} text-anchor={i === days.length - 1 ? 'end' : i === 0 ? 'start' : 'middle'} class="axis">{day.slice(5)}</text> : null}
             </g>
           );
         })}

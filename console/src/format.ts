@@ -1,9 +1,10 @@
 /** How the console writes numbers, money and times. */
 
+/** USD as exact as the API gives it (micro-dollars): at least 2 decimals, up to 6, never rounded away. */
 export function usd(n: number, digits?: number): string {
   const abs = Math.abs(n);
-  const d = digits ?? (abs === 0 ? 2 : abs < 0.01 ? 6 : abs < 1 ? 4 : 2);
-  return `${n < 0 ? '−' : ''}$${abs.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })}`;
+  const text = abs.toLocaleString('en-US', { minimumFractionDigits: digits ?? 2, maximumFractionDigits: digits ?? 6 });
+  return `${n < 0 ? '−' : ''}$${text}`;
 }
 
 export const int = (n: number): string => n.toLocaleString('en-US');

@@ -27,7 +27,7 @@ export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () 
   }, [org.id]);
   return (
     <Page title="Credits">
-      <div class="stats"><Stat label="Balance" value={balance === undefined ? '…' : usd(balance, 2)} hint={org.name} /></div>
+      <div class="stats"><Stat label="Balance" value={balance === undefined ? '…' : usd(balance)} hint={org.name} /></div>
       {me.operator ? <AddCredits orgId={org.id} onAdded={() => { void load(); onChanged(); }} /> : null}
       <ErrorBox error={error} />
       <h2>Ledger</h2>
@@ -36,7 +36,7 @@ export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () 
           <thead><tr><th scope="col">When</th><th scope="col" class="num">Amount</th><th scope="col">Note</th><th scope="col">By</th></tr></thead>
           <tbody>
             {rows.length === 0 ? <tr><td colSpan={4} class="muted">No credit entries.</td></tr> : null}
-            {rows.map((c) => <tr key={c.id}><td>{when(c.created_at)}</td><td class="num">{usd(c.amount_usd, 2)}</td><td>{c.note ?? ''}</td><td>{c.created_by?.email ?? 'command line'}</td></tr>)}
+            {rows.map((c) => <tr key={c.id}><td>{when(c.created_at)}</td><td class="num">{usd(c.amount_usd)}</td><td>{c.note ?? ''}</td><td>{c.created_by?.email ?? 'command line'}</td></tr>)}
           </tbody>
         </table>
       </div>

@@ -30,6 +30,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
     try {
       await del(`/orgs/${org.id}/keys/${k.id}`);
       keys.reload();
+      projects.reload();
     } catch (e) {
       setError(e);
     }
@@ -58,7 +59,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
       ) : null}
       {creating && projectId ? (
         <CreateKey orgId={org.id} projectId={projectId} onCancel={() => setCreating(false)}
-          onCreated={(k) => { setCreating(false); setCreated(k); keys.reload(); }} />
+          onCreated={(k) => { setCreating(false); setCreated(k); keys.reload(); projects.reload(); }} />
       ) : null}
       <ErrorBox error={error} />
       <Show value={keys}>

@@ -15,7 +15,7 @@ export function OverviewPage({ org }: PageProps): JSX.Element {
         {(d) => (
           <>
             <div class="stats">
-              <Stat label="Balance" value={usd(d.balance_usd, 2)} hint={org.name} />
+              <Stat label="Balance" value={usd(d.balance_usd)} hint={org.name} />
               <Stat label="Spend, last 7 days" value={usd(d.last_7_days.cost_usd)} hint={`${int(d.last_7_days.requests)} requests`} />
               <Stat label="Spend, last 30 days" value={usd(d.last_30_days.cost_usd)} hint={`${int(d.last_30_days.requests)} requests`} />
               <Stat label="Error rate, 30 days" value={pct(d.last_30_days.error_rate)} hint={`${int(d.last_30_days.errors)} errors`} />
