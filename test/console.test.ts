@@ -285,6 +285,14 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByText('Added new@acme.test as admin.').waitFor();
     expect(await page.getByLabel('Role of new@acme.test').inputValue()).toBe('admin');
     await expectAccessible('members');
+    // Choosing another role changes nothing until "Change role".
+    await page.getByLabel('Role of new@acme.test').selectOption('member');
+    const before = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
+    expect(((await before.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'admin' }));
+    await page.getByRole('button', { name: 'Change role' }).click();
+    await page.getByRole('button', { name: 'Change role' }).waitFor({ state: 'detached' });
+    const after = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
+    expect(((await after.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'member' }));
   });
 
   it('sets, masks and removes a provider key', async () => {

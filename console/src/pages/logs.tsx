@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Project } from '../api';
 import type { PageProps } from '../app';
 import { int, ms, usd, when } from '../format';
@@ -25,6 +25,9 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
   const [previous, setPrevious] = useState<string[]>([]);
   const [draft, setDraft] = useState<Filters>(filters);
   const [search, setSearch] = useState('');
+  // The form follows the address (back, forward, the Logs link): what it shows is what is applied.
+  const applied = FILTERS.map((k) => filters[k]).join('\n');
+  useEffect(() => setDraft(filters), [applied]);
   const projects = useLoad((signal) => get<ListOf<Project>>(`/orgs/${org.id}/projects`, undefined, signal), [org.id]);
   const keys = useLoad((signal) => get<ListOf<ApiKey>>(`/orgs/${org.id}/keys`, undefined, signal), [org.id]);
   const page = useLoad(

@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { del, get, patch, post, type ListOf, type Member, type Role } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
@@ -35,18 +35,8 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
               <tbody>
                 {m.data.length === 0 ? <tr><td colSpan={4} class="muted">No members.</td></tr> : null}
                 {m.data.map((x) => (
-                  <tr key={x.user_id}>
-                    <td>{x.email}{x.user_id === me.id ? ' (you)' : ''}</td>
-                    <td>
-                      {owner ? (
-                        <select aria-label={`Role of ${x.email}`} value={x.role} onChange={(e) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role: e.currentTarget.value }))}>
-                          {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
-                        </select>
-                      ) : x.role}
-                    </td>
-                    <td>{when(x.created_at)}</td>
-                    {owner ? <td><button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={() => setRemoving(x)}>Remove</button></td> : null}
-                  </tr>
+                  <MemberRow key={x.user_id} member={x} you={x.user_id === me.id} owner={owner}
+                    onRole={(role) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role }))} onRemove={() => setRemoving(x)} />
                 ))}
               </tbody>
             </table>
@@ -58,6 +48,30 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
         <p>{removing?.email} loses access to {org.name} at once.</p>
       </Confirm>
     </Page>
+  );
+}
+
+/** One member; a role is changed with its own button, so moving through the menu with the arrow keys changes nothing yet. */
+function MemberRow(props: { member: Member; you: boolean; owner: boolean; onRole: (role: Role) => void; onRemove: () => void }): JSX.Element {
+  const { member: x, owner } = props;
+  const [role, setRole] = useState<Role>(x.role);
+  useEffect(() => setRole(x.role), [x.role]);
+  return (
+    <tr>
+      <td>{x.email}{props.you ? ' (you)' : ''}</td>
+      <td>
+        {owner ? (
+          <div class="actions">
+            <select aria-label={`Role of ${x.email}`} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+              {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
+            </select>
+            {role !== x.role ? <button type="button" class="small" onClick={() => props.onRole(role)}>Change role</button> : null}
+          </div>
+        ) : x.role}
+      </td>
+      <td>{when(x.created_at)}</td>
+      {owner ? <td><button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={props.onRemove}>Remove</button></td> : null}
+    </tr>
   );
 }
 

@@ -18,7 +18,7 @@ export function OverviewPage({ org }: PageProps): JSX.Element {
               <Stat label="Balance" value={usd(d.balance_usd)} hint={org.name} />
               <Stat label="Spend, last 7 days" value={usd(d.last_7_days.cost_usd)} hint={`${int(d.last_7_days.requests)} requests`} />
               <Stat label="Spend, last 30 days" value={usd(d.last_30_days.cost_usd)} hint={`${int(d.last_30_days.requests)} requests`} />
-              <Stat label="Error rate, 30 days" value={pct(d.last_30_days.error_rate)} hint={`${int(d.last_30_days.errors)} errors`} />
+              <Stat label="Error rate, 30 days" value={pct(d.last_30_days.error_rate)} hint={`${int(d.last_30_days.errors)} errors; 7 days: ${pct(d.last_7_days.error_rate)}`} />
             </div>
             <h2>Spend per day, last 30 days</h2>
             <StackedBars label="Spend per day in USD" days={d.daily.map((x) => x.day)} series={[{ name: 'Cost (USD)', values: d.daily.map((x) => x.cost_usd) }]} format={(n) => usd(n)} />
