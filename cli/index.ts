@@ -27,7 +27,7 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
       console.log(`First start: created organization "${demo.org.name}" with $${formatUsd(demo.org.balanceMicros)} of credits.`);
       if (demo.login) {
         console.log(`Console login (an operator; shown once): ${demo.login.email} / ${demo.login.password}`);
-        console.log('  sign in with POST /api/v1/session (see docs/management.md); add users with `gateway users create`');
+        console.log('  sign in to the web console (its address is printed below); add users with `gateway users create`');
       }
       console.log('Its API key is shown once, here (create more with `gateway keys create --org NAME`):');
       console.log(demo.key);
@@ -40,6 +40,7 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
   });
   gateway.startTasks();
   console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
+  console.log(`Web console: ${url}/console`);
   if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
   if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
   let stopping = false;

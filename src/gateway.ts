@@ -1,7 +1,9 @@
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
+import { registerConsole } from './console.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
 import { registerManagement } from './management/index.js';
@@ -12,6 +14,7 @@ import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
+import { packageRoot } from './paths.js';
 import { Telemetry } from './telemetry/index.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
@@ -107,6 +110,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   };
   const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
+  registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
   registerManagement(app, { store, catalog, now, redis, orgRoutes });
   try {

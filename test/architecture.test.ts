@@ -21,7 +21,7 @@ function sources(dir: string): string[] {
   for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
     const p = join(dir, e.name);
     if (e.isDirectory()) out.push(...sources(p));
-    else if (/\.(ts|mts|js|mjs)$/.test(e.name)) out.push(p);
+    else if (/\.(ts|tsx|mts|js|mjs)$/.test(e.name)) out.push(p);
   }
   return out;
 }
@@ -54,11 +54,12 @@ export function violation({ from, to }: Edge): string | undefined {
   }
   if (area === 'simulator') return ['src', 'simulator'].includes(top(to)) ? undefined : 'the simulator imports only itself and src/';
   if (area === 'cli') return ['src', 'plugins', 'simulator', 'cli'].includes(top(to)) ? undefined : 'the CLI imports src/, plugins/ and simulator/';
+  if (area === 'console') return top(to) === 'console' ? undefined : 'the web console is a browser client of the management API: it imports only its own files';
   return undefined;
 }
 
 function allEdges(): Edge[] {
-  return ['src', 'plugins', 'simulator', 'cli'].flatMap(sources).flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
+  return ['src', 'plugins', 'simulator', 'cli', 'console/src'].flatMap(sources).flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
 }
 
 describe('the house: who may import whom', () => {
@@ -69,6 +70,7 @@ describe('the house: who may import whom', () => {
     expect(edges).toContainEqual({ from: 'cli/index.ts', to: 'plugins/index.ts' });
     expect(edges).toContainEqual({ from: 'plugins/chat/index.ts', to: 'src/sdk.ts' });
     expect(edges.some((e) => e.from.startsWith('simulator/'))).toBe(true);
+    expect(edges).toContainEqual({ from: 'console/src/app.tsx', to: 'console/src/api' });
   });
 
   it('flags what the rules forbid', () => {
@@ -79,6 +81,7 @@ describe('the house: who may import whom', () => {
     expect(violation({ from: 'plugins/audio/speech.ts', to: 'simulator/mp3.ts' })).toBeDefined();
     expect(violation({ from: 'simulator/server.ts', to: 'plugins/chat/index.ts' })).toBeDefined();
     expect(violation({ from: 'simulator/server.ts', to: 'cli/index.ts' })).toBeDefined();
+    expect(violation({ from: 'console/src/api.ts', to: 'src/management/views.ts' })).toBeDefined();
     expect(importsOf('src/x.ts', "const m = await import('../plugins/index.js');\nexport { a } from '../bench/b.js';"))
       .toEqual([{ from: 'src/x.ts', to: 'plugins/index.ts' }, { from: 'src/x.ts', to: 'bench/b.ts' }]);
   });
@@ -89,6 +92,10 @@ describe('the house: who may import whom', () => {
 
   it('plugins import the core only through src/sdk.ts', () => {
     expect(edges.filter((e) => top(e.from) === 'plugins' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('the web console imports only its own files (it reaches the gateway over HTTP, /api/v1)', () => {
+    expect(edges.filter((e) => top(e.from) === 'console' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 
   it('the simulator and the CLI keep their direction', () => {

@@ -144,6 +144,7 @@ describe('first start of the embedded default', () => {
       const login = /^Console login \(an operator; shown once\): (admin@localhost) \/ ([A-Za-z0-9]{20})$/m.exec(first.stdout());
       expect(login).not.toBeNull();
       expect(first.stdout()).toMatch(/Console login.*\n.*\n.*\ntg_[A-Za-z0-9]{40}\n/);
+      expect(first.stdout()).toContain(`Web console: ${first.url}/console\n`);
       const api = await signIn(first.url, login![1]!, login![2]);
       expect((await api.get('/api/v1/me')).body).toMatchObject({ email: 'admin@localhost', operator: true });
       expect((await api.get('/api/v1/orgs')).body).toMatchObject({ data: [{ name: 'demo', balance_usd: 10, role: 'operator' }] });

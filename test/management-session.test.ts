@@ -71,6 +71,19 @@ describe('sessions', () => {
     expect((await api.get('/api/v1/me')).status).toBe(401);
   });
 
+  it('tells a page whether it is signed in (GET /api/v1/session), never with a 401', async () => {
+    const api = await signIn(t.url, 'owner@acme.test');
+    const r = await api.get('/api/v1/session');
+    expect([r.status, r.headers.get('cache-control')]).toEqual([200, 'no-store']);
+    expect(r.body).toMatchObject({ user: { id: ownerId, email: 'owner@acme.test', operator: false, orgs: [{ id: t.orgId, name: 'acme', role: 'owner' }] } });
+    for (const other of [anon(), new Api(t.url, { cookie: 'tollgate_session=forged' })]) {
+      const none = await other.get('/api/v1/session');
+      expect([none.status, none.body]).toEqual([200, { user: null }]);
+    }
+    await api.delete('/api/v1/session');
+    expect((await api.get('/api/v1/session')).body).toEqual({ user: null });
+  });
+
   it('answers 401 without a session or token, and for a made-up cookie', async () => {
     for (const api of [anon(), new Api(t.url, { cookie: 'tollgate_session=forged' })]) {
       const r = await api.get('/api/v1/me');

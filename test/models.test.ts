@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { copyProviders, expectLedgerMatchesLog, postJson, tempDir } from './harness.js';
+import { addUser, Api, code, signIn } from './management-helpers.js';
 
 interface ProviderEntry { providerId: string; modelName: string; pricing: Record<string, unknown>; [flag: string]: unknown }
 interface ModelRecord {
@@ -155,5 +156,20 @@ describe('GET /v1/models', () => {
     expect(await t.balance(t.orgId)).toBe(before);
     // A deprecated model that is still active keeps working until its deactivation.
     expect(find((await list()).body.data, 'old-embedder').deprecated_at).toBe('2020-01-01');
+  });
+});
+
+describe('GET /api/v1/orgs/{org}/models (the console)', () => {
+  it('is the same catalogue as GET /v1/models, for a signed-in member of the org only', async () => {
+    await addUser(t, 'member@browser.test', { org: 'browser', role: 'member' });
+    const api = await signIn(t.url, 'member@browser.test');
+    const r = await api.get(`/api/v1/orgs/${t.orgId}/models`);
+    expect([r.status, r.headers.get('cache-control')]).toEqual([200, 'no-store']);
+    expect(r.body).toEqual({ object: 'list', data: (await list()).body.data });
+    expect(ids(r.body.data as ModelRecord[])).not.toContain('retired-embedder');
+    const anonymous = await new Api(t.url).get(`/api/v1/orgs/${t.orgId}/models`);
+    expect([anonymous.status, code(anonymous)]).toEqual([401, 'authentication_required']);
+    const query = await api.get(`/api/v1/orgs/${t.orgId}/models?include_deactivated=true`);
+    expect([query.status, code(query)]).toEqual([400, 'invalid_request']);
   });
 });

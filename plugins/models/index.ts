@@ -49,5 +49,11 @@ export const modelsPlugin: GatewayPlugin = {
         return found;
       },
     });
+    // The same catalogue for the web console, which speaks only the management API.
+    api.orgRoute({
+      method: 'GET', url: '/models', role: 'member', tag: 'models',
+      summary: 'The model catalogue with prices (the records of GET /v1/models, deactivated models left out).',
+      handler: async () => ({ object: 'list', data: modelRecords(all, { includeDeactivated: false, excludeDeprecated: false, now: api.now() }) }),
+    });
   },
 };

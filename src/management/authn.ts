@@ -97,6 +97,13 @@ async function identify(store: Store, request: FastifyRequest): Promise<Caller> 
   return { user, via: 'session', sessionId };
 }
 
+/** The user of the request's session cookie, or null (no cookie, or a session that ended): for the console's first look. */
+export async function sessionUser(store: Store, request: FastifyRequest): Promise<User | null> {
+  const secret = readCookie(request, SESSION_COOKIE);
+  if (secret === undefined || secret === '') return null;
+  return (await store.accounts.sessionUser(sha256(secret))) ?? null;
+}
+
 async function orgScope(store: Store, user: User, orgId: string): Promise<OrgScope> {
   const org = await store.getOrg(orgId);
   const role = org && (user.operator ? 'operator' : await store.accounts.roleIn(org.id, user.id));

@@ -29,6 +29,7 @@ export const isOrgAccess = (a: Access): a is OrgRole => a in RANK;
  */
 export const ROUTE_ACCESS = {
   'GET /api/openapi.json': 'public',
+  'GET /api/v1/session': 'public',
   'POST /api/v1/session': 'public',
   'DELETE /api/v1/session': 'user',
   'GET /api/v1/me': 'user',

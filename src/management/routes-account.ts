@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import { callerOf } from './authn.js';
+import { callerOf, sessionUser } from './authn.js';
 import { newSession, newToken, sessionCookie, SESSION_COOKIE } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -37,6 +37,15 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
         await d.store.accounts.createSession(id, user.id, expiresAt);
         void reply.header('set-cookie', sessionCookie(request, secret, d.sessionTtlMs));
         return { ...meView(user, await d.store.accounts.membershipsOf(user.id)), expires_at: iso(expiresAt) };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/session', tag: 'session',
+      summary: 'Whether the request\'s session cookie is signed in: the user (as GET /api/v1/me) or null. Never 401, so a page can ask before showing a sign-in form.',
+      schema: { response: { 200: obj({ user: { anyOf: [ME, { type: 'null' }] } }) } },
+      async handler(request) {
+        const user = await sessionUser(d.store, request);
+        return { user: user && meView(user, await d.store.accounts.membershipsOf(user.id)) };
       },
     },
     {

@@ -1,0 +1,105 @@
+/**
+ * The console's only way to the gateway: the management API under /api/v1 (same origin,
+ * session cookie). Errors arrive in the gateway's standard body and become ApiError.
+ */
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+    readonly retryAfter: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+type Query = Record<string, string | number | undefined | null>;
+
+function withQuery(path: string, query?: Query): string {
+  if (!query) return path;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+/** Fired on window when a request finds the session gone (401), so the app shows the sign-in form. */
+export const SIGNED_OUT_EVENT = 'tollgate:signed-out';
+
+export async function api<T>(method: string, path: string, opts: { query?: Query; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+  const res = await fetch(withQuery(`/api/v1${path}`, opts.query), {
+    method,
+    credentials: 'same-origin',
+    headers: opts.body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    signal: opts.signal,
+  });
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const e = (body as { error?: { code?: string; message?: string; param?: string | null } } | null)?.error;
+    const retry = Number(res.headers.get('retry-after'));
+    const err = new ApiError(res.status, e?.code ?? 'http_error', e?.message ?? `HTTP ${res.status}`, e?.param ?? null, Number.isFinite(retry) && retry > 0 ? retry : null);
+    if (res.status === 401 && path !== '/session') window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
+    throw err;
+  }
+  return body as T;
+}
+
+export const get = <T>(path: string, query?: Query, signal?: AbortSignal) => api<T>('GET', path, { query, signal });
+export const post = <T>(path: string, body: unknown = {}) => api<T>('POST', path, { body });
+export const put = <T>(path: string, body: unknown) => api<T>('PUT', path, { body });
+export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, { body });
+export const del = <T>(path: string) => api<T>('DELETE', path);
+
+/* The API's shapes (docs/management.md), as far as the console reads them. */
+
+export type Role = 'owner' | 'admin' | 'member';
+export interface Me { id: string; email: string; operator: boolean; orgs: Array<{ id: string; name: string; role: Role }> }
+export interface Org { id: string; name: string; balance_usd: number; retention: string; role: Role | 'operator' }
+export interface Project { id: string; name: string; created_at: string; live_keys: number }
+export interface ApiKey {
+  id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';
+  created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; allowed_models: string[] | null;
+}
+export interface LogItem {
+  id: string; created_at: string; modality: string; project_id: string | null; project_name: string | null; key_id: string | null;
+  key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null;
+  status: number; error_code: string | null; prompt_tokens: number | null; completion_tokens: number | null; cost_usd: number;
+  cost_estimated: boolean; byok: boolean; duration_ms: number; ttfb_ms: number | null;
+}
+export interface LogDetail extends LogItem {
+  prompt: string | null; prompt_retained: boolean;
+  attempts: Array<{ provider: string; model: string; status: number | null; error: string | null; duration_ms: number }>;
+  extra: Record<string, unknown> | null;
+}
+export interface Sums { requests: number; errors: number; cost_usd: number; prompt_tokens: number; completion_tokens: number }
+export interface Totals extends Sums { error_rate: number }
+export interface Bucket extends Sums { day?: string; model?: string | null; project_id?: string | null; project_name?: string | null; key_id?: string | null; key_prefix?: string | null; key_name?: string | null }
+export interface Usage { from: string; to: string; group_by: string[]; totals: Totals; data: Bucket[] }
+export interface Overview {
+  balance_usd: number; last_7_days: Totals; last_30_days: Totals;
+  top_models: Array<{ model: string | null; requests: number; cost_usd: number }>;
+  top_projects: Array<{ project_id: string | null; project_name: string | null; requests: number; cost_usd: number }>;
+  daily: Array<{ day: string; requests: number; errors: number; cost_usd: number }>;
+}
+export interface Credit { id: number; amount_usd: number; note: string | null; created_at: string; created_by: { id: string; email: string } | null }
+export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
+export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }
+export interface Member { user_id: string; email: string; role: Role; created_at: string }
+export interface Track {
+  id: string; prompt: string; created: number; audio: { mime_type: string; storage: string; url?: string } | null;
+  usage: { cost_usd: number }; metadata: { used_model: string; used_provider: string; response_format: string }; expired: boolean; error: boolean;
+}
+export interface ModelRecord {
+  id: string; name: string; modality: string; family: string; context_length: number; pricing: Record<string, string>;
+  providers: Array<{ providerId: string }>; deprecated_at: string | null; deactivated_at: string | null;
+}
+export interface ListOf<T> { data: T[] }

@@ -1,0 +1,121 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { del, get, SIGNED_OUT_EVENT, type ListOf, type Me, type Org } from './api';
+import { CreditsPage } from './pages/credits';
+import { KeysPage } from './pages/keys';
+import { LogDetailPage, LogsPage } from './pages/logs';
+import { MembersPage } from './pages/members';
+import { ModelsPage } from './pages/models';
+import { MusicPage } from './pages/music';
+import { OverviewPage } from './pages/overview';
+import { ProviderKeysPage } from './pages/provider-keys';
+import { SignIn } from './pages/sign-in';
+import { UsagePage } from './pages/usage';
+import { Link, navigate, useLocation, type Location } from './router';
+import { ErrorBox, Field } from './ui';
+
+export interface PageProps { org: Org; me: Me; loc: Location; rest: string[] }
+
+interface NavItem { page: string; label: string; show: (org: Org) => boolean }
+const admin = (o: Org): boolean => o.role === 'admin' || o.role === 'owner' || o.role === 'operator';
+const NAV: NavItem[] = [
+  { page: 'overview', label: 'Overview', show: () => true },
+  { page: 'keys', label: 'Keys', show: () => true },
+  { page: 'logs', label: 'Logs', show: () => true },
+  { page: 'usage', label: 'Usage', show: () => true },
+  { page: 'music', label: 'Music', show: () => true },
+  { page: 'models', label: 'Models', show: () => true },
+  { page: 'members', label: 'Members', show: () => true },
+  { page: 'provider-keys', label: 'Provider keys', show: admin },
+  { page: 'credits', label: 'Credits', show: () => true },
+];
+
+/** The console: the session decides between the sign-in form and the pages. */
+export function App(): JSX.Element {
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  useEffect(() => {
+    get<{ user: Me | null }>('/session').then((r) => setMe(r.user), setError);
+    const out = (): void => setMe(null);
+    window.addEventListener(SIGNED_OUT_EVENT, out);
+    return () => window.removeEventListener(SIGNED_OUT_EVENT, out);
+  }, []);
+  if (error) return <main id="main"><ErrorBox error={error} /></main>;
+  if (me === undefined) return <main id="main"><p class="muted">Loading…</p></main>;
+  if (me === null) return <SignIn onSignedIn={setMe} />;
+  return <Shell me={me} onSignedOut={() => setMe(null)} />;
+}
+
+function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.Element {
+  const loc = useLocation();
+  const [orgs, setOrgs] = useState<Org[] | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    get<ListOf<Org>>('/orgs').then((r) => setOrgs(r.data), setError);
+  }, [version]);
+  const parts = loc.path.split('/').filter(Boolean);
+  const orgId = parts[0] === 'orgs' ? parts[1] : undefined;
+  const pageName = parts[2] ?? 'overview';
+  const org = orgs?.find((o) => o.id === orgId);
+  useEffect(() => {
+    if (orgs && orgs[0] && !org) navigate(`/orgs/${orgs[0].id}/overview`, true);
+  }, [orgs, org]);
+  const signOut = async (): Promise<void> => {
+    try {
+      await del('/session');
+    } finally {
+      onSignedOut();
+      navigate('/', true);
+    }
+  };
+  const item = NAV.find((n) => n.page === pageName);
+  const props = org ? { org, me, loc, rest: parts.slice(3) } : undefined;
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <span class="brand">Tollgate</span>
+        {orgs && (me.operator || orgs.length > 1) ? (
+          <Field label="Organization" class="org-switch">
+            <select value={orgId} onChange={(e) => navigate(`/orgs/${e.currentTarget.value}/${pageName}`)}>
+              {orgs.map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
+            </select>
+          </Field>
+        ) : org ? <span class="org-name">{org.name}</span> : null}
+        <span class="who">{me.email}{me.operator ? ' · operator' : org ? ` · ${org.role}` : ''}</span>
+        <button type="button" class="secondary" onClick={() => void signOut()}>Sign out</button>
+      </header>
+      {org ? (
+        <nav aria-label="Console">
+          <ul>
+            {NAV.filter((n) => n.show(org)).map((n) => (
+              <li key={n.page}><Link to={`/orgs/${org.id}/${n.page}`} current={n.page === pageName}>{n.label}</Link></li>
+            ))}
+          </ul>
+        </nav>
+      ) : null}
+      <main id="main">
+        <ErrorBox error={error} />
+        {orgs && orgs.length === 0 ? <p>You are not a member of any organization yet: ask an owner to add you.</p> : null}
+        {!orgs && !error ? <p class="muted">Loading…</p> : null}
+        {props && item && item.show(props.org) ? <PageFor name={pageName} props={props} onOrgChanged={() => setVersion((v) => v + 1)} /> : null}
+        {props && (!item || !item.show(props.org)) ? <p>No such page. <Link to={`/orgs/${props.org.id}/overview`}>Overview</Link></p> : null}
+      </main>
+    </>
+  );
+}
+
+function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps; onOrgChanged: () => void }): JSX.Element {
+  switch (name) {
+    case 'keys': return <KeysPage {...props} />;
+    case 'logs': return props.rest[0] ? <LogDetailPage {...props} id={props.rest[0]} /> : <LogsPage {...props} />;
+    case 'usage': return <UsagePage {...props} />;
+    case 'music': return <MusicPage {...props} />;
+    case 'models': return <ModelsPage {...props} />;
+    case 'members': return <MembersPage {...props} />;
+    case 'provider-keys': return <ProviderKeysPage {...props} />;
+    case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
+    default: return <OverviewPage {...props} />;
+  }
+}

@@ -1,0 +1,183 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { del, get, post, type ApiKey, type ListOf, type Project } from '../api';
+import type { PageProps } from '../app';
+import { ago, when } from '../format';
+import { navigate } from '../router';
+import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+
+const canAdmin = (role: string): boolean => role !== 'member';
+
+/** API keys per project: create (shown once), revoke with confirmation, last use. */
+export function KeysPage({ org, loc }: PageProps): JSX.Element {
+  const projects = useLoad((signal) => get<ListOf<Project>>(`/orgs/${org.id}/projects`, undefined, signal), [org.id]);
+  const projectId = loc.query.get('project') ?? projects.data?.data[0]?.id;
+  const keys = useLoad(
+    (signal) => (projectId ? get<ListOf<ApiKey>>(`/orgs/${org.id}/projects/${projectId}/keys`, undefined, signal) : Promise.resolve({ data: [] })),
+    [org.id, projectId],
+  );
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>(undefined);
+  const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  useEffect(() => {
+    setCreated(undefined);
+    setCreating(false);
+  }, [projectId]);
+  const admin = canAdmin(org.role);
+  const revoke = async (k: ApiKey): Promise<void> => {
+    setError(undefined);
+    try {
+      await del(`/orgs/${org.id}/keys/${k.id}`);
+      keys.reload();
+      projects.reload();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <Page title="Keys" actions={admin && projectId ? <button type="button" onClick={() => setCreating(true)} aria-expanded={creating}>Create key</button> : null}>
+      <Show value={projects}>
+        {(p) => (
+          <div class="toolbar">
+            <Field label="Project">
+              <select value={projectId} onChange={(e) => navigate(`/orgs/${org.id}/keys?project=${e.currentTarget.value}`)}>
+                {p.data.map((x) => <option key={x.id} value={x.id}>{x.name} ({x.live_keys} live)</option>)}
+              </select>
+            </Field>
+            {admin ? <NewProject orgId={org.id} onCreated={(id) => { projects.reload(); navigate(`/orgs/${org.id}/keys?project=${id}`); }} /> : null}
+          </div>
+        )}
+      </Show>
+      {created ? (
+        <div class="notice" role="status">
+          <h2>New key “{created.name || created.prefix}”</h2>
+          <p>Copy it now: it is shown only this once and cannot be shown again.</p>
+          <p><code class="secret" aria-label="New API key">{created.key}</code></p>
+          <p><CopyButton text={created.key} label="Copy key" /> <button type="button" class="secondary" onClick={() => setCreated(undefined)}>Done</button></p>
+        </div>
+      ) : null}
+      {creating && projectId ? (
+        <CreateKey orgId={org.id} projectId={projectId} onCancel={() => setCreating(false)}
+          onCreated={(k) => { setCreating(false); setCreated(k); keys.reload(); projects.reload(); }} />
+      ) : null}
+      <ErrorBox error={error} />
+      <Show value={keys}>
+        {(k) => (
+          <div class="scroll">
+            <table>
+              <caption class="sr-only">API keys of the project</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col">Created</th>
+                  <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Models</th>{admin ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
+                </tr>
+              </thead>
+              <tbody>
+                {k.data.length === 0 ? <tr><td colSpan={8} class="muted">No keys in this project yet.</td></tr> : null}
+                {k.data.map((x) => (
+                  <tr key={x.id}>
+                    <td>{x.name || '—'}</td>
+                    <td><code>{x.prefix}…</code></td>
+                    <td><span class={`badge ${x.status === 'active' ? 'good' : 'bad'}`}>{x.status}</span></td>
+                    <td>{when(x.created_at)}</td>
+                    <td>{x.expires_at ? when(x.expires_at) : 'never'}</td>
+                    <td title={x.last_used_at ?? undefined}>{ago(x.last_used_at)}</td>
+                    <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
+                    {admin ? <td>{x.status === 'active' ? <button type="button" class="danger small" onClick={() => setRevoking(x)} aria-label={`Revoke key ${x.name || x.prefix}`}>Revoke</button> : null}</td> : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Show>
+      <Confirm open={revoking !== undefined} title="Revoke this key?" confirm="Revoke key" onClose={() => setRevoking(undefined)}
+        onConfirm={() => revoking && void revoke(revoking)}>
+        <p>Requests with <code>{revoking?.prefix}…</code> ({revoking?.name || 'unnamed'}) are refused everywhere within a second. This cannot be undone.</p>
+      </Confirm>
+    </Page>
+  );
+}
+
+function NewProject({ orgId, onCreated }: { orgId: string; onCreated: (id: string) => void }): JSX.Element {
+  const [name, setName] = useState('');
+  const [error, setError] = useState<unknown>(undefined);
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const p = await post<Project>(`/orgs/${orgId}/projects`, { name: name.trim() });
+      setName('');
+      onCreated(p.id);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="inline" onSubmit={(e) => void submit(e)}>
+      <Field label="New project"><input value={name} required onInput={(e) => setName(e.currentTarget.value)} /></Field>
+      <button type="submit" class="secondary">Add project</button>
+      <ErrorBox error={error} />
+    </form>
+  );
+}
+
+/** The create-key form: name, optional expiry, model allow-list, and limits (sent only when filled). */
+function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: ApiKey & { key: string }) => void; onCancel: () => void }): JSX.Element {
+  const [f, setF] = useState({ name: '', expires: '', models: '', rpm: '', tpm: '', concurrent: '', budget: '', period: 'month' });
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setF({ ...f, [k]: e.currentTarget.value });
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    setBusy(true);
+    const body: Record<string, unknown> = { name: f.name.trim() };
+    if (f.expires) body.expires_at = new Date(f.expires).toISOString();
+    const models = f.models.split(/[\s,]+/).filter(Boolean);
+    if (models.length > 0) body.allowed_models = models;
+    const limits: Record<string, unknown> = {};
+    if (f.rpm) limits.rpm = Number(f.rpm);
+    if (f.tpm) limits.tpm = Number(f.tpm);
+    if (f.concurrent) limits.max_concurrent = Number(f.concurrent);
+    if (f.budget) Object.assign(limits, { budget_usd: Number(f.budget), budget_period: f.period });
+    if (Object.keys(limits).length > 0) body.limits = limits;
+    try {
+      props.onCreated(await post<ApiKey & { key: string }>(`/orgs/${props.orgId}/projects/${props.projectId}/keys`, body));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">
+      <h2 id="create-key-title">Create key</h2>
+      <div class="grid">
+        <Field label="Name"><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
+        <Field label="Expires (optional, local time)"><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
+        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide"><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></Field>
+      </div>
+      <fieldset>
+        <legend>Limits (optional)</legend>
+        <div class="grid">
+          <Field label="Requests per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.rpm} onInput={set('rpm')} /></Field>
+          <Field label="Tokens per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.tpm} onInput={set('tpm')} /></Field>
+          <Field label="Max concurrent requests"><input type="number" min="1" step="1" inputMode="numeric" value={f.concurrent} onInput={set('concurrent')} /></Field>
+          <Field label="Budget (USD)"><input type="number" min="0" step="0.000001" inputMode="decimal" value={f.budget} onInput={set('budget')} /></Field>
+          <Field label="Budget period">
+            <select value={f.period} onChange={set('period')}>
+              <option value="day">day</option><option value="month">month</option><option value="total">total</option>
+            </select>
+          </Field>
+        </div>
+      </fieldset>
+      <ErrorBox error={error} />
+      <div class="actions">
+        <button type="submit" disabled={busy}>Create</button>
+        <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,177 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Project } from '../api';
+import type { PageProps } from '../app';
+import { int, ms, usd, when } from '../format';
+import { Link, navigate } from '../router';
+import { Page, Show, Status, useLoad, Field } from '../ui';
+
+const FILTERS = ['project', 'key', 'model', 'status', 'from', 'to'] as const;
+type Filters = Record<(typeof FILTERS)[number], string>;
+
+/** datetime-local value ↔ ISO 8601 (the API's `from`/`to`). */
+const toIso = (local: string): string => (local ? new Date(local).toISOString() : '');
+const toLocal = (iso: string): string => {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+};
+
+/** The request log, newest first: filters in the address (shareable), cursor paging, search by req_ id. */
+export function LogsPage({ org, loc }: PageProps): JSX.Element {
+  const filters = Object.fromEntries(FILTERS.map((k) => [k, loc.query.get(k) ?? ''])) as Filters;
+  const cursor = loc.query.get('cursor') ?? '';
+  const [previous, setPrevious] = useState<string[]>([]);
+  const [draft, setDraft] = useState<Filters>(filters);
+  const [search, setSearch] = useState('');
+  // The form follows the address (back, forward, the Logs link): what it shows is what is applied.
+  const applied = FILTERS.map((k) => filters[k]).join('\n');
+  useEffect(() => setDraft(filters), [applied]);
+  const projects = useLoad((signal) => get<ListOf<Project>>(`/orgs/${org.id}/projects`, undefined, signal), [org.id]);
+  const keys = useLoad((signal) => get<ListOf<ApiKey>>(`/orgs/${org.id}/keys`, undefined, signal), [org.id]);
+  const page = useLoad(
+    (signal) => get<{ data: LogItem[]; next_cursor: string | null }>(`/orgs/${org.id}/logs`, { ...filters, cursor, limit: 50 }, signal),
+    [org.id, loc.query.toString()],
+  );
+  const go = (f: Filters, c = ''): void => {
+    const q = new URLSearchParams();
+    for (const k of FILTERS) if (f[k]) q.set(k, f[k]);
+    if (c) q.set('cursor', c);
+    const s = q.toString();
+    navigate(`/orgs/${org.id}/logs${s ? `?${s}` : ''}`);
+  };
+  const apply = (e: Event): void => {
+    e.preventDefault();
+    setPrevious([]);
+    go(draft);
+  };
+  const find = (e: Event): void => {
+    e.preventDefault();
+    const id = search.trim();
+    if (id) navigate(`/orgs/${org.id}/logs/${encodeURIComponent(id)}`);
+  };
+  const setD = (k: keyof Filters) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setDraft({ ...draft, [k]: e.currentTarget.value });
+  return (
+    <Page title="Logs">
+      <form class="search" role="search" onSubmit={find}>
+        <Field label="Find a request by id"><input value={search} placeholder="req_…" onInput={(e) => setSearch(e.currentTarget.value)} /></Field>
+        <button type="submit" class="secondary">Find</button>
+      </form>
+      <form class="filters" onSubmit={apply} aria-label="Filter the log">
+        <Field label="Project">
+          <select value={draft.project} onChange={setD('project')}>
+            <option value="">All projects</option>
+            {projects.data?.data.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+          </select>
+        </Field>
+        <Field label="Key">
+          <select value={draft.key} onChange={setD('key')}>
+            <option value="">All keys</option>
+            {keys.data?.data.filter((k) => !draft.project || k.project_id === draft.project)
+              .map((k) => <option key={k.id} value={k.id}>{k.name ? `${k.name} (${k.prefix}…)` : `${k.prefix}…`}</option>)}
+          </select>
+        </Field>
+        <Field label="Model"><input value={draft.model} placeholder="any" onInput={setD('model')} /></Field>
+        <Field label="Status">
+          <select value={['', 'ok', 'error'].includes(draft.status) ? draft.status : 'code'} onChange={(e) => setDraft({ ...draft, status: e.currentTarget.value === 'code' ? '400' : e.currentTarget.value })}>
+            <option value="">Any</option><option value="ok">OK (&lt; 400)</option><option value="error">Errors (≥ 400)</option><option value="code">One status code</option>
+          </select>
+        </Field>
+        {['', 'ok', 'error'].includes(draft.status) ? null : (
+          <Field label="Status code"><input type="number" min="100" max="599" value={draft.status} onInput={setD('status')} /></Field>
+        )}
+        <Field label="From"><input type="datetime-local" value={toLocal(draft.from)} onInput={(e) => setDraft({ ...draft, from: toIso(e.currentTarget.value) })} /></Field>
+        <Field label="To"><input type="datetime-local" value={toLocal(draft.to)} onInput={(e) => setDraft({ ...draft, to: toIso(e.currentTarget.value) })} /></Field>
+        <div class="actions">
+          <button type="submit">Apply filters</button>
+          <button type="button" class="secondary" onClick={() => { const none = { project: '', key: '', model: '', status: '', from: '', to: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>
+        </div>
+      </form>
+      <Show value={page}>
+        {(p) => (
+          <>
+            <div class="scroll">
+              <table class="logs">
+                <caption class="sr-only">Requests, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Time (UTC)</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Model</th>
+                    <th scope="col">Project</th><th scope="col">Key</th><th scope="col" class="num">Tokens in / out</th>
+                    <th scope="col" class="num">Cost</th><th scope="col" class="num">Latency</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {p.data.length === 0 ? <tr><td colSpan={9} class="muted">No requests match.</td></tr> : null}
+                  {p.data.map((r) => (
+                    <tr key={r.id}>
+                      <td class="nowrap">{r.created_at.slice(0, 19).replace('T', ' ')}</td>
+                      <td><Link to={`/orgs/${org.id}/logs/${r.id}`}><code>{r.id}</code></Link></td>
+                      <td><Status code={r.status} />{r.error_code ? <span class="muted small"> {r.error_code}</span> : null}</td>
+                      <td>{r.model ?? '—'}</td>
+                      <td>{r.project_name ?? '—'}</td>
+                      <td>{r.key_prefix ? <code>{r.key_prefix}…</code> : '—'}</td>
+                      <td class="num">{r.prompt_tokens === null ? '—' : int(r.prompt_tokens)} / {r.completion_tokens === null ? '—' : int(r.completion_tokens)}</td>
+                      <td class="num">{usd(r.cost_usd)}{r.byok ? ' (own key)' : ''}</td>
+                      <td class="num">{ms(r.duration_ms)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav class="pager" aria-label="Pages of the log">
+              <button type="button" class="secondary" disabled={!cursor} onClick={() => { const prev = previous.slice(0, -1); go(filters, previous[previous.length - 1] ?? ''); setPrevious(prev); }}>Newer</button>
+              <button type="button" class="secondary" disabled={!p.next_cursor} onClick={() => { setPrevious([...previous, cursor]); go(filters, p.next_cursor ?? ''); }}>Older</button>
+            </nav>
+          </>
+        )}
+      </Show>
+    </Page>
+  );
+}
+
+/** One request: tokens, cost, latency, TTFB, provider, error, attempts, and the prompt where kept. */
+export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Element {
+  const r = useLoad((signal) => get<LogDetail>(`/orgs/${org.id}/logs/${encodeURIComponent(id)}`, undefined, signal), [org.id, id]);
+  return (
+    <Page title={`Request ${id}`}>
+      <p><Link to={`/orgs/${org.id}/logs`}>← All requests</Link></p>
+      <Show value={r}>
+        {(d) => (
+          <>
+            <dl class="details">
+              <dt>Time</dt><dd>{when(d.created_at)}</dd>
+              <dt>Status</dt><dd><Status code={d.status} /></dd>
+              <dt>Error</dt><dd>{d.error_code ?? 'none'}</dd>
+              <dt>Model requested</dt><dd>{d.model ?? '—'}</dd>
+              <dt>Model used</dt><dd>{d.used_model ?? '—'}</dd>
+              <dt>Provider</dt><dd>{d.provider ?? '—'}</dd>
+              <dt>Kind</dt><dd>{d.modality}</dd>
+              <dt>Project</dt><dd>{d.project_name ?? '—'}</dd>
+              <dt>Key</dt><dd>{d.key_prefix ? <code>{d.key_prefix}…</code> : '—'} {d.key_name ?? ''}</dd>
+              <dt>Prompt tokens</dt><dd>{d.prompt_tokens === null ? '—' : int(d.prompt_tokens)}</dd>
+              <dt>Completion tokens</dt><dd>{d.completion_tokens === null ? '—' : int(d.completion_tokens)}</dd>
+              <dt>Cost</dt><dd data-testid="cost">{usd(d.cost_usd, 6)}{d.cost_estimated ? ' (estimated)' : ''}{d.byok ? ' (organization’s own provider key: not debited)' : ''}</dd>
+              <dt>Latency</dt><dd>{ms(d.duration_ms)}</dd>
+              <dt>Time to first byte</dt><dd>{ms(d.ttfb_ms)}</dd>
+            </dl>
+            <h2>Upstream attempts</h2>
+            <div class="scroll">
+              <table>
+                <thead><tr><th scope="col">#</th><th scope="col">Provider</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col" class="num">Duration</th></tr></thead>
+                <tbody>
+                  {d.attempts.length === 0 ? <tr><td colSpan={6} class="muted">No upstream call (refused by the gateway).</td></tr> : null}
+                  {d.attempts.map((a, i) => <tr key={i}><td>{i + 1}</td><td>{a.provider}</td><td>{a.model}</td><td>{a.status ?? '—'}</td><td>{a.error ?? ''}</td><td class="num">{ms(a.duration_ms)}</td></tr>)}
+                </tbody>
+              </table>
+            </div>
+            <h2>Prompt</h2>
+            {d.prompt_retained ? (d.prompt ? <pre class="prompt">{d.prompt}</pre> : <p class="muted">No prompt text kept for this request.</p>)
+              : <p class="muted">This organization keeps no prompt text (retention: none).</p>}
+            {d.extra ? <><h2>Details</h2><pre class="prompt">{JSON.stringify(d.extra, null, 2)}</pre></> : null}
+          </>
+        )}
+      </Show>
+    </Page>
+  );
+}

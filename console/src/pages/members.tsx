@@ -1,0 +1,110 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { del, get, patch, post, type ListOf, type Member, type Role } from '../api';
+import type { PageProps } from '../app';
+import { when } from '../format';
+import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+
+const ROLES: Role[] = ['member', 'admin', 'owner'];
+
+/** Members and their roles; owners (and operators) add by email, change roles and remove. */
+export function MembersPage({ org, me }: PageProps): JSX.Element {
+  const members = useLoad((signal) => get<ListOf<Member>>(`/orgs/${org.id}/members`, undefined, signal), [org.id]);
+  const owner = org.role === 'owner' || org.role === 'operator';
+  const [error, setError] = useState<unknown>(undefined);
+  const [removing, setRemoving] = useState<Member | undefined>(undefined);
+  const act = async (work: () => Promise<unknown>): Promise<void> => {
+    setError(undefined);
+    try {
+      await work();
+      members.reload();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <Page title="Members">
+      {owner ? <AddMember orgId={org.id} onAdded={members.reload} /> : null}
+      <ErrorBox error={error} />
+      <Show value={members}>
+        {(m) => (
+          <div class="scroll">
+            <table>
+              <caption class="sr-only">Members of {org.name}</caption>
+              <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>{owner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr></thead>
+              <tbody>
+                {m.data.length === 0 ? <tr><td colSpan={4} class="muted">No members.</td></tr> : null}
+                {m.data.map((x) => (
+                  <MemberRow key={x.user_id} member={x} you={x.user_id === me.id} owner={owner}
+                    onRole={(role) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role }))} onRemove={() => setRemoving(x)} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Show>
+      <Confirm open={removing !== undefined} title="Remove this member?" confirm="Remove member" onClose={() => setRemoving(undefined)}
+        onConfirm={() => removing && void act(() => del(`/orgs/${org.id}/members/${removing.user_id}`))}>
+        <p>{removing?.email} loses access to {org.name} at once.</p>
+      </Confirm>
+    </Page>
+  );
+}
+
+/** One member; a role is changed with its own button, so moving through the menu with the arrow keys changes nothing yet. */
+function MemberRow(props: { member: Member; you: boolean; owner: boolean; onRole: (role: Role) => void; onRemove: () => void }): JSX.Element {
+  const { member: x, owner } = props;
+  const [role, setRole] = useState<Role>(x.role);
+  useEffect(() => setRole(x.role), [x.role]);
+  return (
+    <tr>
+      <td>{x.email}{props.you ? ' (you)' : ''}</td>
+      <td>
+        {owner ? (
+          <div class="actions">
+            <select aria-label={`Role of ${x.email}`} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+              {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
+            </select>
+            {role !== x.role ? <button type="button" class="small" onClick={() => props.onRole(role)}>Change role</button> : null}
+          </div>
+        ) : x.role}
+      </td>
+      <td>{when(x.created_at)}</td>
+      {owner ? <td><button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={props.onRemove}>Remove</button></td> : null}
+    </tr>
+  );
+}
+
+function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): JSX.Element {
+  const [f, setF] = useState({ email: '', role: 'member', password: '' });
+  const [error, setError] = useState<unknown>(undefined);
+  const [done, setDone] = useState('');
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    setDone('');
+    try {
+      const m = await post<Member>(`/orgs/${orgId}/members`, { email: f.email.trim(), role: f.role, ...(f.password ? { password: f.password } : {}) });
+      setDone(`Added ${m.email} as ${m.role}.`);
+      setF({ email: '', role: 'member', password: '' });
+      onAdded();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-member-title">
+      <h2 id="add-member-title">Add a member</h2>
+      <div class="grid">
+        <Field label="Email"><input type="email" required value={f.email} onInput={(e) => setF({ ...f, email: e.currentTarget.value })} /></Field>
+        <Field label="Role">
+          <select value={f.role} onChange={(e) => setF({ ...f, role: e.currentTarget.value })}>{ROLES.map((r) => <option key={r} value={r}>{r}</option>)}</select>
+        </Field>
+        <Field label="First password (only for a new user)"><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></Field>
+      </div>
+      <ErrorBox error={error} />
+      {done ? <p role="status">{done}</p> : null}
+      <div class="actions"><button type="submit">Add member</button></div>
+    </form>
+  );
+}

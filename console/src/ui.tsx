@@ -1,0 +1,123 @@
+import { cloneElement, type ComponentChildren, type JSX, type VNode } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { ApiError } from './api';
+
+/** Data loaded from the API: re-read when `deps` change or `reload()` is called. */
+export interface Loaded<T> { data: T | undefined; error: Error | undefined; loading: boolean; reload: () => void }
+
+export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: readonly unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: Error | undefined; loading: boolean }>({ data: undefined, error: undefined, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const ctl = new AbortController();
+    setState((s) => ({ ...s, loading: true }));
+    load(ctl.signal).then(
+      (data) => !ctl.signal.aborted && setState({ data, error: undefined, loading: false }),
+      (error: Error) => !ctl.signal.aborted && setState({ data: undefined, error, loading: false }),
+    );
+    return () => ctl.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { ...state, reload };
+}
+
+/** A form control with its label, tied by id (so the control's name is the label alone, not the label plus its value). */
+export function Field({ label, class: className, children }: { label: string; class?: string; children: VNode<{ id?: string }> }): JSX.Element {
+  const id = useId();
+  return (
+    <div class={className ? `field ${className}` : 'field'}>
+      <label for={id}>{label}</label>
+      {cloneElement(children, { id })}
+    </div>
+  );
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.code === 'http_error' ? e.message : `${e.message} (${e.code})`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function ErrorBox({ error }: { error: unknown }): JSX.Element | null {
+  if (!error) return null;
+  return <p class="error" role="alert">{errorText(error)}</p>;
+}
+
+/** Loading, error or the content of a Loaded value. */
+export function Show<T>({ value, children }: { value: Loaded<T>; children: (data: T) => ComponentChildren }): JSX.Element {
+  if (value.error) return <ErrorBox error={value.error} />;
+  if (value.data === undefined) return <p class="muted" aria-live="polite">Loading…</p>;
+  return <>{children(value.data)}</>;
+}
+
+export function Page({ title, actions, children }: { title: string; actions?: ComponentChildren; children: ComponentChildren }): JSX.Element {
+  useEffect(() => {
+    document.title = `${title} · Tollgate console`;
+  }, [title]);
+  return (
+    <section aria-labelledby="page-title">
+      <div class="page-head">
+        <h1 id="page-title" tabIndex={-1}>{title}</h1>
+        {actions ? <div class="actions">{actions}</div> : null}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+export function Stat({ label, value, hint }: { label: string; value: string; hint?: string }): JSX.Element {
+  return (
+    <div class="stat">
+      <div class="stat-label">{label}</div>
+      <div class="stat-value">{value}</div>
+      {hint ? <div class="stat-hint">{hint}</div> : null}
+    </div>
+  );
+}
+
+/**
+ * A confirmation in a modal <dialog> (focus is kept inside it, Escape cancels); `onConfirm`
+ * runs when the person confirms.
+ */
+export function Confirm(props: { open: boolean; title: string; children: ComponentChildren; confirm: string; onConfirm: () => void; onClose: () => void }): JSX.Element {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  return (
+    <dialog ref={ref} aria-labelledby="confirm-title" onClose={props.onClose} onCancel={props.onClose}>
+      <h2 id="confirm-title">{props.title}</h2>
+      <div>{props.children}</div>
+      <div class="actions">
+        <button type="button" class="danger" onClick={() => { props.onConfirm(); props.onClose(); }}>{props.confirm}</button>
+        <button type="button" class="secondary" onClick={props.onClose} autoFocus>Cancel</button>
+      </div>
+    </dialog>
+  );
+}
+
+export function Status({ code }: { code: number }): JSX.Element {
+  return <span class={`badge ${code >= 400 ? 'bad' : 'good'}`}>{code}</span>;
+}
+
+/** A button that copies text and says so (for a key shown once). */
+export function CopyButton({ text, label }: { text: string; label: string }): JSX.Element {
+  const [done, setDone] = useState<'' | 'Copied' | 'Copy failed: select the text and copy it'>('');
+  const copy = async (): Promise<void> => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setDone('Copied');
+    } catch {
+      setDone('Copy failed: select the text and copy it');
+    }
+  };
+  return (
+    <>
+      <button type="button" onClick={() => void copy()}>{label}</button>
+      <span role="status" class="muted">{done}</span>
+    </>
+  );
+}

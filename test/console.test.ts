@@ -1,0 +1,377 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+import { axeViolations, ensureConsoleBuilt, openBrowser, type Browser } from './browser.js';
+import { useGateway } from './fixtures.js';
+import { postJson } from './harness.js';
+import { addUser, PASSWORD } from './management-helpers.js';
+import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
+
+/**
+ * The web console in a real browser (headless Chromium): sign in, create a key and use
+ * it, find the request in the log with its cost, play a track, and the other pages; on
+ * every page axe-core finds nothing critical or serious, the browser logs no error and
+ * asks no host but the gateway. `TOLLGATE_SCREENSHOTS=1` (npm run screenshots) saves
+ * each page to docs/console/.
+ */
+
+const SCREENSHOTS = process.env.TOLLGATE_SCREENSHOTS === '1';
+const OPERATOR = 'ops@acme.test';
+
+let s3: TestS3;
+const t = useGateway(async () => {
+  ensureConsoleBuilt();
+  s3 = await startS3();
+  return { yaml: { storage: { s3: s3.config } } };
+});
+let browser: Browser;
+let page: Page;
+let orgId: string;
+let demoKey: string;
+let trackId: string;
+
+beforeAll(async () => {
+  const o = await t.org('acme', '10');
+  orgId = o.org.id;
+  demoKey = o.key;
+  await addUser(t, OPERATOR, { operator: true });
+  await t.org('globex', '3');
+  // A track in object storage for the Music page, and one whose object is deleted afterwards (410).
+  const made: string[] = [];
+  for (const prompt of ['a console song', 'a song that expired']) {
+    const r = await postJson(`${t.url}/v1/music`, { model: 'tune-3-clip-preview', prompt }, demoKey);
+    expect(r.status).toBe(200);
+    made.push((r.body as { id: string }).id);
+  }
+  trackId = made[0] as string;
+  for (const key of await s3.keys()) if (key.includes(made[1] as string)) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+  browser = await openBrowser();
+  page = browser.page;
+  page.setDefaultTimeout(15_000); // a missing element fails naming its locator, before the test's own timeout
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await s3?.close();
+});
+
+/** After each step: no console error, no uncaught exception, no request to another host. */
+afterEach(() => {
+  expect(browser.takeProblems()).toEqual({ errors: [], foreign: [] });
+});
+
+async function shot(name: string): Promise<void> {
+  if (!SCREENSHOTS) return;
+  const dir = join(packageRoot(), 'docs', 'console');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
+}
+
+/** Opens a page from the navigation and checks it: its heading, axe-core, a screenshot. */
+async function visit(link: string, heading = link): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
+}
+
+async function expectAccessible(name: string): Promise<void> {
+  expect(await axeViolations(page), name).toEqual([]);
+  await shot(name);
+}
+
+const usd6 = (n: number): string => `$${n.toFixed(6)}`;
+
+// One browser, one page, steps in order (each builds on the last); a step may wait on a slow shared machine.
+describe('the web console', { timeout: 45_000 }, () => {
+  it('is served at /console: the app for every page path, hashed assets cached for good, no bundle file outside it', async () => {
+    const index = await fetch(`${t.url}/console/orgs/x/logs`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await index.text();
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(asset).toBeDefined();
+    const js = await fetch(t.url + asset);
+    expect([js.status, js.headers.get('content-type'), js.headers.get('cache-control')])
+      .toEqual([200, 'text/javascript; charset=utf-8', 'public, max-age=31536000, immutable']);
+    expect((await fetch(`${t.url}/console/assets/missing.js`)).status).toBe(404);
+    for (const path of ['/console/../package.json', '/console/%2e%2e/%2e%2e/package.json', '/console/..%2f..%2fpackage.json', '/console/..%5c..%5cpackage.json']) {
+      const r = await fetch(t.url + path);
+      expect(await r.text(), path).not.toContain('"name": "tollgate"');
+    }
+  });
+
+  it('signs in, with clear messages for a wrong password and for throttling', async () => {
+    await page.goto(`${t.url}/console`);
+    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+    await expectAccessible('sign-in');
+    await page.getByLabel('Email').fill(OPERATOR);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Wrong email or password.');
+    // Four more failures for the account, then the sixth attempt is refused even with the right password.
+    for (let i = 0; i < 4; i++) await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Too many failed sign-ins\. Try again in \d+ seconds\.$/);
+    // The browser reports each refused request (401, then 429) on its console: those, and nothing else.
+    const { errors } = browser.takeProblems();
+    expect(errors.length).toBeGreaterThan(0);
+    for (const e of errors) expect(e).toMatch(/status of (401|429)/);
+  });
+
+  it('signs the operator in with the keyboard and shows the navigation', async () => {
+    const other = 'owner@acme.test';
+    await addUser(t, other, { operator: true, org: 'acme', role: 'owner' });
+    await page.getByLabel('Email').fill(other);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Password').press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    expect(await nav.getByRole('link').allTextContents())
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Credits']);
+    // An operator sees every org in the switcher.
+    expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
+    await page.getByLabel('Organization').selectOption({ label: 'acme' });
+    await page.waitForURL(`**/console/orgs/${orgId}/overview`);
+    // Keyboard: the first Tab reaches "Skip to content".
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+  });
+
+  let key = '';
+  let requestId = '';
+  let cost = 0;
+
+  it('creates a key, shows it once with a copy button, and the key works', async () => {
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url });
+    await visit('Keys');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('e2e key');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const shown = page.getByLabel('New API key');
+    await shown.waitFor();
+    key = (await shown.textContent()) ?? '';
+    expect(key).toMatch(/^tg_[A-Za-z0-9]{30,}$/);
+    await page.getByRole('button', { name: 'Copy key' }).click();
+    await page.getByText('Copied').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    await expectAccessible('keys');
+
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello from the console test' }] }, key);
+    expect(r.status).toBe(200);
+    requestId = r.headers.get('x-request-id') ?? '';
+    cost = Number((r.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total);
+    expect(requestId).toMatch(/^req_/);
+    expect(cost).toBeGreaterThan(0);
+    await t.gateway.log.flush();
+
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'e2e key' });
+    await row.waitFor();
+    expect(await page.content()).not.toContain(key);
+    expect(await row.textContent()).toContain('just now'); // last used
+  });
+
+  it('finds the request in Logs, newest first, with its cost, and opens it by its req_ id', async () => {
+    await visit('Logs');
+    const first = page.locator('table.logs tbody tr').first();
+    expect(await first.textContent()).toContain(requestId);
+    expect(await first.textContent()).toContain(usd6(cost));
+    await expectAccessible('logs');
+    await page.getByLabel('Status', { exact: true }).selectOption('error');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No requests match.').waitFor();
+    await page.getByLabel('Find a request by id').fill(requestId);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('heading', { level: 1, name: `Request ${requestId}` }).waitFor();
+    expect(await page.getByTestId('cost').textContent()).toBe(usd6(cost));
+    const details = await page.locator('dl.details').textContent();
+    expect(details).toContain('gpt-4o-mini');
+    expect(details).toContain('openai');
+    expect(details).toMatch(/Time to first byte\d/);
+    await expectAccessible('log-detail');
+  });
+
+  it('pages through the log by cursor: Older, then Newer, with no row twice', async () => {
+    // 50 more requests (in batches of 10), so the newest page of 50 leaves older rows for the next.
+    for (let batch = 0; batch < 5; batch++) {
+      await Promise.all(Array.from({ length: 10 }, () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'page me' }] }, demoKey)));
+    }
+    await t.gateway.log.flush();
+    await visit('Logs');
+    await page.getByRole('button', { name: 'Clear' }).click();
+    const ids = () => page.locator('table.logs tbody tr td:nth-child(2)').allTextContents();
+    await expect.poll(async () => (await ids()).length).toBe(50);
+    const newest = await ids();
+    expect(newest).not.toContain(requestId);
+    await page.getByRole('button', { name: 'Older' }).click();
+    await expect.poll(async () => (await ids())[0]).not.toBe(newest[0]);
+    const older = await ids();
+    expect(older).toContain(requestId);
+    expect(older.filter((id) => newest.includes(id))).toEqual([]);
+    expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Newer' }).click();
+    await expect.poll(ids).toEqual(newest);
+  });
+
+  it('revokes the key after a confirmation; the key is then refused', async () => {
+    await visit('Keys');
+    await page.getByRole('button', { name: 'Revoke key e2e key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke this key?' });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByRole('row').filter({ hasText: 'e2e key' }).getByText('revoked').waitFor();
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, key);
+    expect(r.status).toBe(401);
+  });
+
+  it('plays music through the content route, and shows a deleted track as expired (410)', async () => {
+    await visit('Music');
+    const player = page.locator(`audio[src$="/music/${trackId}/content"]`);
+    await player.waitFor();
+    await expect.poll(() => player.evaluate((a: HTMLAudioElement) => a.readyState), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    const src = (await player.getAttribute('src')) ?? '';
+    const bytes = await browser.context.request.get(t.url + src, { headers: { range: 'bytes=0-1023' } });
+    expect([bytes.status(), bytes.headers()['content-type']]).toEqual([206, 'audio/mpeg']);
+    expect(looksLikeMp3(Buffer.from(await bytes.body()))).toBe(true);
+    expect(await page.getByRole('link', { name: 'Download' }).first().getAttribute('download')).toMatch(/\.mp3$/);
+    await page.getByText('Expired: this track was deleted from storage (410 Gone).').waitFor();
+    // The browser reports the player's failed load (410); nothing else.
+    for (const e of browser.takeProblems().errors) expect(e).toMatch(/status of 410/);
+    await expectAccessible('music');
+  });
+
+  it('shows usage that sums to the logs, with charts', async () => {
+    await visit('Usage');
+    const logs = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/logs?limit=200`);
+    const micros = ((await logs.json()) as { data: Array<{ cost_usd: number }> }).data.reduce((a, r) => a + Math.round(r.cost_usd * 1e6), 0);
+    const total = micros / 1e6;
+    expect(await page.getByTestId('usage-cost').textContent()).toBe(`$${total.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`);
+    expect(Math.round(total * 1e6) % 1000).not.toBe(0); // the chats' micro-dollars are there to be shown, not rounded away
+    expect(await page.locator('figure.chart svg rect').count()).toBeGreaterThan(0);
+    await expectAccessible('usage');
+    await page.getByLabel('Group by').selectOption('project');
+    await page.getByRole('heading', { name: 'Cost per day by project' }).waitFor();
+  });
+
+  it('shows the overview: balance, spend, error rate, top models', async () => {
+    await visit('Overview');
+    expect(await page.locator('.stats').textContent()).toContain('Balance');
+    await page.getByRole('cell', { name: 'gpt-4o-mini' }).first().waitFor();
+    await expectAccessible('overview');
+  });
+
+  it('lists the models with prices per million tokens and per generation', async () => {
+    await visit('Models');
+    expect(await page.getByRole('row').filter({ hasText: 'gpt-4o-mini' }).first().textContent()).toMatch(/\/ 1M tokens/);
+    expect(await page.getByRole('row').filter({ hasText: 'tune-3-clip-preview' }).first().textContent()).toContain('$0.05 per generation');
+    await expectAccessible('models');
+  });
+
+  it('adds a member by email with a role', async () => {
+    await visit('Members');
+    const form = page.getByRole('form', { name: 'Add a member' });
+    await form.getByLabel('Email').fill('new@acme.test');
+    await form.getByLabel('Role').selectOption('admin');
+    await form.getByLabel('First password (only for a new user)').fill('a long first password');
+    await form.getByRole('button', { name: 'Add member' }).click();
+    await page.getByText('Added new@acme.test as admin.').waitFor();
+    expect(await page.getByLabel('Role of new@acme.test').inputValue()).toBe('admin');
+    await expectAccessible('members');
+    // Choosing another role changes nothing until "Change role".
+    await page.getByLabel('Role of new@acme.test').selectOption('member');
+    const before = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
+    expect(((await before.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'admin' }));
+    await page.getByRole('button', { name: 'Change role' }).click();
+    await page.getByRole('button', { name: 'Change role' }).waitFor({ state: 'detached' });
+    const after = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
+    expect(((await after.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'member' }));
+  });
+
+  it('sets, masks and removes a provider key', async () => {
+    await visit('Provider keys');
+    await page.getByLabel('Provider', { exact: true }).selectOption('openai');
+    await page.getByLabel('API key').fill('sk-console-test-0123456789abcd');
+    await page.getByRole('button', { name: 'Save key' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'openai' });
+    await row.waitFor();
+    expect(await row.textContent()).not.toContain('sk-console-test-0123456789abcd');
+    expect(await row.textContent()).toContain('abcd');
+    await expectAccessible('provider-keys');
+    await row.getByRole('button', { name: 'Remove the openai key' }).click();
+    await page.getByRole('dialog', { name: 'Remove this provider key?' }).getByRole('button', { name: 'Remove key' }).click();
+    await page.getByText('Removed the key for openai.').waitFor();
+  });
+
+  it('shows the credit ledger and lets an operator add credits', async () => {
+    await visit('Credits');
+    await page.getByLabel('Amount (USD; negative removes)').fill('5');
+    await page.getByLabel('Note').fill('top-up from the console test');
+    await page.getByRole('button', { name: 'Add credits' }).click();
+    await page.getByRole('cell', { name: 'top-up from the console test' }).waitFor();
+    await expectAccessible('credits');
+  });
+
+  it('is readable at a phone width (no page-wide horizontal scrolling)', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      for (const link of ['Overview', 'Logs', 'Keys']) {
+        await visit(link);
+        const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+          .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.parentElement?.closest('.scroll, nav'))
+          .map((e) => `${e.tagName.toLowerCase()}.${e.className}`));
+        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${link}: ${wide.join(', ')}`).toBe(true);
+      }
+      await shot('phone-keys');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
+  it('passes axe-core in the dark colour scheme too', async () => {
+    await page.emulateMedia({ colorScheme: 'dark' });
+    try {
+      for (const link of ['Overview', 'Logs', 'Keys']) {
+        await visit(link);
+        expect(await axeViolations(page), `${link} (dark)`).toEqual([]);
+      }
+    } finally {
+      await page.emulateMedia({ colorScheme: 'light' });
+    }
+  });
+
+  it('shows a member what a member may do: no Provider keys, no Create key or Revoke, no Add credits', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await addUser(t, 'member@acme.test', { org: 'acme', role: 'member' });
+    await page.getByLabel('Email').fill('member@acme.test');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents())
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Credits']);
+    expect(await page.getByLabel('Organization').count()).toBe(0); // one org, no switcher
+    await visit('Keys');
+    await page.getByRole('row').filter({ hasText: 'e2e key' }).waitFor();
+    expect(await page.getByRole('button', { name: /Create key|Revoke/ }).count()).toBe(0);
+    await visit('Credits');
+    await page.getByRole('cell', { name: 'top-up from the console test' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Add credits' }).count()).toBe(0);
+    await visit('Members');
+    expect(await page.getByRole('form', { name: 'Add a member' }).count()).toBe(0);
+    await expectAccessible('member-members');
+  });
+
+  it('signs out', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+  });
+});
