@@ -16,11 +16,18 @@ function daysOf(from: string, to: string): string[] {
   return out;
 }
 
-/** Per-day series of one measure, one series per model or project (the five largest, the rest as "other"). */
+/**
+ * Per-day series of one measure, one series per model or project: the five largest by cost
+ * (then requests), the rest as "other". Both charts rank the same way, so a model keeps its
+ * colour and legend place from one chart to the next.
+ */
 function seriesOf(u: Usage, days: string[], name: (b: Bucket) => string, measure: (b: Bucket) => number): Series[] {
-  const byName = new Map<string, number>();
-  for (const b of u.data) byName.set(name(b), (byName.get(name(b)) ?? 0) + measure(b));
-  const names = [...byName].sort((a, b) => b[1] - a[1]).map(([n]) => n);
+  const rank = new Map<string, [number, number]>();
+  for (const b of u.data) {
+    const r = rank.get(name(b)) ?? [0, 0];
+    rank.set(name(b), [r[0] + b.cost_usd, r[1] + b.requests]);
+  }
+  const names = [...rank].sort((a, b) => b[1][0] - a[1][0] || b[1][1] - a[1][1] || a[0].localeCompare(b[0])).map(([n]) => n);
   const top = names.slice(0, 5);
   const index = new Map(days.map((d, i) => [d, i]));
   const series = new Map<string, number[]>([...top, ...(names.length > 5 ? ['other'] : [])].map((n) => [n, days.map(() => 0)]));
