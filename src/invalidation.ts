@@ -148,8 +148,16 @@ class RedisBus extends LocalBus {
   }
 
   protected override async publish(message: string): Promise<boolean> {
-    this.publisher ??= await this.client({ maxRetriesPerRequest: 1, connectTimeout: 2000, retryStrategy: () => null });
-    await this.publisher.publish(REDIS_CHANNEL, message);
+    let publisher = this.publisher;
+    if (!publisher) {
+      // Its own connection (the CLI): not retried; once it ends, the next publish opens another.
+      const own = await this.client({ maxRetriesPerRequest: 1, connectTimeout: 2000, retryStrategy: () => null });
+      own.once('end', () => {
+        if (this.publisher === own) this.publisher = undefined;
+      });
+      this.publisher = publisher = own;
+    }
+    await publisher.publish(REDIS_CHANNEL, message);
     return true;
   }
 
@@ -240,7 +248,8 @@ class PostgresBus extends LocalBus {
 
   private newClient(): PgClient {
     const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
-    return new pg.Client(this.connection);
+    // Named after the channel: an operator (or a test) can find the listening connections in pg_stat_activity.
+    return new pg.Client({ ...this.connection, application_name: this.channel });
   }
 
   private async listen(): Promise<void> {
