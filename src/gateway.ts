@@ -14,6 +14,7 @@ import { secretBoxFor } from './secrets.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import { Telemetry } from './telemetry/index.js';
+import { LEASE_HELD_ELSEWHERE } from './storage/media-sweep.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
@@ -105,6 +106,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const upstream = new UpstreamClient();
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
+    // Another instance's turn says nothing new: at every tick of every other instance it would drown the runs' own lines.
+    else if (result === LEASE_HELD_ELSEWHERE) app.log.debug({ task, result }, 'maintenance task skipped');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const auth = new Authenticator(store, config.cache.ttlMs, now);
