@@ -32,7 +32,7 @@ export function revocationSuite(name: string, withRedis: boolean): void {
       sim = await startSimulator({ port: 0 });
       redis = withRedis ? await startPrivateRedis() : undefined;
       fleet = await startFleet({ n: 3, dir: tempDir(), simUrl: sim.url, databaseUrl: schema.url, redisUrl: redis?.url, yaml: { cache: { ttl_ms: TTL_MS } } });
-    }, 60_000);
+    }, 120_000); // the first fleet file after a source change builds dist/
     afterAll(async () => {
       await fleet?.stop();
       await killAll();
