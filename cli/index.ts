@@ -146,8 +146,8 @@ export function buildProgram(): Command {
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
-      await withStore(opts.config, (s, inv) => setProviderKey(s, opts.org, opts.provider, opts.key, inv), { secrets: true });
-      console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)`);
+      const { pushed } = await withStore(opts.config, (s, inv) => setProviderKey(s, opts.org, opts.provider, opts.key, inv), { secrets: true });
+      console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)${pushed ? '; every running instance told' : ''}`);
     });
   addProjectCommands(program);
   addUserCommands(program);

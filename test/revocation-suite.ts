@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, createOrg, createUser } from '../src/admin.js';
 import { openStore } from '../src/store/index.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { chat, cli, killAll } from './cli-helpers.js';
+import { chat, cli, killAll, sleep } from './cli-helpers.js';
 import { pgQuery, roundRobin, sharedPostgresSchema, startFleet, startPrivateRedis, type Fleet, type PrivateRedis } from './fleet.js';
 import { tempDir } from './harness.js';
 import { Api, PASSWORD, sessionCookieOf, type Obj } from './management-helpers.js';
@@ -28,10 +29,11 @@ export function revocationSuite(name: string, withRedis: boolean): void {
     let redis: PrivateRedis | undefined;
     let fleet: Fleet;
     const schema = sharedPostgresSchema(withRedis ? 'revoke_redis' : 'revoke_notify');
+    const env = { ...process.env, TOLLGATE_SECRET_KEY: randomBytes(32).toString('base64') }; // the CLI seals provider keys as the servers do
     beforeAll(async () => {
       sim = await startSimulator({ port: 0 });
       redis = withRedis ? await startPrivateRedis() : undefined;
-      fleet = await startFleet({ n: 3, dir: tempDir(), simUrl: sim.url, databaseUrl: schema.url, redisUrl: redis?.url, yaml: { cache: { ttl_ms: TTL_MS } } });
+      fleet = await startFleet({ n: 3, dir: tempDir(), simUrl: sim.url, databaseUrl: schema.url, redisUrl: redis?.url, yaml: { cache: { ttl_ms: TTL_MS } }, env });
     }, 120_000); // the first fleet file after a source change builds dist/
     afterAll(async () => {
       await fleet?.stop();
@@ -80,6 +82,30 @@ export function revocationSuite(name: string, withRedis: boolean): void {
 
       // Only what was announced was evicted: the control key is still served from the caches.
       expect(await stepStatuses(urls, control!)).toEqual(new Array(9).fill(200));
+    }, 60_000);
+
+    it("every instance uses an org's own provider key as soon as the CLI has set it", async () => {
+      const urls = fleet.urls();
+      const store = openStore(schema.url);
+      const live = await createOrg(store, 'byok', '5', 'standard').then(() => createKey(store, 'byok')).finally(() => store.close());
+      const byokOf = async (replies: Array<{ requestId: string | null }>): Promise<boolean[]> => {
+        const ids = replies.map((r) => r.requestId!);
+        for (let i = 0; i < 100; i++) { // bounded wait for the request log's batch
+          const rows = await pgQuery<{ request_id: string; byok: boolean }>(schema.url, 'SELECT request_id, byok FROM request_logs WHERE request_id = ANY($1)', [ids]);
+          if (rows.length === ids.length) return ids.map((id) => rows.find((r) => r.request_id === id)!.byok);
+          await sleep(100);
+        }
+        throw new Error('the request log rows did not arrive');
+      };
+      // Every instance has cached "no own keys" for the org (60 s): its requests are debited.
+      const before = await roundRobin(urls, 3, 3, (url) => chat(url, live.key));
+      expect(before.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(await byokOf(before)).toEqual([false, false, false]);
+      const set = await cli(['provider-keys', 'set', '--org', 'byok', '--provider', 'openai', '--key', 'sk-own-key-1', '--config', fleet.config], { env });
+      expect(set.stdout).toBe(`set "byok"'s own key for provider openai (stored encrypted); every running instance told\n`);
+      const after = await roundRobin(urls, 3, 3, (url) => chat(url, live.key));
+      expect(after.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(await byokOf(after)).toEqual([true, true, true]);
     }, 60_000);
   });
 }
