@@ -169,13 +169,18 @@ class RedisBus extends LocalBus {
     this.subscriber = sub;
     sub.on('error', (err: Error) => this.opts.onError?.(err, 'the Redis invalidation subscription'));
     sub.on('message', (_channel: string, message: string) => this.received(message));
+    // Resolves once subscribed, or when the first attempt failed: a Redis down at boot must not hold the start up.
+    let firstDone: () => void = () => undefined;
     const first = new Promise<void>((resolve) => {
-      sub.once('ready', () => resolve());
-      sub.once('end', () => resolve());
+      firstDone = resolve;
+      for (const event of ['error', 'end']) sub.once(event, () => resolve());
       setTimeout(resolve, 2500).unref();
     });
     sub.on('ready', () => {
-      sub.subscribe(REDIS_CHANNEL).then(() => this.resubscribed(), (err: unknown) => {
+      sub.subscribe(REDIS_CHANNEL).then(() => {
+        this.resubscribed();
+        firstDone();
+      }, (err: unknown) => {
         this.opts.onError?.(asError(err), 'subscribing to Redis invalidations');
         if (!this.closing) sub.disconnect(true); // reconnects, and tries again at the next `ready`
       });
