@@ -3,6 +3,7 @@ import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-con
 import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
 import { selectPlugins } from '../plugins/index.js';
 import { modalityRules } from '../src/gateway.js';
+import { createInvalidationBus, type Invalidator } from '../src/invalidation.js';
 import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
 import { secretBoxFor } from '../src/secrets.js';
 import { openStore } from '../src/store/index.js';
@@ -32,13 +33,20 @@ export function loadAll(file: string): { config: GatewayConfig; catalog: Provide
 /**
  * Runs `fn` on the store of the config's database, beside a running server (SQLite in
  * WAL mode, or PostgreSQL). `secrets`: also load the key that seals provider keys.
+ * `invalidation` announces a change to the running instances' caches, over Redis or
+ * PostgreSQL as the config says; it connects only when a command announces something.
  */
-export async function withStore<T>(file: string, fn: (store: Store) => Promise<T>, opts: { secrets?: boolean } = {}): Promise<T> {
+export async function withStore<T>(file: string, fn: (store: Store, invalidation: Invalidator) => Promise<T>, opts: { secrets?: boolean } = {}): Promise<T> {
   const config = loadConfig(file);
   const store = openStore(config.database.url, undefined, { secrets: opts.secrets ? secretBoxFor(config)?.box : undefined });
+  const invalidation = createInvalidationBus({
+    databaseUrl: config.database.url, redisUrl: config.redis?.url,
+    onError: (err, what) => console.error(`warning: ${what} failed (${err.message}); running instances notice within their cache TTL (${config.cache.ttlMs} ms)`),
+  });
   try {
-    return await fn(store);
+    return await fn(store, invalidation);
   } finally {
+    await invalidation.close();
     await store.close();
   }
 }

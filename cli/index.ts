@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createOrg, requireOrg, revokeKey } from '../src/admin.js';
+import { addCredits, bootstrapDemo, createOrg, requireOrg, revokeKey, setProviderKey } from '../src/admin.js';
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
@@ -125,11 +125,11 @@ export function buildProgram(): Command {
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
   addKeyCommands(keys);
-  keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); takes effect within a second.')
+  keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())
     .action(async (prefix: string, opts: { config: string }) => {
-      await withStore(opts.config, (s) => revokeKey(s, prefix.slice(0, 11)));
-      console.log(`revoked key ${prefix.slice(0, 11)}…`);
+      const { pushed } = await withStore(opts.config, (s, inv) => revokeKey(s, prefix.slice(0, 11), inv));
+      console.log(`revoked key ${prefix.slice(0, 11)}…${pushed ? ' (every running instance told)' : ''}`);
     });
 
   program.command('credits').description('Manage prepaid credits.')
@@ -147,8 +147,8 @@ export function buildProgram(): Command {
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
-      await withStore(opts.config, async (s) => s.providerKeys.set((await requireOrg(s, opts.org)).id, opts.provider, opts.key), { secrets: true });
-      console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)`);
+      const { pushed } = await withStore(opts.config, (s, inv) => setProviderKey(s, opts.org, opts.provider, opts.key, inv), { secrets: true });
+      console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)${pushed ? '; every running instance told' : ''}`);
     });
   addProjectCommands(program);
   addUserCommands(program);

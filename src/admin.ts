@@ -1,5 +1,6 @@
 import { generateApiKey } from './auth.js';
 import { randomBase62 } from './ids.js';
+import type { Invalidator } from './invalidation.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
 import { formatUsd, parseUsdToMicros } from './money.js';
 import type { OrgRole, User } from './store/accounts.js';
@@ -53,8 +54,20 @@ export async function createKey(store: Store, orgName: string, opts: KeyOptions 
   return { key, prefix, org, project, record };
 }
 
-export async function revokeKey(store: Store, prefix: string): Promise<void> {
+/** What a change told the running instances: `pushed` when they evicted it at once, else they see it within their cache TTL. */
+export interface Announced { pushed: boolean }
+
+/** Revokes a key and announces it to every instance's cache (the CLI is a process of its own). */
+export async function revokeKey(store: Store, prefix: string, invalidation?: Invalidator): Promise<Announced> {
   if (!(await store.revokeApiKey(prefix))) throw new Error(`no live API key with prefix "${prefix}"`);
+  return { pushed: (await invalidation?.invalidate('api_key', prefix)) ?? false };
+}
+
+/** Sets an org's own key for a provider (BYOK) and announces it to every instance's cache. */
+export async function setProviderKey(store: Store, orgName: string, provider: string, key: string, invalidation?: Invalidator): Promise<Announced> {
+  const org = await requireOrg(store, orgName);
+  await store.providerKeys.set(org.id, provider, key);
+  return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
 }
 
 export async function addCredits(store: Store, orgName: string, usd: string): Promise<string> {

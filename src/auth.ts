@@ -44,9 +44,10 @@ const MAX_CACHED_KEYS = 10_000;
 
 /**
  * Resolves bearer keys to their org and project. Lookups are cached for `ttlMs`
- * (default 1 s), so a revocation made by the CLI or the management API on the shared
- * database takes effect within that time without a database read on every request.
- * Expiry is checked at every request against the clock, cached or not.
+ * (default 1 s, `cache.ttl_ms`), so the database is not read on every request. A
+ * revocation is pushed to every instance (src/invalidation.ts) and `evict`ed at once;
+ * the TTL bounds how long a missed push is noticed. Expiry is checked at every
+ * request against the clock, cached or not.
  */
 export class Authenticator {
   private readonly cache;
@@ -75,15 +76,20 @@ export class Authenticator {
     return entry;
   }
 
+  /** Forgets a key (by prefix), or every key (null): the next request reads the database. */
+  evict(prefix: string | null): void {
+    if (prefix === null) this.cache.clear();
+    else this.cache.delete(prefix);
+  }
+
   private async load(prefix: string): Promise<AuthenticatedKey | undefined> {
+    const readAt = this.cache.epoch;
     const key = await this.store.findApiKey(prefix);
     const org = key && (await this.store.getOrg(key.orgId));
-    if (!key || !org) {
-      this.cache.delete(prefix);
-      return undefined;
-    }
+    if (!key || !org) return undefined;
     const entry = { key, org, project: await this.store.tenancy.getProject(org.id, key.projectId) };
-    this.cache.set(prefix, entry);
+    // Not cached when an eviction came in meanwhile: this read may predate the revocation it announced.
+    this.cache.set(prefix, entry, readAt);
     return entry;
   }
 }

@@ -6,6 +6,7 @@ import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerConsole } from './console.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
+import { createInvalidationBus, type InvalidationBus } from './invalidation.js';
 import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
@@ -16,6 +17,7 @@ import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerD
 import { openStore } from './store/index.js';
 import { packageRoot } from './paths.js';
 import { Telemetry } from './telemetry/index.js';
+import { LEASE_HELD_ELSEWHERE } from './storage/media-sweep.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
@@ -46,6 +48,11 @@ export interface Gateway {
   readonly store: Store;
   readonly catalog: ProviderCatalog;
   readonly log: RequestLogWriter;
+  /**
+   * Pushed cache invalidation across instances (src/invalidation.ts): `api_key` and
+   * `provider_key` evict the core's caches; `limits` is for a limits cache to subscribe to.
+   */
+  readonly invalidation: InvalidationBus;
   /** Runs every plugin's maintenance task once (what `gateway sweep` does). */
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
@@ -102,18 +109,27 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const upstream = new UpstreamClient();
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
+    // Another instance's turn says nothing new: at every tick of every other instance it would drown the runs' own lines.
+    else if (result === LEASE_HELD_ELSEWHERE) app.log.debug({ task, result }, 'maintenance task skipped');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
-  const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log, telemetry,
-    auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
-  };
+  const auth = new Authenticator(store, config.cache.ttlMs, now);
+  const providerKeys = new ProviderKeyCache(store, config.cache.ttlMs, now);
+  const invalidation = createInvalidationBus({
+    databaseUrl: config.database.url, redisUrl: config.redis?.url, redis,
+    onError: (err, what) => app.log.warn({ err }, `${what} failed; caches fall back to their ${config.cache.ttlMs} ms TTL`),
+  });
+  invalidation.on('api_key', (prefix) => auth.evict(prefix));
+  invalidation.on('provider_key', (orgId) => providerKeys.evict(orgId));
+  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, auth, providerKeys };
   const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, orgRoutes });
+  registerManagement(app, { store, catalog, now, redis, orgRoutes, invalidation });
   try {
+    // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
+    if (opts.maintenanceOnly !== true) await invalidation.start();
     // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
     const sealed = await store.providerKeys.sealPlaintext();
     if (sealed.sealed > 0) app.log.warn({ sealed: sealed.sealed }, 'encrypted provider keys that were stored in plaintext');
@@ -136,7 +152,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
-    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close()]);
+    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close(), invalidation.close()]);
     redis?.disconnect();
     objectStore?.close();
     throw err;
@@ -147,7 +163,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     res.once('close', () => inFlight--);
   });
   return {
-    app, store, catalog, log,
+    app, store, catalog, log, invalidation,
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
     get metricsUrl() {
@@ -181,6 +197,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // After the last request ended: its spans are exported before the process goes.
         await telemetry?.close();
         await upstream.close();
+        await invalidation.close();
         redis?.disconnect();
         objectStore?.close();
         await store.close();

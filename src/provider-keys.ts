@@ -5,9 +5,10 @@ import { TtlCache } from './ttl-cache.js';
 const MAX_CACHED_ORGS = 10_000;
 
 /**
- * Each org's own provider keys (BYOK), decrypted and cached for `ttlMs` (1 s) so a
- * model request does not read the database; a key set with the CLI or the management
- * API takes effect within that time.
+ * Each org's own provider keys (BYOK), decrypted and cached for `ttlMs` (1 s,
+ * `cache.ttl_ms`) so a model request does not read the database. A key set or removed
+ * with the CLI or the management API is pushed to every instance and `evict`ed at once
+ * (src/invalidation.ts); the TTL is the fallback.
  */
 export class ProviderKeyCache {
   private readonly cache;
@@ -19,8 +20,15 @@ export class ProviderKeyCache {
   async keysOf(orgId: string): Promise<ReadonlyMap<string, string>> {
     const hit = this.cache.get(orgId);
     if (hit) return hit;
+    const readAt = this.cache.epoch;
     const keys = await this.store.providerKeys.keysOf(orgId);
-    this.cache.set(orgId, keys);
+    this.cache.set(orgId, keys, readAt);
     return keys;
+  }
+
+  /** Forgets an org's keys, or every org's (null). */
+  evict(orgId: string | null): void {
+    if (orgId === null) this.cache.clear();
+    else this.cache.delete(orgId);
   }
 }

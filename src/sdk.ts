@@ -44,7 +44,7 @@ export type { RecordStore, StoredRecord } from './store/records.js';
 /** Opens a store by `database.url` (for tests and tools; a plugin is handed the gateway's store). */
 export { openStore } from './store/index.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
-export { deleteExpiredMedia, underLease, type MediaSweepDeps } from './storage/media-sweep.js';
+export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDeps, type MediaSweepOptions } from './storage/media-sweep.js';
 
 // Small utilities.
 export { newId } from './ids.js';

@@ -1,8 +1,9 @@
 import type { TaskDef } from './plugin.js';
 
 /**
- * Periodic maintenance tasks registered by plugins. A task never overlaps itself; a
- * failing run is reported and retried at the next interval.
+ * Periodic maintenance tasks registered by plugins. A task never overlaps itself: a
+ * tick that finds its last run still going is skipped, so each run is reported once
+ * however long it lasts. A failing run is reported and retried at the next interval.
  */
 export class TaskRunner {
   private readonly tasks: TaskDef[] = [];
@@ -40,6 +41,7 @@ export class TaskRunner {
   start(): void {
     for (const t of this.tasks) {
       const timer = setInterval(() => {
+        if (this.running.has(t.name)) return; // reported when that run ends, once
         this.run(t).then((r) => this.onResult(t.name, r), (e: unknown) => this.onResult(t.name, e instanceof Error ? e : new Error(String(e))));
       }, t.intervalMs);
       timer.unref();

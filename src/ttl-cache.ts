@@ -16,6 +16,7 @@ export interface TtlCacheOptions {
  */
 export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> {
   private readonly lru: LRUCache<K, V> | undefined;
+  private evictions = 0;
 
   constructor(opts: TtlCacheOptions) {
     // lru-cache reads ttl 0 as "never expires"; here it means "always read the source".
@@ -32,11 +33,28 @@ export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unkn
     return this.lru?.peek(key);
   }
 
-  set(key: K, value: V): void {
+  /**
+   * Counts `delete` and `clear` calls. A loader reads it before its source and passes it
+   * to `set`: a value read before an eviction (a pushed invalidation) is then not cached,
+   * since it may predate the change that caused the eviction.
+   */
+  get epoch(): number {
+    return this.evictions;
+  }
+
+  /** Stores `value`, unless `readAt` (an earlier `epoch`) shows an eviction happened since the value was read. */
+  set(key: K, value: V, readAt?: number): void {
+    if (readAt !== undefined && readAt !== this.evictions) return;
     this.lru?.set(key, value);
   }
 
   delete(key: K): void {
+    this.evictions++;
     this.lru?.delete(key);
+  }
+
+  clear(): void {
+    this.evictions++;
+    this.lru?.clear();
   }
 }

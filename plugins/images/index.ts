@@ -34,8 +34,8 @@ export const imagesPlugin: GatewayPlugin = {
     api.task({
       name: 'images-retention-sweep',
       intervalMs: settings.sweep_interval_ms,
-      run: () => underLease(api.store, 'images-retention-sweep', holder, Math.max(settings.sweep_interval_ms * 2, 60_000), api.now(), async () => {
-        const { deleted, failed } = await deleteExpiredMedia(deps, 'image');
+      run: () => underLease(api.store, 'images-retention-sweep', holder, settings.sweep_interval_ms * 2, deps.now, async (signal) => {
+        const { deleted, failed } = await deleteExpiredMedia(deps, 'image', { signal });
         return `deleted ${deleted} expired image(s)${failed ? `, ${failed} failed (retried next run)` : ''}`;
       }),
     });

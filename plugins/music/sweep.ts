@@ -12,18 +12,18 @@ export interface SweepDeps {
 }
 
 /**
- * The retention sweep (spec §3): for hosted tracks past their expiry, delete the
- * object first, then mark the record cleaned, so a failed delete is retried at the
- * next run. A lease keeps it to one instance when several share the database. Prompt
- * and lyrics text stay unless `log_text_retention_days` is set.
+ * The retention sweep (spec §3): each hosted track past its expiry is claimed, its
+ * object deleted, then the record marked cleaned; a failed delete is retried at the
+ * next run. A lease, renewed while the run lasts, keeps it to one instance when several
+ * share the database, and the claims keep each object to one delete even if two runs
+ * overlap. Prompt and lyrics text stay unless `log_text_retention_days` is set.
  */
 export function retentionSweep(deps: SweepDeps): () => Promise<string> {
   const holder = newId('sweeper');
   return () => {
     const now = deps.now();
-    const ttl = Math.max(deps.settings.sweep_interval_ms * 2, 60_000);
-    return underLease(deps.store, LEASE, holder, ttl, now, async () => {
-      const { deleted, failed } = await deleteExpiredMedia(deps, 'music');
+    return underLease(deps.store, LEASE, holder, deps.settings.sweep_interval_ms * 2, deps.now, async (signal) => {
+      const { deleted, failed } = await deleteExpiredMedia(deps, 'music', { signal });
       let cleared = 0;
       if (deps.settings.log_text_retention_days !== undefined) {
         cleared = await deps.store.media.clearText(now - deps.settings.log_text_retention_days * DAY_MS);

@@ -1,3 +1,4 @@
+import type { Invalidator } from '../invalidation.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
 import type { LoginThrottle } from './throttle.js';
@@ -7,6 +8,8 @@ export interface ManagementDeps {
   store: Store;
   catalog: ProviderCatalog;
   now: () => number;
+  /** Announces a revoked API key or a changed provider key to every instance's caches. */
+  invalidation: Invalidator;
   throttle: LoginThrottle;
   sessionTtlMs: number;
   /** A hash no password matches (computed once), verified against for unknown emails. */

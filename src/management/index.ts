@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { packageVersion } from '../paths.js';
+import type { Invalidator } from '../invalidation.js';
 import type { OrgRouteDef } from '../plugin.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
@@ -19,6 +20,8 @@ export interface ManagementOptions {
   store: Store;
   catalog: ProviderCatalog;
   now: () => number;
+  /** Where revocations and provider key changes are announced (src/invalidation.ts). */
+  invalidation: Invalidator;
   /** With Redis, sign-in throttling counts across instances. */
   redis: RedisLike | undefined;
   /** Plugin routes under /api/v1/orgs/:org (PluginApi.orgRoute); read when the app loads, so plugins may add to it after this call. */
@@ -36,7 +39,7 @@ export interface ManagementOptions {
 export function registerManagement(app: FastifyInstance, opts: ManagementOptions): void {
   let dummy: Promise<string> | undefined;
   const deps: ManagementDeps = {
-    store: opts.store, catalog: opts.catalog, now: opts.now,
+    store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation,
     throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),

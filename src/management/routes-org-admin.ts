@@ -69,7 +69,10 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
         const { provider } = request.params as { provider: string };
         if (!d.catalog.providers.has(provider)) throw invalidField('provider', `"provider": no provider "${provider}" (known: ${[...d.catalog.providers.keys()].sort().join(', ')})`);
         try {
-          return providerKeyView(await store.providerKeys.set(scopeOf(request).org.id, provider, (request.body as { key: string }).key, callerOf(request).user.id));
+          const orgId = scopeOf(request).org.id;
+          const info = await store.providerKeys.set(orgId, provider, (request.body as { key: string }).key, callerOf(request).user.id);
+          await d.invalidation.invalidate('provider_key', orgId);
+          return providerKeyView(info);
         } catch (err) {
           if (err instanceof SecretKeyMissingError) throw new GatewayError('encryption_unavailable', [err.message]);
           throw err;
@@ -81,7 +84,9 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'provider'), response: { 200: obj({ provider: str(), deleted: { type: 'boolean' } }) } },
       async handler(request) {
         const { provider } = request.params as { provider: string };
-        if (!(await store.providerKeys.delete(scopeOf(request).org.id, provider))) throw new GatewayError('not_found', [`No key of this organization for provider ${provider}`]);
+        const orgId = scopeOf(request).org.id;
+        if (!(await store.providerKeys.delete(orgId, provider))) throw new GatewayError('not_found', [`No key of this organization for provider ${provider}`]);
+        await d.invalidation.invalidate('provider_key', orgId);
         return { provider, deleted: true };
       },
     },

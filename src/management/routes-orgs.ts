@@ -148,12 +148,13 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', summary: 'Revokes an API key: refused everywhere within a second.',
+      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', summary: 'Revokes an API key: refused by every instance once this answers (pushed to their caches).',
       schema: { params: params('org', 'key'), response: { 200: API_KEY } },
       async handler(request) {
         const id = (request.params as { key: string }).key;
         const revoked = await store.tenancy.revokeKey(scopeOf(request).org.id, id);
         if (!revoked) throw new GatewayError('not_found', [`No API key ${id}`]);
+        await d.invalidation.invalidate('api_key', revoked.prefix);
         return keyView(revoked, d.now());
       },
     },

@@ -26,12 +26,22 @@ export class PostgresMediaStore implements MediaStore {
 
   async listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]> {
     const rows = await this.query<MediaRow>(`SELECT * FROM media WHERE storage = 's3' AND cleaned_at IS NULL AND expires_at <= $1
-      AND ($3::text IS NULL OR modality = $3) ORDER BY expires_at LIMIT $2`, [now, limit, modality ?? null]);
+      AND (claimed_until IS NULL OR claimed_until <= $1) AND ($3::text IS NULL OR modality = $3) ORDER BY expires_at LIMIT $2`, [now, limit, modality ?? null]);
     return rows.map(fromMediaRow);
   }
 
+  async claim(id: string, now: number, until: number): Promise<MediaRecord | undefined> {
+    const [row] = await this.query<MediaRow>(`UPDATE media SET claimed_until = $3 WHERE id = $1 AND storage = 's3' AND cleaned_at IS NULL
+      AND (claimed_until IS NULL OR claimed_until <= $2) RETURNING *`, [id, now, until]);
+    return row && fromMediaRow(row);
+  }
+
+  async unclaim(id: string): Promise<void> {
+    await this.query('UPDATE media SET claimed_until = NULL WHERE id = $1 AND cleaned_at IS NULL', [id]);
+  }
+
   async markCleaned(id: string, at: number): Promise<void> {
-    await this.query('UPDATE media SET cleaned_at = $2 WHERE id = $1', [id, at]);
+    await this.query('UPDATE media SET cleaned_at = $2, claimed_until = NULL WHERE id = $1', [id, at]);
   }
 
   async clearText(before: number): Promise<number> {

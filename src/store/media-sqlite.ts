@@ -27,12 +27,22 @@ export class SqliteMediaStore implements MediaStore {
 
   async listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]> {
     const rows = this.db.prepare(`SELECT * FROM media WHERE storage = 's3' AND cleaned_at IS NULL AND expires_at <= ?
-      AND (? IS NULL OR modality = ?) ORDER BY expires_at LIMIT ?`).all(now, modality ?? null, modality ?? null, limit) as MediaRow[];
+      AND (claimed_until IS NULL OR claimed_until <= ?) AND (? IS NULL OR modality = ?) ORDER BY expires_at LIMIT ?`)
+      .all(now, now, modality ?? null, modality ?? null, limit) as MediaRow[];
     return rows.map(fromMediaRow);
   }
 
+  async claim(id: string, now: number, until: number): Promise<MediaRecord | undefined> {
+    return asRecord(this.db.prepare(`UPDATE media SET claimed_until = ? WHERE id = ? AND storage = 's3' AND cleaned_at IS NULL
+      AND (claimed_until IS NULL OR claimed_until <= ?) RETURNING *`).get(until, id, now) as MediaRow | undefined);
+  }
+
+  async unclaim(id: string): Promise<void> {
+    this.db.prepare('UPDATE media SET claimed_until = NULL WHERE id = ? AND cleaned_at IS NULL').run(id);
+  }
+
   async markCleaned(id: string, at: number): Promise<void> {
-    this.db.prepare('UPDATE media SET cleaned_at = ? WHERE id = ?').run(at, id);
+    this.db.prepare('UPDATE media SET cleaned_at = ?, claimed_until = NULL WHERE id = ?').run(at, id);
   }
 
   async clearText(before: number): Promise<number> {

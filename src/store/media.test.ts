@@ -70,6 +70,27 @@ describe.each(drivers)('$name media and leases', ({ setup }) => {
     expect((await store.media.listExpired(10 * DAY, 100, 'image')).filter((r) => r.orgId === org).map((r) => r.id)).toEqual([image.id]);
   });
 
+  it('lets exactly one of many concurrent sweeps claim an expired record; a claim hides it until cleaned, given up or run out', async () => {
+    const org = newId('org');
+    const r = record(org, 0, { expiresAt: DAY });
+    await store.media.put(r);
+    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? store : other).media.claim(r.id, 2 * DAY, 2 * DAY + 1000)));
+    expect(claims.filter(Boolean).map((c) => c?.objectKey)).toEqual([r.objectKey]);
+    const due = async (at: number) => (await store.media.listExpired(at, 100, 'music')).filter((x) => x.orgId === org).map((x) => x.id);
+    expect(await due(2 * DAY)).toEqual([]);
+    // Given up (its delete failed): listed and claimable again.
+    await store.media.unclaim(r.id);
+    expect(await due(2 * DAY)).toEqual([r.id]);
+    expect(await other.media.claim(r.id, 2 * DAY, 2 * DAY + 1000)).toBeDefined();
+    // A claimer that crashed: claimable again once its claim ran out, never before.
+    expect(await store.media.claim(r.id, 2 * DAY + 999, 2 * DAY + 5000)).toBeUndefined();
+    expect(await due(2 * DAY + 1000)).toEqual([r.id]);
+    expect(await store.media.claim(r.id, 2 * DAY + 1000, 2 * DAY + 5000)).toBeDefined();
+    await store.media.markCleaned(r.id, 2 * DAY + 2000);
+    expect(await other.media.claim(r.id, 3 * DAY, 3 * DAY + 1000)).toBeUndefined();
+    expect(await store.media.get(r.id)).toEqual({ ...r, cleanedAt: 2 * DAY + 2000 });
+  });
+
   it('blanks prompt and text older than the log-text retention, keeping the rest', async () => {
     const org = newId('org');
     const old = record(org, 100);

@@ -41,8 +41,17 @@ export interface MediaStore {
   get(id: string): Promise<MediaRecord | undefined>;
   /** The org's most recent records of a modality, newest first. */
   list(orgId: string, modality: string, limit: number): Promise<MediaRecord[]>;
-  /** Hosted records whose expiry has passed and whose bytes are not yet deleted, oldest first (of one modality, when given). */
+  /** Hosted records whose expiry has passed, whose bytes are not yet deleted and that no sweep has a live claim on, oldest first (of one modality, when given). */
   listExpired(now: number, limit: number, modality?: string): Promise<MediaRecord[]>;
+  /**
+   * Claims an expired record for deletion until `until` (one statement: UPDATE … WHERE
+   * cleaned_at IS NULL AND no live claim … RETURNING). Undefined when it is cleaned or
+   * another sweep holds it: then its object is not this caller's to delete.
+   */
+  claim(id: string, now: number, until: number): Promise<MediaRecord | undefined>;
+  /** Gives a claim up (its delete failed): the next sweep tries again. */
+  unclaim(id: string): Promise<void>;
+  /** The object is deleted: the record is cleaned, its claim done. */
   markCleaned(id: string, at: number): Promise<void>;
   /** Log-text retention: blanks prompt and returned text of records and request logs created before `before`. */
   clearText(before: number): Promise<number>;

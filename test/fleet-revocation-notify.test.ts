@@ -1,0 +1,3 @@
+import { revocationSuite } from './revocation-suite.js';
+
+revocationSuite('PostgreSQL LISTEN/NOTIFY (no Redis)', false);
