@@ -4,6 +4,7 @@ import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
+import { createLimiter, type Limiter } from './limits/index.js';
 import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
@@ -43,6 +44,8 @@ export interface Gateway {
   readonly store: Store;
   readonly catalog: ProviderCatalog;
   readonly log: RequestLogWriter;
+  /** Limits and budgets of keys and projects (Redis when `redis.url` is set, else in-process). */
+  readonly limiter: Limiter;
   /** Runs every plugin's maintenance task once (what `gateway sweep` does). */
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
@@ -97,18 +100,34 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     onError: (err, rows) => app.log.error({ err, rows }, rows > 0 ? 'request log write failed; will retry' : "recording the API keys' last use failed"),
   });
   const upstream = new UpstreamClient();
+  let lastDegradedWarning = Number.NEGATIVE_INFINITY;
+  const limiter = createLimiter({
+    redis, now,
+    keyPrefix: config.redis ? `${config.redis.keyPrefix}limits:` : undefined,
+    // A budget's spend so far, when the engine has no counter: the request log, with the rows still queued here written first.
+    seed: async (scopeId, since) => {
+      await log.flush();
+      return store.limits.spentSince(scopeId, since);
+    },
+    onDegraded: (kind, err) => {
+      telemetry?.onLimitDegraded(kind);
+      if (now() - lastDegradedWarning < 10_000) return;
+      lastDegradedWarning = now();
+      app.log.warn({ err: err.message, kind }, 'limits store (Redis) unavailable: rate limits are not enforced (fail open), budgets answer 503 limits_unavailable');
+    },
+  });
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log, telemetry,
+    config, catalog, store, hooks, upstream, now, log, telemetry, limiter,
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
   const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, orgRoutes });
+  registerManagement(app, { store, catalog, now, redis, orgRoutes, limiter });
   try {
     // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
     const sealed = await store.providerKeys.sealPlaintext();
@@ -132,7 +151,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
-    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close()]);
+    await Promise.all([app.close(), upstream.close(), limiter.close(), store.close(), telemetry?.close()]);
     redis?.disconnect();
     objectStore?.close();
     throw err;
@@ -143,7 +162,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     res.once('close', () => inFlight--);
   });
   return {
-    app, store, catalog, log,
+    app, store, catalog, log, limiter,
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
     get metricsUrl() {
@@ -177,6 +196,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // After the last request ended: its spans are exported before the process goes.
         await telemetry?.close();
         await upstream.close();
+        // After the last request settled: its settle (or its replay) reaches Redis before the client goes.
+        await limiter.close();
         redis?.disconnect();
         objectStore?.close();
         await store.close();

@@ -1,3 +1,4 @@
+import type { Limiter } from '../limits/types.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
 import type { LoginThrottle } from './throttle.js';
@@ -8,6 +9,8 @@ export interface ManagementDeps {
   catalog: ProviderCatalog;
   now: () => number;
   throttle: LoginThrottle;
+  /** The gateway's limits engine: key and project reads show its current counts. */
+  limiter: Limiter;
   sessionTtlMs: number;
   /** A hash no password matches (computed once), verified against for unknown emails. */
   dummyHash: () => Promise<string>;
