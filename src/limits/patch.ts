@@ -36,7 +36,7 @@ export function applyLimitsPatch(current: LimitSpec, patch: LimitsPatch): LimitS
       delete next[key];
       return;
     }
-    if (!Number.isSafeInteger(value) || value < 0) throw new LimitsInputError(field, `${field} must be a whole number of at least 0 (or none to remove it), got ${value}`);
+    if (!Number.isSafeInteger(value) || value < 0) throw new LimitsInputError(field, `${field} must be a whole number of at least 0, got ${value}`);
     next[key] = value;
   };
   count('rpm', 'rpm', patch.rpm);
@@ -48,7 +48,7 @@ export function applyLimitsPatch(current: LimitSpec, patch: LimitsPatch): LimitS
     throw new LimitsInputError('budget_period', `budget_period must be day, month or total, got ${JSON.stringify(period)}`);
   }
   if (micros === null) {
-    if (period !== undefined && period !== null) throw new LimitsInputError('budget_period', 'budget_period cannot be set while the budget is removed (budget_usd none)');
+    if (period !== undefined && period !== null) throw new LimitsInputError('budget_period', 'budget_period cannot be set while the budget is being removed');
     delete next.budget;
   } else if (micros !== undefined) {
     if (!Number.isSafeInteger(micros) || micros < 0) throw new LimitsInputError('budget_usd', 'budget_usd must be a USD amount of at least 0');
@@ -56,7 +56,7 @@ export function applyLimitsPatch(current: LimitSpec, patch: LimitsPatch): LimitS
     if (!p) throw new LimitsInputError('budget_period', 'a budget needs its period: budget_period day, month or total');
     next.budget = { micros, period: p };
   } else if (period === null) {
-    throw new LimitsInputError('budget_period', 'to remove the budget, remove budget_usd (none); its period goes with it');
+    throw new LimitsInputError('budget_period', 'a budget always has a period: to remove the budget, remove budget_usd (its period goes with it)');
   } else if (period !== undefined) {
     if (!next.budget) throw new LimitsInputError('budget_usd', 'budget_period needs a budget: give budget_usd too');
     next.budget.period = period;
