@@ -185,10 +185,28 @@ describe('limits in one process', () => {
     expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(3600);
   });
 
-  it('a key without limits gets no x-ratelimit headers and costs no limit check', async () => {
+  it('a key and project without limits get no x-ratelimit headers', async () => {
     const { key } = await orgWithKey({});
     const r = await postJson(chatUrl(), body('free'), key);
     expect(r.status).toBe(200);
     expect([...r.headers.keys()].filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
+  });
+});
+
+describe('limit metrics', () => {
+  const m = useGateway({ yaml: { metrics: { port: 0 } } });
+
+  it('counts each refusal by the kind of limit and the kind of scope that refused it', async () => {
+    const { org } = await m.org('metered', '5');
+    await createProject(m.gateway.store, 'metered', 'tight', { rpm: 1 });
+    const { key: byKey } = await createKey(m.gateway.store, 'metered', { limits: { rpm: 1 } });
+    const { key: byProject } = await createKey(m.gateway.store, 'metered', { project: 'tight' });
+    const url = `${m.url}/v1/chat/completions`;
+    for (const key of [byKey, byKey, byKey, byProject, byProject]) await postJson(url, body('m'), key);
+    const text = await (await fetch(m.gateway.metricsUrl!)).text();
+    expect(text).toMatch(/^tollgate_ratelimit_rejections_total\{kind="rpm",scope="key"\} 2$/m);
+    expect(text).toMatch(/^tollgate_ratelimit_rejections_total\{kind="rpm",scope="project"\} 1$/m);
+    expect(text).toContain('# TYPE tollgate_limits_degraded_total counter');
+    await expectLedgerMatchesLog(m, org.id);
   });
 });
