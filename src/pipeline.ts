@@ -35,9 +35,10 @@ interface PlannedRoute {
 
 /**
  * The model-request pipeline after auth: validate (pre-upstream), resolve the model,
- * admit it against its key's and project's limits, reserve credit, call upstream with the route's retry and fallback policy (upstream),
- * let the plugin reply (post-upstream), settle the bill (billing). Every failure
- * settles the reservation to zero before it reaches the client.
+ * admit it against its key's and project's limits (src/limits/admission.ts), reserve
+ * credit, call upstream with the route's retry and fallback policy (upstream), let the
+ * plugin reply (post-upstream), settle the bill and the limits (billing). Every failure
+ * settles the reservation to zero and releases the limits before it reaches the client.
  */
 export async function runModelRequest<P extends ModelRequest>(
   svc: PipelineServices, handler: ModalityHandler<P>, request: FastifyRequest, reply: FastifyReply,
