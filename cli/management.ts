@@ -5,6 +5,7 @@ import { allowedModels } from '../src/management/routes-orgs.js';
 import { formatUsd } from '../src/money.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
+import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
 
 function positiveInt(max: number) {
   return (value: string): number => {
@@ -21,32 +22,39 @@ function isoTime(value: string): number {
   return at;
 }
 
-/** `keys create`, with a project, a name, an expiry and a model allow-list. */
+/** `keys create`, with a project, a name, an expiry, a model allow-list and limits; `keys limits`, `keys show`. */
 export function addKeyCommands(keys: Command): void {
-  keys.command('create').description('Create an API key in a project of an organization; prints the key alone on the last line.')
+  limitOptions(keys.command('create').description('Create an API key in a project of an organization; prints the key alone on the last line.')
     .requiredOption('--org <name>', 'organization name')
     .option('--project <name>', 'project (workspace) name', 'default')
     .option('--name <label>', 'a label for people, shown in the console')
     .option('--expires <iso>', 'refuse the key after this date-time (ISO 8601)', isoTime)
-    .option('--models <ids>', 'comma-separated model ids the key may call (default: all)')
+    .option('--models <ids>', 'comma-separated model ids the key may call (default: all)'))
     .addOption(configOption())
-    .action(async (opts: { org: string; project: string; name?: string; expires?: number; models?: string; config: string }) => {
+    .action(async (opts: LimitFlags & { org: string; project: string; name?: string; expires?: number; models?: string; config: string }) => {
+      const limits = limitsFromFlags(opts);
       const models = opts.models === undefined ? null : allowedModels(loadAll(opts.config).catalog, opts.models.split(',').map((m) => m.trim()).filter(Boolean), '--models');
-      const r = await withStore(opts.config, (s) => createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models }));
-      const limits = [r.record.expiresAt ? `expires ${new Date(r.record.expiresAt).toISOString()}` : '', models ? `models ${models.join(', ')}` : ''].filter(Boolean);
-      console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${limits.length ? ` (${limits.join('; ')})` : ''}; store it now, it is not shown again:`);
+      const r = await withStore(opts.config, (s) => createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models, limits }));
+      const notes = [
+        r.record.expiresAt ? `expires ${new Date(r.record.expiresAt).toISOString()}` : '', models ? `models ${models.join(', ')}` : '',
+        describeLimits(limits) !== 'none' ? `limits ${describeLimits(limits)}` : '',
+      ].filter(Boolean);
+      console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${notes.length ? ` (${notes.join('; ')})` : ''}; store it now, it is not shown again:`);
       console.log(r.key);
     });
+  addKeyLimitCommands(keys);
 }
 
 export function addProjectCommands(program: Command): void {
-  program.command('projects').description('Manage projects (the console\'s workspaces); every organization has a "default" one.')
-    .command('create <name>').description('Create a project in an organization.')
-    .requiredOption('--org <name>', 'organization name').addOption(configOption())
-    .action(async (name: string, opts: { org: string; config: string }) => {
-      const { org, project } = await withStore(opts.config, (s) => createProject(s, opts.org, name));
-      console.log(`created project "${project.name}" (${project.id}) in "${org.name}"`);
+  const projects = program.command('projects').description('Manage projects (the console\'s workspaces); every organization has a "default" one.');
+  limitOptions(projects.command('create <name>').description('Create a project in an organization, optionally with limits shared by all its keys.')
+    .requiredOption('--org <name>', 'organization name')).addOption(configOption())
+    .action(async (name: string, opts: LimitFlags & { org: string; config: string }) => {
+      const limits = limitsFromFlags(opts);
+      const { org, project } = await withStore(opts.config, (s) => createProject(s, opts.org, name, limits));
+      console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
     });
+  addProjectLimitCommand(projects);
 }
 
 export function addUserCommands(program: Command): void {

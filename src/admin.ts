@@ -1,6 +1,7 @@
 import { generateApiKey } from './auth.js';
 import { randomBase62 } from './ids.js';
 import type { Invalidator } from './invalidation.js';
+import type { LimitSpec } from './limits/types.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
 import { formatUsd, parseUsdToMicros } from './money.js';
 import type { OrgRole, User } from './store/accounts.js';
@@ -26,10 +27,10 @@ export async function requireProject(store: Store, org: Org, name: string): Prom
   return project;
 }
 
-export async function createProject(store: Store, orgName: string, name: string): Promise<{ org: Org; project: Project }> {
+export async function createProject(store: Store, orgName: string, name: string, limits: LimitSpec = {}): Promise<{ org: Org; project: Project }> {
   if (!name.trim()) throw new Error('the project name must not be empty');
   const org = await requireOrg(store, orgName);
-  return { org, project: await store.tenancy.createProject(org.id, name.trim()) };
+  return { org, project: await store.tenancy.createProject(org.id, name.trim(), limits) };
 }
 
 export interface KeyOptions {
@@ -39,6 +40,8 @@ export interface KeyOptions {
   expiresAt?: number | null;
   /** Model ids (already checked against the catalog); null or absent: every model. */
   allowedModels?: readonly string[] | null;
+  /** rpm, tpm, concurrency, budget (docs/limits.md); none when absent. */
+  limits?: LimitSpec;
 }
 
 /** Creates a key for an org; the returned `key` is the only time the whole key exists outside the client. */
@@ -48,7 +51,7 @@ export async function createKey(store: Store, orgName: string, opts: KeyOptions 
   const { key, prefix, hash } = generateApiKey();
   const record = await store.tenancy.createKey({
     orgId: org.id, projectId: project.id, prefix, hash, name: opts.name ?? '', expiresAt: opts.expiresAt ?? null,
-    allowedModels: opts.allowedModels ?? null, createdBy: null,
+    allowedModels: opts.allowedModels ?? null, createdBy: null, limits: opts.limits ?? {},
   });
   if (!record) throw new Error(`project "${project.name}" disappeared while the key was being created`);
   return { key, prefix, org, project, record };

@@ -7,6 +7,7 @@ import { registerConsole } from './console.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
 import { createInvalidationBus, type InvalidationBus } from './invalidation.js';
+import { createLimiter, type Limiter } from './limits/index.js';
 import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
@@ -53,6 +54,8 @@ export interface Gateway {
    * `provider_key` evict the core's caches; `limits` is for a limits cache to subscribe to.
    */
   readonly invalidation: InvalidationBus;
+  /** Limits and budgets of keys and projects (Redis when `redis.url` is set, else in-process). */
+  readonly limiter: Limiter;
   /** Runs every plugin's maintenance task once (what `gateway sweep` does). */
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
@@ -107,6 +110,22 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     onError: (err, rows) => app.log.error({ err, rows }, rows > 0 ? 'request log write failed; will retry' : "recording the API keys' last use failed"),
   });
   const upstream = new UpstreamClient();
+  let lastDegradedWarning = Number.NEGATIVE_INFINITY;
+  const limiter = createLimiter({
+    redis, now,
+    keyPrefix: config.redis ? `${config.redis.keyPrefix}limits:` : undefined,
+    // A budget's spend so far, when the engine has no counter: the request log, with the rows still queued here written first.
+    seed: async (scopeId, since) => {
+      await log.flush();
+      return store.limits.spentSince(scopeId, since);
+    },
+    onDegraded: (kind, err) => {
+      telemetry?.onLimitDegraded(kind);
+      if (now() - lastDegradedWarning < 10_000) return;
+      lastDegradedWarning = now();
+      app.log.warn({ err: err.message, kind }, 'limits store (Redis) unavailable: rate limits are not enforced (fail open), budgets answer 503 limits_unavailable');
+    },
+  });
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     // Another instance's turn says nothing new: at every tick of every other instance it would drown the runs' own lines.
@@ -121,12 +140,14 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   invalidation.on('api_key', (prefix) => auth.evict(prefix));
   invalidation.on('provider_key', (orgId) => providerKeys.evict(orgId));
-  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, auth, providerKeys };
+  // A project's limits travel with each of its keys' cached entries: drop them all (rare).
+  invalidation.on('limits', () => auth.evict(null));
+  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys };
   const app = createServer(deps, opts.logStream);
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, orgRoutes, invalidation });
+  registerManagement(app, { store, catalog, now, redis, orgRoutes, invalidation, limiter });
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
     if (opts.maintenanceOnly !== true) await invalidation.start();
@@ -152,7 +173,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
-    await Promise.all([app.close(), upstream.close(), store.close(), telemetry?.close(), invalidation.close()]);
+    await Promise.all([app.close(), upstream.close(), limiter.close(), store.close(), telemetry?.close(), invalidation.close()]);
     redis?.disconnect();
     objectStore?.close();
     throw err;
@@ -163,7 +184,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     res.once('close', () => inFlight--);
   });
   return {
-    app, store, catalog, log, invalidation,
+    app, store, catalog, log, invalidation, limiter,
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
     get metricsUrl() {
@@ -197,6 +218,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // After the last request ended: its spans are exported before the process goes.
         await telemetry?.close();
         await upstream.close();
+        // After the last request settled: its settle (or its replay) reaches Redis before the client goes.
+        await limiter.close();
         await invalidation.close();
         redis?.disconnect();
         objectStore?.close();

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
 import { elapsedMs, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
+import { admitLimits, type Admission } from './limits/admission.js';
+import type { Limiter } from './limits/types.js';
 import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
 import type { ModalityHandler, ModelRequest } from './plugin.js';
 import type { ProviderCatalog } from './providers/catalog.js';
@@ -20,6 +22,8 @@ export interface PipelineServices {
   now: () => number;
   /** Metrics and traces; undefined when both are off. */
   telemetry: ExchangeObserver | undefined;
+  /** Limits and budgets per key and project (docs/limits.md); undefined: none are applied. */
+  limiter?: Limiter | undefined;
 }
 
 /** A route chosen for this request, with the key the gateway will send upstream. */
@@ -31,20 +35,23 @@ interface PlannedRoute {
 
 /**
  * The model-request pipeline after auth: validate (pre-upstream), resolve the model,
- * reserve credit, call upstream with the route's retry and fallback policy (upstream),
- * let the plugin reply (post-upstream), settle the bill (billing). Every failure
- * settles the reservation to zero before it reaches the client.
+ * admit it against its key's and project's limits (src/limits/admission.ts), reserve
+ * credit, call upstream with the route's retry and fallback policy (upstream), let the
+ * plugin reply (post-upstream), settle the bill and the limits (billing). Every failure
+ * settles the reservation to zero and releases the limits before it reaches the client.
  */
 export async function runModelRequest<P extends ModelRequest>(
   svc: PipelineServices, handler: ModalityHandler<P>, request: FastifyRequest, reply: FastifyReply,
 ): Promise<void> {
   const ex = request.exchange;
+  let limits: Admission | undefined;
   try {
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
     const routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
     for (const r of routes) handler.checkRoute?.(parsed, r);
+    limits = await admitLimits(svc, ex, reply, handler, parsed, routes);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
     await svc.hooks.run('pre-upstream', ex);
     const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
@@ -55,9 +62,11 @@ export async function runModelRequest<P extends ModelRequest>(
     ex.costMicros = picosToMicros(metered.costPicos);
     ex.costEstimated = metered.estimated ?? false;
     await settle(svc, ex, ex.costMicros);
+    await limits?.settle(ex);
     await svc.hooks.run('billing', ex);
   } catch (err) {
     await settle(svc, ex, 0);
+    await limits?.release();
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
     request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');

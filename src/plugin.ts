@@ -53,6 +53,12 @@ export interface ModalityHandler<P extends ModelRequest> {
   checkRoute?(parsed: P, route: ModelRoute): void;
   /** The most this request can cost on this route, in pico-USD: what is reserved before the call. */
   maxCostPicos(parsed: P, route: ModelRoute): bigint;
+  /**
+   * The most tokens (input + output) this request can use on this route: what a `tpm`
+   * limit reserves before the call (docs/limits.md). Absent: 0 is reserved and the
+   * metered tokens (`ex.usage`) still count once the request finishes.
+   */
+  maxTokens?(parsed: P, route: ModelRoute): number;
   buildUpstream(parsed: P, route: ModelRoute): UpstreamRequest | Promise<UpstreamRequest>;
   /** Writes the reply from a successful (2xx) upstream response and returns what it cost. */
   respond(ctx: RespondContext<P>): Promise<Metered>;

@@ -176,13 +176,17 @@ export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
   });
 }
 
+/** Errors after which the same request, sent again after `retry-after`, can succeed. */
+const RETRYABLE: ReadonlySet<string> = new Set(['service_unavailable', 'rate_limit_exceeded', 'limits_unavailable']);
+
 function sendError(err: GatewayError, request: FastifyRequest, reply: FastifyReply): void {
   if (request.exchange) request.exchange.errorCode = err.code;
   if (reply.sent || reply.raw.headersSent) return;
   if (err.code === 'body_too_large') drainRefusedBody(request.raw, reply);
   for (const [k, v] of Object.entries(err.extras.headers ?? {})) void reply.header(k, v);
   // The OpenAI SDKs retry 429/5xx by themselves; a gateway that already decided must say so.
-  if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', err.code === 'service_unavailable' ? 'true' : 'false');
+  // Retrying helps only where waiting changes the answer: a drain, a rate window, a Redis blip.
+  if (err.status >= 500 || err.status === 429) void reply.header('x-should-retry', RETRYABLE.has(err.code) ? 'true' : 'false');
   const format = request.routeOptions.config?.formatError;
   void reply.code(err.status).type('application/json').send(format ? format(err) : err.toBody());
 }

@@ -40,7 +40,7 @@ describe('gateway --help', () => {
     const all = commands(buildProgram());
     expect(all.map(([p]) => p.join(' '))).toEqual(expect.arrayContaining([
       '', 'serve', 'validate', 'simulate', 'orgs create', 'orgs show', 'keys create', 'keys revoke', 'credits add', 'provider-keys set',
-      'projects create', 'users create', 'logs',
+      'projects create', 'users create', 'logs', 'keys limits', 'keys show', 'projects limits',
     ]));
     // Every command's help as commander renders it for `--help`; the real binary is checked below on a sample.
     for (const [path, cmd] of all) {

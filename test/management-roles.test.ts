@@ -66,6 +66,8 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
     'PUT /api/v1/orgs/:org/provider-keys/:provider': { key: 'sk-matrix-0000000000000000' },
     'POST /api/v1/orgs/:org/members': { email: `new-${unique()}@acme.test`, role: 'member', password: 'a good long password' },
     'PATCH /api/v1/orgs/:org/members/:user': { role: 'admin' },
+    'PATCH /api/v1/orgs/:org/keys/:key': { limits: { rpm: 1000 } },
+    'PATCH /api/v1/orgs/:org/projects/:project': { limits: { rpm: 1000 } },
   };
   if (route === 'DELETE /api/v1/orgs/:org/provider-keys/:provider') await t.gateway.store.providerKeys.set(org, 'openai', 'sk-to-delete-000000000000');
   return { method, path, body: bodies[route] };

@@ -1,6 +1,7 @@
 // Turns a results object into the target checks and the markdown tables.
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
+import { limitsMarkdown } from './limits.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
 
@@ -172,6 +173,7 @@ export function resultsMarkdown(r) {
         + 'Lists are 50 rows, newest first; "next pages" follows `next_cursor` page after page.',
       '', logsMarkdown(r.logs));
   }
+  if (r.limits) section('Limits check', limitsMarkdown(r.limits));
   if (r.soak) section('Soak', soakText(r));
   section('Targets', targetsTable(r.checks));
   return out.join('\n');

@@ -5,7 +5,7 @@ import { clientFormats, NATIVE_ONLY_DIALECTS } from './formats/index.js';
 import type { ChatSettings, ClientFormat } from './formats/types.js';
 import { DIALECTS } from './dialects/index.js';
 import type { ChatDialect, ReplyContext } from './dialects/types.js';
-import { maxChatCostPicos } from './metering.js';
+import { maxChatCostPicos, maxChatTokens } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
 import { chatSettingsSchema } from './settings.js';
@@ -43,6 +43,7 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
       throw invalidField(param, param === problem.param ? problem.message : problem.message.replace(problem.param, param));
     },
     maxCostPicos: (req, route) => maxChatCostPicos(req, route.model),
+    maxTokens: (req, route) => maxChatTokens(req, route.model),
     buildUpstream(req, route) {
       const dialect = dialectOf(route);
       const upstreamModel = route.model.upstreamId;

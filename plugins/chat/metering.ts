@@ -48,13 +48,23 @@ export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros:
  * prompt is held.
  */
 export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
-  const perChoice = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
-  const completion = perChoice * (req.choices ?? 1);
+  const completion = maxCompletionTokens(req, model);
   const sel = { promptTokens: req.promptBound };
   const prices = pricesFor(model, sel);
   const write = prices.input_cache_write ?? 0n;
   const promptKey: PriceKey = write > (prices.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
   return costPicos(model, { [promptKey]: req.promptBound, completion }, sel);
+}
+
+/** The completion bound of `maxChatCostPicos`: max_tokens (else the model's bound) for each of the `n` choices. */
+function maxCompletionTokens(req: ChatRequest, model: ModelDef): number {
+  const perChoice = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
+  return perChoice * (req.choices ?? 1);
+}
+
+/** The most tokens a request can use on a model (prompt bound + completion bound): what a `tpm` limit reserves. */
+export function maxChatTokens(req: ChatRequest, model: ModelDef): number {
+  return req.promptBound + maxCompletionTokens(req, model);
 }
 
 /** The cost fields every chat usage object carries (spec §2.5). */

@@ -100,6 +100,7 @@ const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {
   parse: (body) => parseEmbeddingRequest(body),
   checkRoute: checkEmbeddingRoute,
   maxCostPicos: (req, route) => costPicos(route.model, { prompt: tokenBound(req.texts, req.tokens) }),
+  maxTokens: (req) => tokenBound(req.texts, req.tokens),
   buildUpstream: buildEmbeddingUpstream,
   respond: respondEmbeddings,
 };

@@ -45,6 +45,12 @@ describe('gateway.yaml loading', () => {
     expect(full.telemetry.otlp).toEqual({ endpoint: 'https://c.example', headers: { authorization: 'Bearer t' }, includePrompts: true, serviceName: 'gw', sampleRatio: 0.1 });
   });
 
+  it('reads redis with the limits key prefix (default tollgate:)', () => {
+    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379" }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'tollgate:' });
+    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379", key_prefix: "gw-eu:" }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'gw-eu:' });
+    expect(problems('redis: { url: "redis://r", key_prefix: "" }\n')[0]).toMatch(/\/redis\/key_prefix: must NOT have fewer than 1 characters/);
+  });
+
   it.each([
     ['an OTLP endpoint that is not a URL', 'telemetry:\n  otlp: { endpoint: "collector:4318" }\n', /\/telemetry\/otlp\/endpoint: must match pattern/],
     ['an OTLP block without endpoint', 'telemetry:\n  otlp: {}\n', /\/telemetry\/otlp: must have the field "endpoint"/],

@@ -38,7 +38,8 @@ export interface GatewayConfig {
   lineOf(pointer: string): number | undefined;
   server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; trustProxy: boolean };
   database: { url: string };
-  redis: { url: string } | undefined;
+  /** `keyPrefix`: start of the limits' Redis keys (default `tollgate:`). */
+  redis: { url: string; keyPrefix: string } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
   cache: { ttlMs: number };
   /** `secrets.key_file`, absolute; see src/secrets.ts for the order of key sources. */
@@ -61,7 +62,7 @@ interface RawGatewayConfig {
   extends?: string;
   server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
   database?: { url: string };
-  redis?: { url: string };
+  redis?: { url: string; key_prefix?: string };
   cache?: { ttl_ms?: number };
   secrets?: { key_file?: string };
   storage?: { s3?: { bucket: string; endpoint?: string; region?: string; access_key_id?: string; secret_access_key?: string; force_path_style?: boolean } };
@@ -100,7 +101,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     },
     // A relative SQLite path is relative to the config file, like every other path in it.
     database: { url: dbUrl.startsWith('sqlite:') && dbUrl !== 'sqlite::memory:' ? `sqlite:${at(dbUrl.slice(7))}` : dbUrl },
-    redis: raw.redis,
+    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? 'tollgate:' },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
     storage: {

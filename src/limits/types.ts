@@ -83,7 +83,15 @@ export type AdmitResult =
       /** 429 `rate_limit_exceeded` / `budget_exceeded`, or 503 `limits_unavailable`; its `extras.headers` = `headers`. */
       error: GatewayError;
       headers: LimitHeaders;
+      /** The limit the 429 names (for metrics); absent on a 503. */
+      refusedBy?: RefusedBy;
     };
+
+/** Which limit of which scope a 429 is about. */
+export interface RefusedBy {
+  kind: LimitKind;
+  scopeId: string;
+}
 
 /** A sliding-window limit as seen now. */
 export interface WindowUsage {

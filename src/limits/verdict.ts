@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import { formatUsd } from '../money.js';
 import { formatDuration, retryAfterSeconds } from './duration.js';
-import type { AdmitRequest, LimitHeaders, LimitKind, LimitScope, ScopeUsage } from './types.js';
+import type { AdmitRequest, LimitHeaders, LimitKind, LimitScope, RefusedBy, ScopeUsage } from './types.js';
 
 /** A wait that no amount of waiting ends (a limit of 0, a request above a total budget). */
 export const NEVER = Number.POSITIVE_INFINITY;
@@ -133,7 +133,7 @@ interface Failure {
  * `rate_limit_exceeded` for the limit with the longest wait; `retry-after` is the
  * longest wait of all, since every refusing limit must have room again.
  */
-export function refusal(req: AdmitRequest, readings: readonly ScopeReading[], at: Moment): { error: GatewayError; headers: LimitHeaders } {
+export function refusal(req: AdmitRequest, readings: readonly ScopeReading[], at: Moment): { error: GatewayError; headers: LimitHeaders; refusedBy: RefusedBy } {
   const failures = req.scopes.flatMap((scope, i) => failuresOf(req, scope, readings[i] ?? {}, at));
   if (!failures.length) throw new Error('refusal() called for a request every limit admits');
   const longest = failures.reduce((a, b) => (b.wait > a.wait ? b : a));
@@ -146,7 +146,7 @@ export function refusal(req: AdmitRequest, readings: readonly ScopeReading[], at
   };
   const error = chosen.message();
   error.extras.headers = headers;
-  return { error, headers };
+  return { error, headers, refusedBy: { kind: chosen.kind, scopeId: chosen.scope.id } };
 }
 
 function failuresOf(req: AdmitRequest, scope: LimitScope, r: ScopeReading, at: Moment): Failure[] {

@@ -1,4 +1,5 @@
 import type { Invalidator } from '../invalidation.js';
+import type { Limiter } from '../limits/types.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
 import type { LoginThrottle } from './throttle.js';
@@ -11,6 +12,8 @@ export interface ManagementDeps {
   /** Announces a revoked API key or a changed provider key to every instance's caches. */
   invalidation: Invalidator;
   throttle: LoginThrottle;
+  /** The gateway's limits engine: key and project reads show its current counts. */
+  limiter: Limiter;
   sessionTtlMs: number;
   /** A hash no password matches (computed once), verified against for unknown emails. */
   dummyHash: () => Promise<string>;

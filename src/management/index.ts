@@ -4,7 +4,7 @@ import type { Invalidator } from '../invalidation.js';
 import type { OrgRouteDef } from '../plugin.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
-import type { RedisLike } from '../limits/index.js';
+import type { Limiter, RedisLike } from '../limits/index.js';
 import { authorize } from './authn.js';
 import { SESSION_TTL_MS } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
@@ -13,6 +13,7 @@ import { dummyHash } from './passwords.js';
 import { accountRoutes } from './routes-account.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
+import { limitRoutes } from './routes-limits.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
 
@@ -26,6 +27,8 @@ export interface ManagementOptions {
   redis: RedisLike | undefined;
   /** Plugin routes under /api/v1/orgs/:org (PluginApi.orgRoute); read when the app loads, so plugins may add to it after this call. */
   orgRoutes: readonly OrgRouteDef[];
+  /** The gateway's limits engine (key and project reads show its counts). */
+  limiter: Limiter;
   /** Overrides for tests. */
   throttle?: LoginThrottle;
   sessionTtlMs?: number;
@@ -39,13 +42,13 @@ export interface ManagementOptions {
 export function registerManagement(app: FastifyInstance, opts: ManagementOptions): void {
   let dummy: Promise<string> | undefined;
   const deps: ManagementDeps = {
-    store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation,
+    store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation, limiter: opts.limiter,
     throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());

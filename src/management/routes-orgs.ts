@@ -1,25 +1,16 @@
 import { generateApiKey } from '../auth.js';
 import { GatewayError, invalidField } from '../errors.js';
-import { parseUsdToMicros, type Micros } from '../money.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import { DuplicateError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
+import { usdInput } from './usd.js';
+
+export { usdInput };
+import { LIMITS_INPUT, limitsFromBody, type LimitsBody } from './limits-api.js';
 import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from './schemas.js';
 import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
-
-/** A USD amount from a request (number or decimal string, at most 6 decimals) as micro-USD. */
-export function usdInput(value: number | string, field: string): Micros {
-  const text = typeof value === 'number' ? String(value) : value.trim();
-  const negative = text.startsWith('-');
-  try {
-    const micros = parseUsdToMicros(negative ? text.slice(1) : text);
-    return negative ? -micros : micros;
-  } catch {
-    throw invalidField(field, `"${field}" must be a USD amount with at most 6 decimals, e.g. 25 or 10.50`);
-  }
-}
 
 /** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
 export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
@@ -55,6 +46,7 @@ const KEY_BODY = input({
   name: str('A label for people', { maxLength: 100 }),
   expires_at: maybe(time('After this the key is refused (401 api_key_expired); null: never')),
   allowed_models: maybe({ type: 'array', items: str('', { minLength: 1, maxLength: 200 }), minItems: 1, maxItems: 100, description: 'Model ids the key may call; null or absent: all' }),
+  limits: LIMITS_INPUT,
 });
 
 /** Organizations, projects and API keys. */
@@ -107,10 +99,12 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'Creates a project; names are unique in the org (409).',
-      schema: { params: params('org'), body: input({ name: NAME }, ['name']), response: { 201: PROJECT } },
+      method: 'POST', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
+      schema: { params: params('org'), body: input({ name: NAME, limits: LIMITS_INPUT }, ['name']), response: { 201: PROJECT } },
       async handler(request, reply) {
-        const p = await conflictAs409(() => store.tenancy.createProject(scopeOf(request).org.id, (request.body as { name: string }).name.trim()));
+        const b = request.body as { name: string; limits?: LimitsBody };
+        const limits = limitsFromBody(b.limits);
+        const p = await conflictAs409(() => store.tenancy.createProject(scopeOf(request).org.id, b.name.trim(), limits));
         void reply.code(201);
         return projectView({ ...p, liveKeys: 0 });
       },
@@ -132,15 +126,17 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
-      summary: 'Creates an API key in the project; the key is in this response only. Optional expiry and model allow-list.',
+      summary: 'Creates an API key in the project; the key is in this response only. Optional expiry, model allow-list and limits.',
       schema: { params: params('org', 'project'), body: KEY_BODY, response: { 201: CREATED_KEY } },
       async handler(request, reply) {
         const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
-        const b = (request.body ?? {}) as { name?: string; expires_at?: string | null; allowed_models?: string[] | null };
+        const b = (request.body ?? {}) as { name?: string; expires_at?: string | null; allowed_models?: string[] | null; limits?: LimitsBody };
+        const limits = limitsFromBody(b.limits);
         const { key, prefix, hash } = generateApiKey();
         const record = await store.tenancy.createKey({
           orgId: project.orgId, projectId: project.id, prefix, hash, name: b.name?.trim() ?? '',
           expiresAt: futureTime(b.expires_at, d.now(), 'expires_at'), allowedModels: allowedModels(d.catalog, b.allowed_models), createdBy: callerOf(request).user.id,
+          limits,
         });
         if (!record) throw new GatewayError('not_found', [`No project ${project.id}`]);
         void reply.code(201);
@@ -161,7 +157,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
   ];
 }
 
-async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
+export async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
   const project = await d.store.tenancy.getProject(orgId, p.project);
   if (!project) throw new GatewayError('not_found', [`No project ${p.project}`]);
   return project;

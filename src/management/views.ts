@@ -4,6 +4,7 @@ import type { LogListItem } from '../store/log-query.js';
 import type { ProviderKeyInfo } from '../store/provider-key-store.js';
 import type { CreditEntry, KeyListItem, ProjectSummary } from '../store/tenancy.js';
 import type { LogRow, Org } from '../store/types.js';
+import { LIMITS, limitsView } from './limits-api.js';
 import { bool, CALLER_ROLE, EMAIL, int, maybe, obj, ROLE, str, time, usd, type JsonSchema } from './schemas.js';
 
 /*
@@ -23,21 +24,22 @@ export const orgView = (org: Org, role: OrgRole | 'operator') => ({
   id: org.id, name: org.name, balance_usd: microsToUsd(org.balanceMicros), retention: org.retention, created_at: iso(org.createdAt), role,
 });
 
-export const PROJECT = obj({ id: str('prj_…'), name: str(), created_at: time(), live_keys: int('Keys neither revoked nor expired') });
-export const projectView = (p: ProjectSummary) => ({ id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys });
+export const PROJECT = obj({ id: str('prj_…'), name: str(), created_at: time(), live_keys: int('Keys neither revoked nor expired'), limits: LIMITS });
+export const projectView = (p: ProjectSummary) => ({ id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits) });
 
 export const API_KEY = obj({
   id: str('key_…'), prefix: str('The start of the key (tg_ + 8 characters); the key itself is shown only when created'),
   name: str(), project_id: str(), project_name: str(), status: str('', { enum: ['active', 'revoked', 'expired'] }),
   created_at: time(), expires_at: maybe(time()), last_used_at: maybe(time('Newest logged request made with the key')),
   revoked_at: maybe(time()), allowed_models: maybe({ type: 'array', items: str(), description: 'Model ids the key may call; null: all' }),
+  limits: LIMITS,
 });
 export function keyView(k: KeyListItem, now: number) {
   const status = k.revokedAt !== null ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active';
   return {
     id: k.id, prefix: k.prefix, name: k.name, project_id: k.projectId, project_name: k.projectName, status,
     created_at: iso(k.createdAt), expires_at: isoOrNull(k.expiresAt), last_used_at: isoOrNull(k.lastUsedAt),
-    revoked_at: isoOrNull(k.revokedAt), allowed_models: k.allowedModels,
+    revoked_at: isoOrNull(k.revokedAt), allowed_models: k.allowedModels, limits: limitsView(k.limits),
   };
 }
 export const CREATED_KEY: JsonSchema = { ...API_KEY, properties: { ...(API_KEY.properties as object), key: str('The API key: shown this once, stored only hashed') }, required: [...(API_KEY.required as string[]), 'key'] };

@@ -8,6 +8,7 @@ import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
+import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -48,6 +49,7 @@ export class PostgresStore implements Store {
   readonly accounts: SqlAccountStore;
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
+  readonly limits: SqlLimitsStore;
   private readonly pool: Pool;
   private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
@@ -86,6 +88,7 @@ export class PostgresStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
+    this.limits = new SqlLimitsStore(sql);
   }
 
   async ping(): Promise<void> {

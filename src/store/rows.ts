@@ -1,4 +1,5 @@
 import type { Micros } from '../money.js';
+import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
 import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './types.js';
 
@@ -10,7 +11,7 @@ import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './ty
  */
 
 export interface OrgRow { id: string; name: string; balance_micros: Micros; retention: Retention; created_at: number }
-export interface KeyRow {
+export interface KeyRow extends LimitColumns {
   id: string; org_id: string; project_id: string; prefix: string; hash: string; name: string; created_at: number;
   revoked_at: number | null; expires_at: number | null; allowed_models: string | null; last_used_at: number | null; created_by: string | null;
 }
@@ -19,7 +20,7 @@ export const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicro
 export const toKey = (r: KeyRow): ApiKeyRecord => ({
   id: r.id, orgId: r.org_id, projectId: r.project_id, prefix: r.prefix, hash: r.hash, name: r.name, createdAt: r.created_at,
   revokedAt: r.revoked_at, expiresAt: r.expires_at, allowedModels: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
-  lastUsedAt: r.last_used_at, createdBy: r.created_by,
+  lastUsedAt: r.last_used_at, createdBy: r.created_by, limits: limitsOf(r),
 });
 
 /** request_logs columns in insert order, with the array type PostgreSQL's `unnest` needs for each. */

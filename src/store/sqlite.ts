@@ -10,6 +10,7 @@ import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
+import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -33,6 +34,7 @@ export class SqliteStore implements Store {
   readonly accounts: SqlAccountStore;
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
+  readonly limits: SqlLimitsStore;
   private readonly db: Database.Database;
   private readonly stmt;
   private readonly usage: SqliteUsageRollup;
@@ -58,6 +60,7 @@ export class SqliteStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
+    this.limits = new SqlLimitsStore(sql);
     this.usage = new SqliteUsageRollup(this.db);
     const db = this.db;
     this.stmt = {

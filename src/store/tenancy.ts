@@ -1,6 +1,8 @@
 import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { OrgRole } from './accounts.js';
+import type { LimitSpec } from '../limits/types.js';
+import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
 import { toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
 import type { ApiKeyRecord, Org } from './types.js';
@@ -14,6 +16,8 @@ export interface Project {
   orgId: string;
   name: string;
   createdAt: number;
+  /** Limits shared by all the project's keys (docs/limits.md); `{}`: none. */
+  limits: LimitSpec;
 }
 
 export interface ProjectSummary extends Project {
@@ -30,6 +34,8 @@ export interface NewApiKey {
   expiresAt: number | null;
   allowedModels: readonly string[] | null;
   createdBy: string | null;
+  /** Limits to create the key with (none when absent). */
+  limits?: LimitSpec;
 }
 
 /** A key as lists show it: the record with its project's name. */
@@ -56,7 +62,8 @@ export interface TenancyStore {
   /** Every org (operator) or the orgs `userId` belongs to, by name. */
   listOrgs(userId: string | null): Promise<OrgWithRole[]>;
 
-  createProject(orgId: string, name: string): Promise<Project>;
+  /** A new project, with its limits when given (none otherwise). */
+  createProject(orgId: string, name: string, limits?: LimitSpec): Promise<Project>;
   listProjects(orgId: string): Promise<ProjectSummary[]>;
   /** The project with this id in this org (undefined for another org's). */
   getProject(orgId: string, projectId: string): Promise<Project | undefined>;
@@ -99,10 +106,11 @@ export class SqlTenancyStore implements TenancyStore {
     });
   }
 
-  async createProject(orgId: string, name: string): Promise<Project> {
-    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now() };
-    await unique(() => this.db.run('INSERT INTO projects (id, org_id, name, created_at) VALUES (?, ?, ?, ?)', [project.id, orgId, name, project.createdAt]),
-      `a project named "${name}" already exists in this organization`);
+  async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
+    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits };
+    await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
+    `a project named "${name}" already exists in this organization`);
     return project;
   }
 
@@ -128,9 +136,10 @@ export class SqlTenancyStore implements TenancyStore {
     const createdAt = this.now();
     const models = k.allowedModels === null ? null : JSON.stringify(k.allowedModels);
     // The project check is in the statement itself: a project of another org inserts nothing.
-    const [row] = await this.db.all<KeyRow>(`INSERT INTO api_keys (id, org_id, project_id, prefix, hash, name, created_at, expires_at, allowed_models, created_by)
-      SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM projects WHERE id = ? AND org_id = ? RETURNING *`,
-    [id, k.orgId, k.projectId, k.prefix, k.hash, k.name, createdAt, k.expiresAt, models, k.createdBy, k.projectId, k.orgId]);
+    const [row] = await this.db.all<KeyRow>(`INSERT INTO api_keys (id, org_id, project_id, prefix, hash, name, created_at, expires_at, allowed_models, created_by,
+        ${LIMIT_COLUMNS})
+      SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM projects WHERE id = ? AND org_id = ? RETURNING *`,
+    [id, k.orgId, k.projectId, k.prefix, k.hash, k.name, createdAt, k.expiresAt, models, k.createdBy, ...limitValues(k.limits ?? {}), k.projectId, k.orgId]);
     return row && toKey(row);
   }
 
@@ -174,5 +183,5 @@ export class SqlTenancyStore implements TenancyStore {
   }
 }
 
-interface ProjectRow { id: string; org_id: string; name: string; created_at: number }
-const toProject = (r: ProjectRow): Project => ({ id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at });
+interface ProjectRow extends LimitColumns { id: string; org_id: string; name: string; created_at: number }
+const toProject = (r: ProjectRow): Project => ({ id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r) });

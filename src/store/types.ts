@@ -1,5 +1,7 @@
+import type { LimitSpec } from '../limits/types.js';
 import type { Micros } from '../money.js';
 import type { AccountStore } from './accounts.js';
+import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import type { RecordStore } from './records.js';
@@ -37,6 +39,8 @@ export interface ApiKeyRecord {
   lastUsedAt: number | null;
   /** The console user who created it; null for the CLI and round-1 keys. */
   createdBy: string | null;
+  /** rpm, tpm, concurrency and budget of the key (docs/limits.md); `{}`: none. */
+  limits: LimitSpec;
 }
 
 /** One upstream attempt of a request, kept in the log row. */
@@ -99,6 +103,8 @@ export interface Store {
   readonly logQuery: LogQueryStore;
   /** Each org's own provider keys (BYOK), encrypted at rest. */
   readonly providerKeys: ProviderKeyStore;
+  /** Limits of keys and projects, and the logged spend budgets are seeded from. */
+  readonly limits: LimitsStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

@@ -131,6 +131,11 @@ export class Telemetry implements ExchangeObserver {
     this.metrics?.rateLimitRejected(kind, scope);
   }
 
+  /** A limit of this kind was decided without the limits store (the engine's `onDegraded`): `tollgate_limits_degraded_total`. */
+  onLimitDegraded(kind: LimitKind): void {
+    this.metrics?.limitDegraded(kind);
+  }
+
   /** The catalog id of the model: a string a client made up never becomes a label value. */
   private modelLabel(ex: Exchange): string {
     if (ex.route) return ex.route.model.id;

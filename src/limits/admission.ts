@@ -1,0 +1,81 @@
+import type { FastifyReply } from 'fastify';
+import type { Exchange } from '../exchange.js';
+import { picosToMicrosCeil, type Micros } from '../money.js';
+import type { ModalityHandler, ModelRequest } from '../plugin.js';
+import type { ModelRoute } from '../providers/types.js';
+import type { ExchangeObserver } from '../telemetry/events.js';
+import { isLimited } from './spec.js';
+import type { Hold, Limiter, LimitScope } from './types.js';
+
+/*
+ * The limits step of the model pipeline (docs/limits.md): before the credit reservation
+ * and any upstream call, the request is admitted against its key's and its project's
+ * limits with its token and cost bounds; when it ends it is settled to what it used, or
+ * released when it failed. Kept apart from pipeline.ts, which calls it in three places.
+ */
+
+export interface AdmissionServices {
+  /** Undefined: no limits engine (an embedder that wires none); every request is admitted. */
+  limiter?: Limiter | undefined;
+  telemetry: ExchangeObserver | undefined;
+}
+
+/** The scopes a request counts against: its key and its key's project, those that limit something. */
+export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
+  const scopes: LimitScope[] = [];
+  if (ex.apiKey) scopes.push({ id: `key:${ex.apiKey.id}`, limits: ex.apiKey.limits, label: `key ${ex.apiKey.prefix}` });
+  if (ex.project) scopes.push({ id: `project:${ex.project.id}`, limits: ex.project.limits, label: `project ${ex.project.name}` });
+  return scopes.filter(isLimited);
+}
+
+/** An admitted request's reservation: settle it or release it, once. */
+export interface Admission {
+  /** The request was billed: tpm and budget move from the bounds to `ex.usage` and `ex.costMicros`. */
+  settle(ex: Exchange): Promise<void>;
+  /** The request failed: nothing used (it still counts for rpm). */
+  release(): Promise<void>;
+}
+
+/**
+ * Admits the request or throws its 429 (`rate_limit_exceeded`, `budget_exceeded`) or
+ * 503 (`limits_unavailable`), carrying the headers. The `x-ratelimit-*` headers are set
+ * on the reply here, so every response of a limited key has them, 2xx and streams
+ * included. Undefined when nothing limits the request.
+ */
+export async function admitLimits<P extends ModelRequest>(
+  svc: AdmissionServices, ex: Exchange, reply: FastifyReply, handler: ModalityHandler<P>, parsed: P, routes: readonly ModelRoute[],
+): Promise<Admission | undefined> {
+  const scopes = scopesOf(ex);
+  if (!svc.limiter || scopes.length === 0) return undefined;
+  let tokens = 0;
+  let costMicros: Micros = 0;
+  // The bounds of the dearest route it may take: the same cost bound as the credit reservation (BYOK routes too: a budget counts their cost).
+  for (const route of routes) {
+    tokens = Math.max(tokens, handler.maxTokens?.(parsed, route) ?? 0);
+    costMicros = Math.max(costMicros, picosToMicrosCeil(handler.maxCostPicos(parsed, route)));
+  }
+  const verdict = await svc.limiter.admit({ requestId: ex.id, scopes, tokens, costMicros });
+  void reply.headers(verdict.headers);
+  if (!verdict.ok) {
+    if (verdict.refusedBy) svc.telemetry?.onRateLimitRejected(verdict.refusedBy.kind, verdict.refusedBy.scopeId.startsWith('key:') ? 'key' : 'project');
+    throw verdict.error;
+  }
+  return admission(svc.limiter, verdict.hold, costMicros);
+}
+
+function admission(limiter: Limiter, hold: Hold, costBound: Micros): Admission {
+  let done = false;
+  return {
+    async settle(ex) {
+      if (done) return;
+      done = true;
+      const tokens = ex.usage ? ex.usage.input + ex.usage.output : 0;
+      await limiter.settle(hold, { tokens, costMicros: Math.min(Math.max(ex.costMicros, 0), costBound) });
+    },
+    async release() {
+      if (done) return;
+      done = true;
+      await limiter.release(hold);
+    },
+  };
+}

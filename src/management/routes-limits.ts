@@ -1,0 +1,85 @@
+import { GatewayError } from '../errors.js';
+import type { LimitSpec } from '../limits/types.js';
+import { scopeOf } from './authn.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
+import { projectOf } from './routes-orgs.js';
+import { input, params, type JsonSchema } from './schemas.js';
+import { API_KEY, keyView, PROJECT, projectView } from './views.js';
+
+/** A view schema with the current `usage` of its limits added. */
+const withUsage = (view: JsonSchema): JsonSchema => ({
+  ...view, properties: { ...(view.properties as object), usage: USAGE }, required: [...(view.required as string[]), 'usage'],
+});
+const KEY_DETAIL = withUsage(API_KEY);
+const PROJECT_DETAIL = withUsage(PROJECT);
+const PATCH_BODY = input({ limits: LIMITS_INPUT }, ['limits']);
+
+/** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
+export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
+  const { store } = d;
+  const keyOf = async (orgId: string, id: string) => {
+    const key = await store.tenancy.getKey(orgId, id);
+    if (!key) throw new GatewayError('not_found', [`No API key ${id}`]);
+    return key;
+  };
+  const projectSummary = async (orgId: string, id: string) => {
+    const project = (await store.tenancy.listProjects(orgId)).find((p) => p.id === id);
+    if (!project) throw new GatewayError('not_found', [`No project ${id}`]);
+    return project;
+  };
+  const keyDetail = async (orgId: string, id: string) => {
+    const key = await keyOf(orgId, id);
+    const usage = await readUsage(d.limiter, { id: `key:${key.id}`, limits: key.limits, label: `key ${key.prefix}` });
+    return { ...keyView(key, d.now()), usage: usageView(usage) };
+  };
+  const projectDetail = async (orgId: string, id: string) => {
+    const project = await projectSummary(orgId, id);
+    const usage = await readUsage(d.limiter, { id: `project:${project.id}`, limits: project.limits, label: `project ${project.name}` });
+    return { ...projectView(project), usage: usageView(usage) };
+  };
+  const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
+  return [
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+      summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
+      schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
+      async handler(request) {
+        return keyDetail(scopeOf(request).org.id, (request.params as { key: string }).key);
+      },
+    },
+    {
+      method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+      summary: 'Changes the key\'s limits: fields left out keep their value, null removes a limit. Every instance is told at once (its key cache evicted).',
+      schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
+      async handler(request) {
+        const orgId = scopeOf(request).org.id;
+        const key = await keyOf(orgId, (request.params as { key: string }).key);
+        if (!(await store.limits.setKeyLimits(orgId, key.id, patched(key.limits, request.body)))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
+        await d.invalidation.invalidate('api_key', key.prefix);
+        return keyDetail(orgId, key.id);
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+      summary: 'One project with its limits (shared by all its keys) and their current counts.',
+      schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
+      async handler(request) {
+        return projectDetail(scopeOf(request).org.id, (request.params as { project: string }).project);
+      },
+    },
+    {
+      method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+      summary: 'Changes the project\'s limits: fields left out keep their value, null removes a limit.',
+      schema: { params: params('org', 'project'), body: PATCH_BODY, response: { 200: PROJECT_DETAIL } },
+      async handler(request) {
+        const orgId = scopeOf(request).org.id;
+        const project = await projectOf(d, request.params as { project: string }, orgId);
+        if (!(await store.limits.setProjectLimits(orgId, project.id, patched(project.limits, request.body)))) throw new GatewayError('not_found', [`No project ${project.id}`]);
+        await d.invalidation.invalidate('limits', project.id);
+        return projectDetail(orgId, project.id);
+      },
+    },
+  ];
+}

@@ -1,0 +1,72 @@
+import type { BudgetPeriod, LimitSpec } from '../limits/types.js';
+import type { Micros } from '../money.js';
+import type { SqlDb } from './sql.js';
+
+/** The limit columns api_keys and projects share (migration 4); NULL is no limit. */
+export interface LimitColumns {
+  limit_rpm?: number | null;
+  limit_tpm?: number | null;
+  limit_concurrent?: number | null;
+  budget_micros?: number | null;
+  budget_period?: string | null;
+}
+
+/** The limits of a key or project row. A row read before migration 4 (no columns) has none. */
+export function limitsOf(r: LimitColumns): LimitSpec {
+  const spec: LimitSpec = {};
+  if (r.limit_rpm != null) spec.rpm = Number(r.limit_rpm);
+  if (r.limit_tpm != null) spec.tpm = Number(r.limit_tpm);
+  if (r.limit_concurrent != null) spec.maxConcurrent = Number(r.limit_concurrent);
+  if (r.budget_micros != null && r.budget_period != null) spec.budget = { micros: Number(r.budget_micros), period: r.budget_period as BudgetPeriod };
+  return spec;
+}
+
+/** The ids the gateway names its limit scopes with (`key:<key id>`, `project:<project id>`), parsed back. */
+export function parseScopeId(scopeId: string): { kind: 'key' | 'project'; id: string } {
+  const m = /^(key|project):(.+)$/.exec(scopeId);
+  if (!m) throw new RangeError(`not a limit scope id: ${JSON.stringify(scopeId)}`);
+  return { kind: m[1] as 'key' | 'project', id: m[2] as string };
+}
+
+/** Limits of keys and projects, and the spend the budgets are seeded from. */
+export interface LimitsStore {
+  /** Replaces the key's limits (every kind: what `spec` leaves out is cleared); false when the org has no such key. */
+  setKeyLimits(orgId: string, keyId: string, spec: LimitSpec): Promise<boolean>;
+  /** Replaces the project's limits; false when the org has no such project. */
+  setProjectLimits(orgId: string, projectId: string, spec: LimitSpec): Promise<boolean>;
+  /**
+   * Micro-USD logged for a scope (`key:<id>` or `project:<id>`) by requests that started
+   * at or after `since` (ms), BYOK requests included: what a budget counts. Served by
+   * the (api_key_id | project_id, created_at) indexes of the request log.
+   */
+  spentSince(scopeId: string, since: number): Promise<Micros>;
+}
+
+/** The limit columns in the order `limitValues` gives them. */
+export const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, limit_concurrent, budget_micros, budget_period';
+const SET = 'SET limit_rpm = ?, limit_tpm = ?, limit_concurrent = ?, budget_micros = ?, budget_period = ?';
+
+export class SqlLimitsStore implements LimitsStore {
+  constructor(private readonly db: SqlDb) {}
+
+  async setKeyLimits(orgId: string, keyId: string, spec: LimitSpec): Promise<boolean> {
+    return (await this.db.run(`UPDATE api_keys ${SET} WHERE id = ? AND org_id = ?`, [...limitValues(spec), keyId, orgId])) > 0;
+  }
+
+  async setProjectLimits(orgId: string, projectId: string, spec: LimitSpec): Promise<boolean> {
+    return (await this.db.run(`UPDATE projects ${SET} WHERE id = ? AND org_id = ?`, [...limitValues(spec), projectId, orgId])) > 0;
+  }
+
+  async spentSince(scopeId: string, since: number): Promise<Micros> {
+    const { kind, id } = parseScopeId(scopeId);
+    const column = kind === 'key' ? 'api_key_id' : 'project_id';
+    const [row] = await this.db.all<{ spent: number | string | null }>(
+      `SELECT COALESCE(SUM(cost_micros), 0) AS spent FROM request_logs WHERE ${column} = ? AND created_at >= ?`, [id, since]);
+    return Number(row?.spent ?? 0);
+  }
+}
+
+/** A spec as the five limit columns (NULL where no limit). */
+export function limitValues(spec: LimitSpec): Array<number | string | null> {
+  return [spec.rpm ?? null, spec.tpm ?? null, spec.maxConcurrent ?? null, spec.budget?.micros ?? null, spec.budget?.period ?? null];
+}
