@@ -35,7 +35,7 @@ export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSe
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 export { transformRefusal, type BuiltRequest } from './transform.js';
-export { formatSse, SseDecoder, type SseEvent } from './sse.js';
+export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './sse.js';
 
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';
