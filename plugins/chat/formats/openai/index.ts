@@ -24,7 +24,11 @@ export const openaiFormat: ClientFormat = {
         return {
           usage,
           text: completionText(completion),
-          render: (u, c) => ({ ...completion, usage: { ...asRecord(completion.usage), ...usageObject(u, c) } }),
+          render(u, c) {
+            // The completion is this reply's own (the dialect's fresh parse): its usage is completed in place.
+            completion.usage = Object.assign(asRecord(completion.usage), usageObject(u, c));
+            return completion;
+          },
         };
       },
       stream() {
