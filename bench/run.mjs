@@ -34,6 +34,8 @@ const HELP = `Usage: npm run bench -- [options]
   --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
+  --compare DIR      also measure the gateway of another built checkout (e.g. the commit before a
+                     change) as "baseline", interleaved with the others: a before/after in one run
   --connections LIST non-streamed chat connection levels (default 1,32,256)
   --streams LIST     streamed chat concurrency levels (default 1,32)
   --docs             write the results (and profile) into docs/benchmarks.md
@@ -53,6 +55,7 @@ const { values: opt } = parseArgs({
     duration: { type: 'string' },
     rounds: { type: 'string' },
     connections: { type: 'string', default: '1,32,256' },
+    compare: { type: 'string' },
     streams: { type: 'string', default: '1,32' },
     docs: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
@@ -425,10 +428,23 @@ async function trafficScenarios(tmp, children, results, date) {
   say(`bare proxy ${bareChild.url} (pid ${bareChild.pid})`);
 
   const json = { 'content-type': 'application/json' };
+  let baseline;
+  if (opt.compare) {
+    // The same configuration on its own SQLite file, served by the other checkout's code.
+    const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
+    writeFileSync(compareConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
+    const compareKey = keyFor(compareConfigFile);
+    const child = await Child.start({ name: 'baseline', args: ['--max-semi-space-size=4', join(opt.compare, 'bin', 'gateway.js'), 'serve', '--config', compareConfigFile], cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
+    children.push(child);
+    allChildren.push(child);
+    say(`baseline gateway ${child.url} (pid ${child.pid}; the code of ${opt.compare})`);
+    baseline = { name: 'baseline', child, url: child.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${compareKey}` }, key: compareKey };
+  }
   const targets = [
     { name: 'bare', child: bareChild, url: bareChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: 'Bearer sim-key' } },
     { name: 'gateway', child: gatewayChild, url: gatewayChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${key}` }, key },
   ];
+  if (baseline) targets.splice(1, 0, baseline);
   if (opt.peers) {
     try {
       const entry = ensurePeers(say);

@@ -2,7 +2,7 @@
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
 
-const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
+const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
 
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');

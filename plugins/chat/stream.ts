@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { PassThrough } from 'node:stream';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
@@ -24,19 +24,33 @@ interface StreamOutcome {
  */
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  const out = new PassThrough();
   ex.streamed = true;
+  // Written straight to the socket's response (no stream in between for fastify to pipe):
+  // the headers set so far (x-request-id…) go with it; fastify's onResponse still runs.
   void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
-    .header('x-accel-buffering', 'no').send(out);
+    .header('x-accel-buffering', 'no');
+  const out = reply.raw;
+  out.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
+  reply.hijack();
   // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
-    if (frames.length === 0) return;
+    if (frames.length === 0 || out.destroyed) return;
     if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
     if (!out.write(frames.length === 1 ? frames[0] : frames.join('')) && !ex.abort.signal.aborted) {
       await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
     }
   };
-  const outcome = await pump(ex, upstream.body, stream, write);
+  try {
+    return await finishStream(ctx, stream, await pump(ex, upstream.body, stream, write), write);
+  } finally {
+    // A client that left has a destroyed response: ending it would raise an error (and fastify's onResponse) before the bill settles.
+    if (!out.destroyed) out.end();
+  }
+}
+
+/** Bills the stream by how it went and writes its closing frames (the usage, or an error event). */
+async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome, write: (frames: string[]) => Promise<void>): Promise<Metered> {
+  const { ex, parsed, route } = ctx;
   const clientGone = ex.abort.signal.aborted;
   if (!outcome.done && !outcome.error && !clientGone) outcome.error = 'the upstream stream ended before the reply was complete';
   const complete = outcome.done && !outcome.error && !clientGone;
@@ -54,7 +68,6 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
       await write(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
     }
   }
-  out.end();
   return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage };
 }
 
