@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { OutgoingHttpHeaders } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
@@ -25,16 +25,12 @@ interface StreamOutcome {
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   ex.streamed = true;
-  // Written straight to the socket's response (no stream in between for fastify to pipe):
-  // the headers set so far (x-request-id…) go with it; fastify's onResponse still runs.
+  const out = new PassThrough();
   void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
-    .header('x-accel-buffering', 'no');
-  const out = reply.raw;
-  out.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
-  reply.hijack();
+    .header('x-accel-buffering', 'no').send(out);
   // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
-    if (frames.length === 0 || out.destroyed) return;
+    if (frames.length === 0) return;
     if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
     if (!out.write(frames.length === 1 ? frames[0] : frames.join('')) && !ex.abort.signal.aborted) {
       await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
@@ -43,8 +39,8 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
   try {
     return await finishStream(ctx, stream, await pump(ex, upstream.body, stream, write), write);
   } finally {
-    // A client that left has a destroyed response: ending it would raise an error (and fastify's onResponse) before the bill settles.
-    if (!out.destroyed) out.end();
+    // Ended whatever happened, so a reply whose closing frames failed (a store error) does not hang.
+    out.end();
   }
 }
 
