@@ -28,7 +28,8 @@ const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,logs,limits
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,profile-stream,logs,limits
+                     (profile-stream: the CPU profile under 32 streamed chats at once instead)
                      (logs: the management API's log list, filters and usage at
                      --log-rows rows per store, SQLite and PostgreSQL; limits: what the
                      limit check costs a request, in-process and on Redis; neither is
@@ -36,6 +37,10 @@ const HELP = `Usage: npm run bench -- [options]
   --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
+  --compare DIR      also measure the gateway of another built checkout (e.g. the commit before a
+                     change) as "baseline", interleaved with the others: a before/after in one run
+  --connections LIST non-streamed chat connection levels (default 1,32,256)
+  --streams LIST     streamed chat concurrency levels (default 1,32)
   --docs             write the results (and profile) into docs/benchmarks.md
   --keep             keep the temp folder (config, database, S3 files)
   --render FILE      measure nothing: re-render FILE (a results .json) to its .md (and docs with --docs)
@@ -52,6 +57,9 @@ const { values: opt } = parseArgs({
     only: { type: 'string' },
     duration: { type: 'string' },
     rounds: { type: 'string' },
+    connections: { type: 'string', default: '1,32,256' },
+    compare: { type: 'string' },
+    streams: { type: 'string', default: '1,32' },
     docs: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     render: { type: 'string' },
@@ -68,8 +76,9 @@ const QUICK = opt.quick;
 const DURATION_S = Number(opt.duration ?? (QUICK ? 3 : 10));
 const WARMUP_S = QUICK ? 1 : 3;
 const STREAM_S = QUICK ? 2 : 5;
-const CONNECTIONS = [1, 32, 256];
-const STREAM_CONCURRENCY = [1, 32];
+const levels = (list) => list.split(',').map((x) => Number(x.trim()));
+const CONNECTIONS = levels(opt.connections);
+const STREAM_CONCURRENCY = levels(opt.streams);
 /** Interleaved rounds per load level; the best round of each server is reported (noise on a shared machine only slows things down). */
 const ROUNDS = Number(opt.rounds ?? (QUICK ? 1 : 2));
 const MUSIC_COUNT = 20;
@@ -81,8 +90,8 @@ if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'logs', 'limits'].includes(s));
-if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS].every((n) => Number.isFinite(n) && n > 0)) {
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream', 'logs', 'limits'].includes(s));
+if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS, ...CONNECTIONS, ...STREAM_CONCURRENCY].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);
 }
@@ -292,39 +301,42 @@ async function soakScenario(gateway, results) {
 }
 
 /** Starts `args` under `node --cpu-prof`, loads it at 32 connections, and summarises the samples taken under load. */
-async function profileOne({ name, args, path, headers, dir, durationS }) {
+async function profileOne({ name, args, path, headers, dir, durationS, streamed }) {
   const child = await Child.start({
     name, args, cwd: ROOT, ready: /listening on (http:\/\/\S+)/,
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`],
   });
+  const load = (seconds) => (streamed
+    ? runStreams({ url: child.url, path, headers, body: STREAM_JSON, concurrency: 32, durationS: seconds })
+    : runAutocannon({ url: child.url + path, headers, body: CHAT_JSON, connections: 32, durationS: seconds, collectLatencies: false }));
   // Boot, module loading and the JIT warm-up are not the hot path: their samples are left out.
-  await runAutocannon({ url: child.url + path, headers, body: CHAT_JSON, connections: 32, durationS: WARMUP_S, collectLatencies: false });
+  await load(WARMUP_S);
   const skipMs = performance.now() - child.spawnedAt;
-  const r = await runAutocannon({ url: child.url + path, headers, body: CHAT_JSON, connections: 32, durationS, collectLatencies: false });
+  const r = await load(durationS);
   await child.stop(30_000);
   const file = join(dir, `${name}.cpuprofile`);
   if (!existsSync(file)) throw new Error(`no profile was written for ${name}:\n${child.tail()}`);
   return { file, rps: r.rps, requests: r.requests, summary: summariseProfile(JSON.parse(readFileSync(file, 'utf8')), { root: ROOT, top: 40, skipMs }) };
 }
 
-async function profileScenario(configFile, key, simUrl, tmp, date, results) {
+async function profileScenario(configFile, key, simUrl, tmp, date, results, streamed) {
   const dir = join(tmp, 'cpuprofile');
   mkdirSync(dir, { recursive: true });
   const durationS = QUICK ? 4 : 12;
-  say(`profile: the gateway, then the bare proxy, under --cpu-prof at 32 connections for ${durationS} s each`);
+  say(`profile: the gateway, then the bare proxy, under --cpu-prof at 32 ${streamed ? 'streams' : 'connections'} for ${durationS} s each`);
   try {
     const gw = await profileOne({
       name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, dir, durationS,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, dir, durationS, streamed,
     });
     const bare = await profileOne({
       name: 'bare', args: [join(BENCH, 'bare-proxy.mjs'), '--upstream', `${simUrl}/openai`], path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sim-key' }, dir, durationS,
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sim-key' }, dir, durationS, streamed,
     });
-    const kept = join(BENCH, 'results', `${date}-gateway.cpuprofile`);
+    const kept = join(BENCH, 'results', `${date}-gateway${streamed ? '-stream' : ''}.cpuprofile`);
     copyFileSync(gw.file, kept);
     results.profile = {
-      connections: 32, durationS, rps: gw.rps, requests: gw.requests, file: kept.slice(ROOT.length + 1), summary: gw.summary,
+      connections: 32, streamed: Boolean(streamed), durationS, rps: gw.rps, requests: gw.requests, file: kept.slice(ROOT.length + 1), summary: gw.summary,
       bare: { rps: bare.rps, requests: bare.requests, summary: { busyMs: bare.summary.busyMs, byArea: bare.summary.byArea, bySelf: bare.summary.bySelf.slice(0, 15), allAreas: bare.summary.allAreas } },
     };
     say(`profile: gateway ${fmt(gw.rps, 0)} req/s, ${fmt((gw.summary.busyMs * 1000) / gw.requests, 0)} µs CPU/req while profiled; bare ${fmt(bare.rps, 0)} req/s, ${fmt((bare.summary.busyMs * 1000) / bare.requests, 0)} µs CPU/req. Gateway top self time:`);
@@ -358,7 +370,7 @@ async function main() {
       await logsScenario({ tmp, say, results, providers: providerOverrides('http://127.0.0.1:9'), gatewayCli, rows: Math.round(LOG_ROWS) });
     }
     if (scenarios.has('limits')) await limitsScenario({ say, results, quick: QUICK });
-    if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
+    if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
   } finally {
     for (const c of children.reverse()) await c.stop();
     cleanup();
@@ -408,7 +420,7 @@ async function trafficScenarios(tmp, children, results, date) {
   writeFileSync(profileConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
   const key = keyFor(configFile);
   const musicKey = keyFor(musicConfigFile);
-  const profileKey = scenarios.has('profile') ? keyFor(profileConfigFile) : '';
+  const profileKey = scenarios.has('profile') || scenarios.has('profile-stream') ? keyFor(profileConfigFile) : '';
 
   const gatewayChild = await Child.start({ name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
   children.push(gatewayChild);
@@ -420,10 +432,23 @@ async function trafficScenarios(tmp, children, results, date) {
   say(`bare proxy ${bareChild.url} (pid ${bareChild.pid})`);
 
   const json = { 'content-type': 'application/json' };
+  let baseline;
+  if (opt.compare) {
+    // The same configuration on its own SQLite file, served by the other checkout's code.
+    const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
+    writeFileSync(compareConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
+    const compareKey = keyFor(compareConfigFile);
+    const child = await Child.start({ name: 'baseline', args: ['--max-semi-space-size=4', join(opt.compare, 'bin', 'gateway.js'), 'serve', '--config', compareConfigFile], cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
+    children.push(child);
+    allChildren.push(child);
+    say(`baseline gateway ${child.url} (pid ${child.pid}; the code of ${opt.compare})`);
+    baseline = { name: 'baseline', child, url: child.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${compareKey}` }, key: compareKey };
+  }
   const targets = [
     { name: 'bare', child: bareChild, url: bareChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: 'Bearer sim-key' } },
     { name: 'gateway', child: gatewayChild, url: gatewayChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${key}` }, key },
   ];
+  if (baseline) targets.splice(1, 0, baseline);
   if (opt.peers) {
     try {
       const entry = ensurePeers(say);
@@ -466,7 +491,8 @@ async function trafficScenarios(tmp, children, results, date) {
     await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
   }
   if (scenarios.has('soak')) await soakScenario(targets[1], results);
-  if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results);
+  if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, false);
+  else if (scenarios.has('profile-stream')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, true);
 }
 
 async function finish(results, date) {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
 import { elapsedMs, type Exchange } from './exchange.js';
@@ -11,7 +12,7 @@ import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
 import type { ExchangeObserver } from './telemetry/events.js';
-import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 
 export interface PipelineServices {
   catalog: ProviderCatalog;
@@ -90,7 +91,7 @@ export async function settle(svc: Pick<PipelineServices, 'store' | 'telemetry'>,
 }
 
 function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number): ModelRoute[] {
-  const all = svc.catalog.routesFor(model).filter((r) => r.model.modality === handler.modality);
+  const all = svc.catalog.routesForModality(model, handler.modality);
   if (all.length === 0) throw handler.unknownModel?.(model) ?? new GatewayError('model_not_found', [model], { param: 'model' });
   const active = all.filter((r) => !r.model.deactivatedAt || Date.parse(r.model.deactivatedAt) > now);
   if (active.length === 0) {
@@ -160,13 +161,16 @@ async function callUpstream<P extends ModelRequest>(
     ex.route = route;
     if (last && !(last.planned.route.endpoint.fallback && isFallbackable(last.failure))) break;
     const timeout = handler.timeoutMs?.(route) ?? route.endpoint.timeoutMs;
+    let reusable: UpstreamRequest | undefined;
     for (let attempt = 1; attempt <= route.endpoint.retry.attempts; attempt++) {
       const started = elapsedMs(ex);
       const record = (status: number | null, error: string | null): void => {
         ex.attempts.push({ provider: route.provider.id, model: route.model.upstreamId, status, error, durationMs: Math.round(elapsedMs(ex) - started) });
       };
       try {
-        const built = await handler.buildUpstream(parsed, route);
+        // A body in memory is built once per route; a Readable one (an upload) is built anew for each attempt.
+        const built = reusable ?? await handler.buildUpstream(parsed, route);
+        if (!(built.body instanceof Readable)) reusable = built;
         const traceHeaders = svc.telemetry?.onAttemptStart(ex, route);
         // A stream that sends nothing for first_byte_timeout_ms (headers included) has stalled: nothing reached the client yet.
         const firstByte = built.stream ? route.endpoint.firstByteTimeoutMs : undefined;
@@ -178,9 +182,9 @@ async function callUpstream<P extends ModelRequest>(
           svc.telemetry?.onAttemptEnd(ex, undefined, response.body);
           return { response, planned };
         }
-        const body = await readCapped(response, 64 * 1024);
-        record(response.statusCode, providerMessage(body) || kind);
-        throw new UpstreamFailure(kind, `status ${response.statusCode}`, response.statusCode, body);
+        const failure = new UpstreamFailure(kind, `status ${response.statusCode}`, response.statusCode, await readCapped(response, 64 * 1024));
+        record(response.statusCode, failure.providerMessage || kind);
+        throw failure;
       } catch (err) {
         if (!(err instanceof UpstreamFailure)) throw err;
         if (err.status === null) record(null, err.message);
@@ -194,18 +198,18 @@ async function callUpstream<P extends ModelRequest>(
   if (!last) throw new GatewayError('model_not_found', [parsed.model]);
   ex.route = last.planned.route;
   const timeout = handler.timeoutMs?.(last.planned.route) ?? last.planned.route.endpoint.timeoutMs;
-  const message = providerMessage(last.failure.body);
-  if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure.body))) {
+  const message = last.failure.providerMessage;
+  if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure))) {
     throw new GatewayError('upstream_unauthorized', [message]);
   }
   throw upstreamError(last.failure, message, timeout);
 }
 
 /** Providers that refuse a bad key with a plain 400 (Gemini) say so in YAML: `auth.rejected_when`. */
-async function keyRejected(route: ModelRoute, body: string): Promise<boolean> {
-  if (!route.provider.keyRejected) return false;
+async function keyRejected(route: ModelRoute, failure: UpstreamFailure): Promise<boolean> {
+  if (!route.provider.keyRejected || failure.json === undefined) return false;
   try {
-    return await route.provider.keyRejected(JSON.parse(body));
+    return await route.provider.keyRejected(failure.json);
   } catch {
     return false;
   }
@@ -233,28 +237,6 @@ async function readCapped(response: UpstreamResponse, cap: number): Promise<stri
     // A body that breaks while reading an error is still an error; what arrived is enough.
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/**
- * The human message inside a provider's error body, whatever its shape: OpenAI,
- * Anthropic and Gemini use error.message, ElevenLabs detail.message, Deepgram err_msg.
- */
-export function providerMessage(body: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return body.slice(0, 500).trim();
-  }
-  const o = parsed as { error?: { message?: unknown } | string; detail?: { message?: unknown } | string; err_msg?: unknown; message?: unknown };
-  const candidates = [
-    typeof o.error === 'object' ? o.error?.message : o.error,
-    typeof o.detail === 'object' ? o.detail?.message : o.detail,
-    o.err_msg,
-    o.message,
-  ];
-  const found = candidates.find((c) => typeof c === 'string' && c.length > 0);
-  return typeof found === 'string' ? found : body.slice(0, 500).trim();
 }
 
 function sleep(ms: number): Promise<void> {

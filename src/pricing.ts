@@ -18,6 +18,8 @@ export interface PriceSelector {
  * tokens higher, input and output alike).
  */
 export function pricesFor(model: ModelDef, sel: PriceSelector = {}): Partial<Record<PriceKey, bigint>> {
+  // Most models have neither variants nor tiers: their base prices, without building anything.
+  if (sel.variant === undefined && model.pricingTiers.length === 0) return model.pricePicos;
   let prices = model.pricePicos;
   const variant = sel.variant === undefined ? undefined : model.pricingVariants[sel.variant];
   if (variant) prices = { ...prices, ...variant.pricePicos };
@@ -35,10 +37,11 @@ export function pricesFor(model: ModelDef, sel: PriceSelector = {}): Partial<Rec
 export function costPicos(model: ModelDef, used: Consumption, sel?: PriceSelector): bigint {
   const prices = sel ? pricesFor(model, sel) : model.pricePicos;
   let total = 0n;
-  for (const [key, qty] of Object.entries(used) as Array<[PriceKey, number]>) {
-    const price = prices[key];
-    if (price === undefined || !qty) continue;
-    total += price * BigInt(Math.ceil(qty));
-  }
+  for (const [key, qty] of Object.entries(used) as Array<[PriceKey, number]>) total += picosAt(prices[key], qty);
   return total;
+}
+
+/** `qty` (rounded up to a whole unit) at `price` pico-USD each; nothing when either is missing or zero. */
+export function picosAt(price: bigint | undefined, qty: number | undefined): bigint {
+  return price === undefined || !qty ? 0n : price * BigInt(Math.ceil(qty));
 }

@@ -24,7 +24,7 @@ export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './er
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
 export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
-export { costPicos, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
+export { costPicos, picosAt, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
 export { estimateTokens, tokensForChars } from './tokens.js';
 // Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.
 export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './usage.js';
@@ -35,7 +35,7 @@ export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSe
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 export { transformRefusal, type BuiltRequest } from './transform.js';
-export { formatSse, SseDecoder, type SseEvent } from './sse.js';
+export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './sse.js';
 
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';

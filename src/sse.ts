@@ -20,7 +20,7 @@ export class SseDecoder {
       if (!m) break;
       const block = this.buffer.slice(0, m.index);
       this.buffer = this.buffer.slice(m.index + m[0].length);
-      const ev = parseBlock(block);
+      const ev = parseSseBlock(block);
       if (ev) events.push(ev);
     }
     return events;
@@ -30,12 +30,13 @@ export class SseDecoder {
   end(): SseEvent[] {
     const rest = this.buffer + this.decoder.decode();
     this.buffer = '';
-    const ev = rest.trim() ? parseBlock(rest) : undefined;
+    const ev = rest.trim() ? parseSseBlock(rest) : undefined;
     return ev ? [ev] : [];
   }
 }
 
-function parseBlock(block: string): SseEvent | undefined {
+/** One event's text (its lines, without the blank line that ends it), or undefined when it holds only comments. */
+export function parseSseBlock(block: string): SseEvent | undefined {
   let event: string | undefined;
   const data: string[] = [];
   for (const line of block.split(/\r?\n/)) {

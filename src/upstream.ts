@@ -22,6 +22,8 @@ export type UpstreamResponse = Dispatcher.ResponseData;
 export type FailureKind = 'connect_error' | 'timeout' | '5xx' | '429' | '4xx' | 'aborted';
 
 export class UpstreamFailure extends Error {
+  private parsedBody: { json: unknown; message: string } | undefined;
+
   constructor(
     readonly kind: FailureKind, message: string, readonly status: number | null = null, readonly body: string = '',
     /** For a timeout: the limit that was hit, when not the endpoint's timeout_ms (e.g. its first-byte timeout). */
@@ -29,6 +31,47 @@ export class UpstreamFailure extends Error {
   ) {
     super(message);
   }
+
+  /** The error body as JSON (undefined when it is not JSON), parsed once however often it is read. */
+  get json(): unknown {
+    return this.parsed().json;
+  }
+
+  /** The provider's message in the error body (see `providerMessage`), from the same single parse. */
+  get providerMessage(): string {
+    return this.parsed().message;
+  }
+
+  private parsed(): { json: unknown; message: string } {
+    this.parsedBody ??= parseErrorBody(this.body);
+    return this.parsedBody;
+  }
+}
+
+/**
+ * The human message inside a provider's error body, whatever its shape: OpenAI,
+ * Anthropic and Gemini use error.message, ElevenLabs detail.message, Deepgram err_msg.
+ */
+export function providerMessage(body: string): string {
+  return parseErrorBody(body).message;
+}
+
+function parseErrorBody(body: string): { json: unknown; message: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return { json: undefined, message: body.slice(0, 500).trim() };
+  }
+  const o = (typeof json === 'object' && json !== null ? json : {}) as { error?: { message?: unknown } | string; detail?: { message?: unknown } | string; err_msg?: unknown; message?: unknown };
+  const candidates = [
+    typeof o.error === 'object' ? o.error?.message : o.error,
+    typeof o.detail === 'object' ? o.detail?.message : o.detail,
+    o.err_msg,
+    o.message,
+  ];
+  const found = candidates.find((c) => typeof c === 'string' && c.length > 0);
+  return { json, message: typeof found === 'string' ? found : body.slice(0, 500).trim() };
 }
 
 /**
@@ -63,8 +106,13 @@ export interface SendOptions {
   traceHeaders?: Record<string, string>;
 }
 
+/** Distinct base URL + path pairs whose origin and path are kept (paths may hold client values, e.g. a voice id). */
+const MAX_TARGETS = 10_000;
+
 export class UpstreamClient {
   private readonly agent: Agent;
+  /** `base_url` + path → its origin and path, so a call without query parameters parses no URL. */
+  private readonly targets = new Map<string, { origin: string; path: string }>();
 
   constructor(opts: { connections?: number } = {}) {
     this.agent = new Agent({ connections: opts.connections ?? 256, keepAliveTimeout: 30_000, pipelining: 1 });
@@ -78,8 +126,7 @@ export class UpstreamClient {
   async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, opts: SendOptions = {}): Promise<UpstreamResponse> {
     const { timeoutMs, firstByteMs, traceHeaders } = opts;
     const { provider, endpoint } = route;
-    const url = new URL(provider.baseUrl + req.path);
-    for (const [k, v] of Object.entries({ ...endpoint.query, ...req.query })) url.searchParams.set(k, v);
+    const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
     if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
@@ -87,8 +134,8 @@ export class UpstreamClient {
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
       return await this.agent.request({
-        origin: url.origin,
-        path: url.pathname + url.search,
+        origin,
+        path,
         method: endpoint.method,
         headers,
         body: req.body,
@@ -106,6 +153,22 @@ export class UpstreamClient {
 
   async close(): Promise<void> {
     await this.agent.close();
+  }
+
+  private target(href: string, ...queries: Array<Record<string, string> | undefined>): { origin: string; path: string } {
+    if (queries.some((q) => q && Object.keys(q).length > 0)) {
+      const url = new URL(href);
+      for (const q of queries) for (const [k, v] of Object.entries(q ?? {})) url.searchParams.set(k, v);
+      return { origin: url.origin, path: url.pathname + url.search };
+    }
+    let known = this.targets.get(href);
+    if (!known) {
+      const url = new URL(href);
+      known = { origin: url.origin, path: url.pathname + url.search };
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      this.targets.set(href, known);
+    }
+    return known;
   }
 }
 

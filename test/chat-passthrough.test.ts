@@ -80,6 +80,23 @@ describe('chat pass-through (OpenAI dialect) with the official openai client', (
     expect(row.usedProvider).toBe('groq');
   });
 
+  it('names the requested model in every reply, streamed or not, when the upstream answers with its own id', async () => {
+    // The pin is the requested id; the upstream (the simulator) answers with its id, llama-3.1-8b-instant.
+    const model = 'groq/llama-3.1-8b-instant';
+    const messages = [{ role: 'user' as const, content: 'x [[sim:tokens=4]]' }];
+    const whole = await t.client.chat.completions.create({ model, messages });
+    expect(whole.model).toBe(model);
+    const stream = await t.client.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: true } });
+    const models = new Set<string>();
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      models.add(chunk.model);
+    }
+    expect(chunks).toBeGreaterThanOrEqual(5);
+    expect([...models]).toEqual([model]);
+  });
+
   it('refuses a model unknown to every provider with 404 model_not_found', async () => {
     const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'nope-1', messages: [{ role: 'user', content: 'x' }] }, t.key);
     expect(r.status).toBe(404);

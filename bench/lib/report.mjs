@@ -3,7 +3,7 @@ import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
 import { limitsMarkdown } from './limits.mjs';
 
-const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
+const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
 
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
@@ -27,6 +27,11 @@ export function evaluateTargets(r) {
   add('chat, 1 conn: p50 ≤ bare + 0.2 ms', diff(p50d), Number.isFinite(p50d) ? p50d <= 0.2 : null);
   const ttfbd = (s1.gateway?.ttfb.p50 ?? NaN) - (s1.bare?.ttfb.p50 ?? NaN);
   add('streamed chat (1 stream at a time): TTFB p50 ≤ bare + 1 ms', diff(ttfbd), Number.isFinite(ttfbd) ? ttfbd <= 1 : null);
+  const s32 = r.stream?.['32'] ?? {};
+  const sTput = ratio(s32.gateway?.rps, s32.bare?.rps);
+  add('streamed chat, 32 streams at once: streams/s ≥ 0.6 × bare', times(sTput), Number.isFinite(sTput) ? sTput >= 0.6 : null);
+  const ttfb32 = (s32.gateway?.ttfb.p50 ?? NaN) - (s32.bare?.ttfb.p50 ?? NaN);
+  add('streamed chat, 32 streams at once: TTFB p50 ≤ bare + 1 ms', diff(ttfb32), Number.isFinite(ttfb32) ? ttfb32 <= 1 : null);
   const vsPk = ratio(c32.gateway?.rps, c32.portkey?.rps);
   add('chat, 32 conns: throughput ≥ 10 × Portkey', r.peers ? times(vsPk) : 'not run (--peers)', Number.isFinite(vsPk) ? vsPk >= 10 : null);
   // The worst round counts for memory (the best-throughput round is not the one to judge a ceiling by).
@@ -186,7 +191,7 @@ export function profileMarkdown(p) {
   const s = p.summary;
   const perReq = (ms, n) => (n > 0 ? (ms * 1000) / n : NaN);
   const lines = [
-    `Gateway under ${p.connections} connections of non-streamed chat for ${p.durationS} s with \`node --cpu-prof\` (${f0(p.rps)} req/s while profiled; boot and warm-up left out). `
+    `Gateway under ${p.connections} ${p.streamed ? 'concurrent streams of streamed chat' : 'connections of non-streamed chat'} for ${p.durationS} s with \`node --cpu-prof\` (${f0(p.rps)} ${p.streamed ? 'streams' : 'req'}/s while profiled; boot and warm-up left out). `
       + `Event loop busy ${f0(s.busyMs)} ms of ${f0(s.wallMs)} ms wall, ${f0(perReq(s.busyMs, p.requests))} µs per request; percentages are of busy time. `
       + 'Samples are wall time of the main thread: time it sat preempted (on 2 cores, typically right after a socket write woke the simulator or the load generator) '
       + 'is counted in the function it was in, which inflates native `writev` in every server alike.',

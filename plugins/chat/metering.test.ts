@@ -90,6 +90,15 @@ describe('promptTokenBound', () => {
     expect(withImage).toBeLessThan(MEDIA_TOKEN_BOUND + 200);
   });
 
+  it.each([
+    ['plain text: its JSON, as is', [{ role: 'user', content: 'héllo "wörld"' }, { role: 'assistant', content: 'a \\ b' }], [{ role: 'user', content: 'héllo "wörld"' }, { role: 'assistant', content: 'a \\ b' }]],
+    ['text starting with data: counts as media bytes (blanked)', [{ role: 'user', content: 'data:xyz' }], [{ role: 'user', content: '' }]],
+    ['a data key is blanked', [{ role: 'user', content: 'x', data: 'abc' }], [{ role: 'user', content: 'x', data: '' }]],
+    ['a file_data key is blanked', [{ role: 'user', content: [{ type: 'text', text: 'x', file_data: 'abc' }] }], [{ role: 'user', content: [{ type: 'text', text: 'x', file_data: '' }] }]],
+  ])('%s: the bytes of the JSON without media, + 3', (_n, messages, counted) => {
+    expect(promptTokenBound([messages, null])).toBe(Buffer.byteLength(JSON.stringify([[counted, null], null])) + 3);
+  });
+
   it('counts tool definitions, plus the prompt a provider wraps around them', () => {
     const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string', description: 'x'.repeat(500) } } } } }];
     expect(promptTokenBound([[]], tools)).toBeGreaterThan(500 + TOOLS_TOKEN_BOUND);

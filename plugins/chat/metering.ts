@@ -1,4 +1,4 @@
-import { costPicos, microsToUsd, type ModelDef, picosToMicros, type PriceKey, pricesFor, type TokenCounts } from '../../src/sdk.js';
+import { microsToUsd, type ModelDef, picosAt, picosToMicros, type PriceKey, pricesFor, type TokenCounts } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 
@@ -25,15 +25,15 @@ function inputKey(prices: Partial<Record<PriceKey, bigint>>, key: PriceKey): Pri
  * sees always add up and equal the charge.
  */
 export function chatCost(model: ModelDef, u: TokenUsage): ChatCost {
-  const sel = { promptTokens: u.promptTokens };
-  const prices = pricesFor(model, sel);
+  // The prices are selected once (the tier the prompt reaches) and every count priced at them.
+  const prices = pricesFor(model, { promptTokens: u.promptTokens });
   const cached = Math.min(u.cachedTokens ?? 0, u.promptTokens);
   const written = Math.min(u.cacheWriteTokens ?? 0, u.promptTokens - cached);
-  const inputPicos = costPicos(model, { prompt: u.promptTokens - cached - written }, sel)
-    + costPicos(model, { [inputKey(prices, 'input_cache_read')]: cached }, sel)
-    + costPicos(model, { [inputKey(prices, 'input_cache_write')]: written }, sel);
+  const inputPicos = picosAt(prices.prompt, u.promptTokens - cached - written)
+    + picosAt(prices[inputKey(prices, 'input_cache_read')], cached)
+    + picosAt(prices[inputKey(prices, 'input_cache_write')], written);
   const inputMicros = picosToMicros(inputPicos);
-  const outputMicros = picosToMicros(costPicos(model, { completion: u.completionTokens }, sel));
+  const outputMicros = picosToMicros(picosAt(prices.completion, u.completionTokens));
   return { inputMicros, outputMicros, totalMicros: inputMicros + outputMicros };
 }
 
@@ -49,11 +49,10 @@ export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros:
  */
 export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
   const completion = maxCompletionTokens(req, model);
-  const sel = { promptTokens: req.promptBound };
-  const prices = pricesFor(model, sel);
+  const prices = pricesFor(model, { promptTokens: req.promptBound });
   const write = prices.input_cache_write ?? 0n;
-  const promptKey: PriceKey = write > (prices.prompt ?? 0n) ? 'input_cache_write' : 'prompt';
-  return costPicos(model, { [promptKey]: req.promptBound, completion }, sel);
+  const prompt = prices.prompt ?? 0n;
+  return picosAt(write > prompt ? write : prices.prompt, req.promptBound) + picosAt(prices.completion, completion);
 }
 
 /** The completion bound of `maxChatCostPicos`: max_tokens (else the model's bound) for each of the `n` choices. */

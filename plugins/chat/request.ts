@@ -62,6 +62,12 @@ export const MEDIA_TOKEN_BOUND = 8192;
 /** Tokens a provider may add to a prompt that declares tools (Anthropic's tool-use system prompt is ~350). */
 export const TOOLS_TOKEN_BOUND = 1024;
 const MEDIA_TYPES = new Set(['image_url', 'image', 'input_audio', 'document', 'file', 'input_image', 'input_file']);
+/**
+ * Text in a JSON serialisation without which `promptTokenBound`'s replacer changes nothing:
+ * a media type value (`"image…`, `"input_…`, `"document"`, `"file"`), an `inlineData` or
+ * `file_data` key, a `data` key or a string starting with `data:` (both `"data…`).
+ */
+const MAYBE_MEDIA = /"(?:data|file_data"|inlineData"|image|input_|document"|file")/;
 
 /**
  * Upper bound of the prompt tokens of request parts (messages, system) and tools: every
@@ -71,6 +77,11 @@ const MEDIA_TYPES = new Set(['image_url', 'image', 'input_audio', 'document', 'f
  * and declared tools add TOOLS_TOKEN_BOUND for the prompt providers wrap around them.
  */
 export function promptTokenBound(parts: readonly unknown[], tools: unknown = null): number {
+  const toolPrompt = Array.isArray(tools) && tools.length > 0 ? TOOLS_TOKEN_BOUND : 0;
+  // Plain text (no media part, no `data` string) is what the replacer below would give unchanged:
+  // stringified once without it (V8's fast path), the same bound.
+  const plain = JSON.stringify([parts, tools]) ?? '';
+  if (!MAYBE_MEDIA.test(plain)) return Buffer.byteLength(plain, 'utf8') + toolPrompt + 3;
   let media = 0;
   const json = JSON.stringify([parts, tools], (key, value: unknown) => {
     if (isObject(value) && typeof value.type === 'string' && MEDIA_TYPES.has(value.type)) {
@@ -81,6 +92,5 @@ export function promptTokenBound(parts: readonly unknown[], tools: unknown = nul
     if (typeof value === 'string' && (key === 'data' || key === 'file_data' || value.startsWith('data:'))) return '';
     return value;
   }) ?? '';
-  const toolPrompt = Array.isArray(tools) && tools.length > 0 ? TOOLS_TOKEN_BOUND : 0;
   return Buffer.byteLength(json, 'utf8') + media + toolPrompt + 3;
 }

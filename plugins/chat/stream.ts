@@ -24,17 +24,29 @@ interface StreamOutcome {
  */
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
-  const out = new PassThrough();
   ex.streamed = true;
+  const out = new PassThrough();
   void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
     .header('x-accel-buffering', 'no').send(out);
+  // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
-    for (const text of frames) {
-      if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
-      if (!out.write(text) && !ex.abort.signal.aborted) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
+    if (frames.length === 0) return;
+    if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
+    if (!out.write(frames.length === 1 ? frames[0] : frames.join('')) && !ex.abort.signal.aborted) {
+      await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
     }
   };
-  const outcome = await pump(ex, upstream.body, stream, write);
+  try {
+    return await finishStream(ctx, stream, await pump(ex, upstream.body, stream, write), write);
+  } finally {
+    // Ended whatever happened, so a reply whose closing frames failed (a store error) does not hang.
+    out.end();
+  }
+}
+
+/** Bills the stream by how it went and writes its closing frames (the usage, or an error event). */
+async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome, write: (frames: string[]) => Promise<void>): Promise<Metered> {
+  const { ex, parsed, route } = ctx;
   const clientGone = ex.abort.signal.aborted;
   if (!outcome.done && !outcome.error && !clientGone) outcome.error = 'the upstream stream ended before the reply was complete';
   const complete = outcome.done && !outcome.error && !clientGone;
@@ -52,39 +64,63 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
       await write(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
     }
   }
-  out.end();
   return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage };
 }
 
-/** Reads upstream events until the body ends, an error event, or the client leaves. */
+/** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */
 async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>): Promise<StreamOutcome> {
   const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined };
-  const decoder = new SseDecoder();
-  const apply = async (events: SseEvent[]): Promise<boolean> => {
-    for (const ev of events) {
-      const step: StreamStep = stream.onEvent(ev.event, ev.data);
-      await write(step.frames);
-      o.delivered += step.deliveredTokens;
-      if (step.usage) o.usage = step.usage;
-      if (step.done) o.done = true;
-      if (step.error) {
-        o.error = step.error;
-        return false;
-      }
-    }
-    return true;
+  const reader = stream.bytes ?? eventReader(stream);
+  const apply = async (step: StreamStep): Promise<boolean> => {
+    await write(step.frames);
+    o.delivered += step.deliveredTokens;
+    if (step.usage) o.usage = step.usage;
+    if (step.done) o.done = true;
+    if (step.error) o.error = step.error;
+    return !step.error;
   };
   try {
     for await (const chunk of body) {
-      if (!(await apply(decoder.push(chunk as Buffer)))) return o;
+      if (!(await apply(reader.push(chunk as Buffer)))) return o;
     }
-    await apply(decoder.end());
+    await apply(reader.end());
   } catch (err) {
     // A count that is not one (InvalidUsage) ends the stream like any malformed event; it never reaches o.usage.
     if (err instanceof InvalidUsage) o.error = err.message;
     else if (!ex.abort.signal.aborted) o.error = `the upstream stream broke: ${(err as Error).message}`;
   }
   return o;
+}
+
+/** A count that is not one (InvalidUsage) ends the stream like any malformed event: the frames before it still go out. */
+export function guarded(onEvent: () => StreamStep): StreamStep {
+  try {
+    return onEvent();
+  } catch (err) {
+    if (err instanceof InvalidUsage) return { frames: [], deliveredTokens: 0, done: false, error: err.message };
+    throw err;
+  }
+}
+
+/** Decoded events of each upstream read, through the stream's `onEvent`, as one step (up to an error event). */
+function eventReader(stream: ClientStream): { push(chunk: Uint8Array): StreamStep; end(): StreamStep } {
+  const decoder = new SseDecoder();
+  const steps = (events: SseEvent[]): StreamStep => {
+    const all: StreamStep = { frames: [], deliveredTokens: 0, done: false };
+    for (const ev of events) {
+      const step = guarded(() => stream.onEvent(ev.event, ev.data));
+      for (const f of step.frames) all.frames.push(f);
+      all.deliveredTokens += step.deliveredTokens;
+      if (step.usage) all.usage = step.usage;
+      if (step.done) all.done = true;
+      if (step.error) {
+        all.error = step.error;
+        break;
+      }
+    }
+    return all;
+  };
+  return { push: (chunk) => steps(decoder.push(chunk)), end: () => steps(decoder.end()) };
 }
 
 /**

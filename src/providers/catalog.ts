@@ -26,6 +26,7 @@ export interface ModalityRules {
 export class ProviderCatalog {
   readonly providers: ReadonlyMap<string, ProviderDef>;
   private readonly routes: ReadonlyMap<string, readonly ModelRoute[]>;
+  private readonly byModality = new Map<string, readonly ModelRoute[]>();
 
   constructor(providers: ProviderDef[], models: Array<{ provider: ProviderDef; model: ModelDef }>) {
     this.providers = new Map(providers.map((p) => [p.id, p]));
@@ -54,6 +55,19 @@ export class ProviderCatalog {
     const providerId = requested.slice(0, slash);
     const modelId = requested.slice(slash + 1);
     return (this.routes.get(modelId) ?? []).filter((r) => r.provider.id === providerId);
+  }
+
+  /**
+   * `routesFor` narrowed to one modality, looked up once per (modality, id): the lists of
+   * ids something serves are kept (a bounded set, the catalogue's), unknown ids are not.
+   */
+  routesForModality(requested: string, modality: string): readonly ModelRoute[] {
+    const key = `${modality}\n${requested}`;
+    const known = this.byModality.get(key);
+    if (known) return known;
+    const list = this.routesFor(requested).filter((r) => r.model.modality === modality);
+    if (list.length > 0) this.byModality.set(key, list);
+    return list;
   }
 
   /** Every (provider, model) pair, for the model catalogue. */

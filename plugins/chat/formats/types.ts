@@ -17,6 +17,13 @@ export interface StreamStep {
 /** A streamed reply in the client's format, fed upstream events one at a time. */
 export interface ClientStream {
   onEvent(event: string | undefined, data: string): StreamStep;
+  /**
+   * A stream that reads the upstream's bytes itself instead of decoded events (the
+   * OpenAI pass-through forwards them as they are): one step per upstream read,
+   * its frames what to write for it. `end` is the body's end (an event left without
+   * its closing blank line).
+   */
+  readonly bytes?: { push(chunk: Uint8Array): StreamStep; end(): StreamStep };
   /** The frames that end a complete reply, carrying the billed usage and its cost (after any state it keeps is stored). */
   finish(usage: TokenUsage, cost: ChatCost): string[] | Promise<string[]>;
   /** The frames that end a broken reply: an explicit error, never a silent end. */

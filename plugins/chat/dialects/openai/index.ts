@@ -49,7 +49,10 @@ export const openaiDialect: ChatDialect = {
   response(body, ctx) {
     const completion = JSON.parse(body) as Record<string, unknown> & { usage?: OpenAIUsage };
     if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices)) throw new Error('not a chat completion');
-    return { completion: { ...completion, model: ctx.requestedModel }, usage: openaiUsage(completion.usage) };
+    const usage = openaiUsage(completion.usage);
+    // The object is this call's own parse: set in place (same key order as a copy), not copied.
+    completion.model = ctx.requestedModel;
+    return { completion, usage };
   },
   streamTranslator() {
     return {

@@ -1,7 +1,8 @@
 import { formatSse } from '../../../../src/sdk.js';
 import { completionText } from '../../dialects/types.js';
 import { usageObject } from '../../metering.js';
-import type { ClientFormat } from '../types.js';
+import type { ClientFormat, StreamStep } from '../types.js';
+import { openaiPassthrough, withModel } from './passthrough.js';
 import { parseChatRequest } from './validate.js';
 
 const asRecord = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {});
@@ -23,23 +24,33 @@ export const openaiFormat: ClientFormat = {
         return {
           usage,
           text: completionText(completion),
-          render: (u, c) => ({ ...completion, usage: { ...asRecord(completion.usage), ...usageObject(u, c) } }),
+          render(u, c) {
+            // The completion is this reply's own (the dialect's fresh parse): its usage is completed in place.
+            completion.usage = Object.assign(asRecord(completion.usage), usageObject(u, c));
+            return completion;
+          },
         };
       },
       stream() {
         const translator = dialect.streamTranslator(ctx);
+        // An OpenAI-dialect upstream's chunks are its own, with its model id: the client gets the id it asked for.
+        const passthrough = dialect.name === 'openai';
+        const modelJson = JSON.stringify(ctx.requestedModel);
         let usageChunk: Record<string, unknown> | undefined;
+        const onEvent = (event: string | undefined, data: string): StreamStep => {
+          const t = translator.onEvent(event, data);
+          if (t.usageChunk) usageChunk = t.usageChunk;
+          const frames = t.chunks.map((c) => formatSse(passthrough ? withModel(c, modelJson) : c));
+          return { frames, usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
+        };
         return {
-          onEvent(event, data) {
-            const t = translator.onEvent(event, data);
-            if (t.usageChunk) usageChunk = t.usageChunk;
-            return { frames: t.chunks.map((c) => formatSse(c)), usage: t.usage, deliveredTokens: t.deliveredTokens, done: t.done, error: t.error };
-          },
+          onEvent,
+          ...(passthrough ? { bytes: openaiPassthrough(onEvent, modelJson) } : {}),
           finish(u, c) {
             const frames: string[] = [];
             if (req.includeUsage) {
               const base = usageChunk ?? { id: ctx.id, object: 'chat.completion.chunk', created: ctx.created, model: ctx.requestedModel, choices: [] };
-              frames.push(formatSse(JSON.stringify({ ...base, usage: { ...asRecord(base.usage), ...usageObject(u, c) } })));
+              frames.push(formatSse(JSON.stringify({ ...base, model: ctx.requestedModel, usage: { ...asRecord(base.usage), ...usageObject(u, c) } })));
             }
             frames.push(formatSse('[DONE]'));
             return frames;
