@@ -98,7 +98,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                     <td title={x.last_used_at ?? undefined}>{ago(x.last_used_at)}</td>
                     <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
                     <td><LimitsList limits={x.limits} /></td>
-                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={usage.data?.get(x.id)} /> : <span class="muted">—</span>}</td>
+                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={usage.data?.get(x.id)} failed={usage.error !== undefined} /> : <span class="muted">—</span>}</td>
                     {admin ? (
                       <td>
                         {x.status === 'active' ? (

@@ -102,7 +102,8 @@ export function LimitsList({ limits }: { limits: Limits }): JSX.Element {
 }
 
 /** A budget's spend this period and when it resets, from `usage.budget`. */
-export function BudgetSpend({ usage }: { usage: LimitUsage | null | undefined }): JSX.Element {
+export function BudgetSpend({ usage, failed = false }: { usage: LimitUsage | null | undefined; failed?: boolean }): JSX.Element {
+  if (failed) return <span class="muted">could not be read</span>;
   if (usage === undefined) return <span class="muted">…</span>;
   if (usage === null) return <span class="muted">unavailable (limits store not answering)</span>;
   const b = usage.budget;
