@@ -148,12 +148,26 @@ describe('the web console', { timeout: 45_000 }, () => {
   let requestId = '';
   let cost = 0;
 
-  it('creates a key, shows it once with a copy button, and the key works', async () => {
+  it('creates a key with limits (a refused value shown at its field), shows it once with a copy button, and the key works', async () => {
     await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url });
     await visit('Keys');
     await page.getByRole('button', { name: 'Create key' }).click();
-    await page.getByLabel('Name', { exact: true }).fill('e2e key');
-    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Create key' });
+    await form.getByLabel('Name', { exact: true }).fill('e2e key');
+    const rpm = form.getByLabel('Requests per minute');
+    await rpm.fill('2000000000'); // above the API's maximum: its 400 names limits.rpm
+    await form.getByLabel('Budget (USD)').fill('1');
+    await form.getByLabel('Budget period').selectOption('day');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
+    await expect.poll(() => rpm.getAttribute('aria-invalid')).toBe('true');
+    const described = await rpm.getAttribute('aria-describedby');
+    expect(await page.locator(`[id="${described}"]`).textContent()).toMatch(/^"limits\.rpm" must be <= 1000000000/);
+    expect(await rpm.evaluate((e) => e === document.activeElement)).toBe(true); // focus moved to the refused field
+    expect(await form.getByRole('alert').count()).toBe(0); // shown at the field, not as a form-wide error
+    await expectAccessible('keys-field-error');
+    for (const e of browser.takeProblems().errors) expect(e).toMatch(/status of 400/);
+    await rpm.fill('2');
+    await form.getByRole('button', { name: 'Create', exact: true }).click();
     const shown = page.getByLabel('New API key');
     await shown.waitFor();
     key = (await shown.textContent()) ?? '';
@@ -177,6 +191,8 @@ describe('the web console', { timeout: 45_000 }, () => {
     await row.waitFor();
     expect(await page.content()).not.toContain(key);
     expect(await row.textContent()).toContain('just now'); // last used
+    expect(await row.textContent()).toContain('2 requests/min');
+    expect(await row.textContent()).toContain('$1.00 per day');
   });
 
   it('finds the request in Logs, newest first, with its cost, and opens it by its req_ id', async () => {
@@ -219,6 +235,57 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
     await page.getByRole('button', { name: 'Newer' }).click();
     await expect.poll(ids).toEqual(newest);
+  });
+
+  it('limits the key: refused at rpm 2 (429), its spend on the Keys page, a raised limit applies to the next request', async () => {
+    const chat = () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'limit me' }] }, key);
+    // The first request may have left the minute's window by now: at most three more reach the limit of 2.
+    let spentMicros = Math.round(cost * 1e6);
+    let refused: Awaited<ReturnType<typeof chat>> | undefined;
+    for (let i = 0; i < 3 && !refused; i++) {
+      const r = await chat();
+      if (r.status === 429) refused = r;
+      else {
+        expect(r.status).toBe(200);
+        spentMicros += Math.round(Number((r.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total) * 1e6);
+      }
+    }
+    expect(refused?.headers.get('x-ratelimit-limit-requests')).toBe('2');
+    expect((refused?.body as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
+    const money = (micros: number): string => `$${(micros / 1e6).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`;
+
+    await visit('Keys');
+    const row = page.getByRole('row').filter({ hasText: 'e2e key' });
+    await expect.poll(() => row.textContent()).toContain(`${money(spentMicros)} of $1.00 this day`);
+    const tomorrow = new Date(Date.now() + 86_400_000).toLocaleString('en-GB', { year: 'numeric', month: 'short', day: '2-digit', timeZone: 'UTC' });
+    expect(await row.textContent()).toContain(`resets ${tomorrow}, 00:00:00 UTC`);
+    await page.getByRole('region', { name: 'Project limits' }).getByText('none').waitFor();
+    await expectAccessible('keys-limits');
+
+    await row.getByRole('button', { name: 'Edit limits of key e2e key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit limits of key “e2e key”' });
+    expect(await dialog.getByLabel('Requests per minute').inputValue()).toBe('2');
+    expect(await dialog.getByLabel('Budget (USD)').inputValue()).toBe('1');
+    await dialog.getByLabel('Requests per minute').fill('5');
+    await expectAccessible('keys-edit-limits');
+    await dialog.getByRole('button', { name: 'Save limits' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await expect.poll(() => row.textContent()).toContain('5 requests/min');
+    expect(await row.textContent()).toContain('$1.00 per day'); // the budget kept
+    const next = await chat();
+    expect([next.status, next.headers.get('x-ratelimit-limit-requests')]).toEqual([200, '5']);
+
+    // The project's limits, shared by its keys: a generous rpm, so the other steps' requests are not refused.
+    await page.getByRole('button', { name: 'Edit project limits' }).click();
+    const pd = page.getByRole('dialog', { name: 'Edit project limits' });
+    await pd.getByLabel('Requests per minute').fill('1000');
+    await pd.getByRole('button', { name: 'Save limits' }).click();
+    await pd.waitFor({ state: 'hidden' });
+    await page.getByRole('region', { name: 'Project limits' }).getByText('1,000 requests/min').waitFor();
+    const projectId = (await (await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/keys`)).json() as { data: Array<{ name: string; project_id: string }> })
+      .data.find((k) => k.name === 'e2e key')?.project_id;
+    const project = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/projects/${projectId}`);
+    expect(((await project.json()) as { limits: { rpm: number } }).limits.rpm).toBe(1000);
   });
 
   it('revokes the key after a confirmation; the key is then refused', async () => {
@@ -359,7 +426,8 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect(await page.getByLabel('Organization').count()).toBe(0); // one org, no switcher
     await visit('Keys');
     await page.getByRole('row').filter({ hasText: 'e2e key' }).waitFor();
-    expect(await page.getByRole('button', { name: /Create key|Revoke/ }).count()).toBe(0);
+    await page.getByRole('region', { name: 'Project limits' }).getByText('1,000 requests/min').waitFor(); // limits shown, read-only
+    expect(await page.getByRole('button', { name: /Create key|Revoke|Edit/ }).count()).toBe(0);
     await visit('Credits');
     await page.getByRole('cell', { name: 'top-up from the console test' }).waitFor();
     expect(await page.getByRole('button', { name: 'Add credits' }).count()).toBe(0);

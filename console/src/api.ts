@@ -64,11 +64,23 @@ export const del = <T>(path: string) => api<T>('DELETE', path);
 export type Role = 'owner' | 'admin' | 'member';
 export interface Me { id: string; email: string; operator: boolean; orgs: Array<{ id: string; name: string; role: Role }> }
 export interface Org { id: string; name: string; balance_usd: number; retention: string; role: Role | 'operator' }
-export interface Project { id: string; name: string; created_at: string; live_keys: number }
+export type BudgetPeriod = 'day' | 'month' | 'total';
+/** The limits of a key or project (docs/limits.md): null where that kind is not limited. */
+export interface Limits { rpm: number | null; tpm: number | null; max_concurrent: number | null; budget_usd: number | null; budget_period: BudgetPeriod | null }
+export interface WindowUsage { limit: number; used: number; remaining: number; resets_at: string | null }
+/** What the limits count now (GET of one key or project); null when the limits store does not answer. */
+export interface LimitUsage {
+  at: string; rpm: WindowUsage | null; tpm: WindowUsage | null; concurrency: { limit: number; used: number; remaining: number } | null;
+  budget: { limit_usd: number; period: BudgetPeriod; spent_usd: number; held_usd: number; remaining_usd: number; period_start: string | null; resets_at: string | null } | null;
+}
+export interface Project { id: string; name: string; created_at: string; live_keys: number; limits: Limits }
+export interface ProjectDetail extends Project { usage: LimitUsage | null }
 export interface ApiKey {
   id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';
   created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; allowed_models: string[] | null;
+  limits: Limits;
 }
+export interface KeyDetail extends ApiKey { usage: LimitUsage | null }
 export interface LogItem {
   id: string; created_at: string; modality: string; project_id: string | null; project_name: string | null; key_id: string | null;
   key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null;

@@ -22,13 +22,18 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: read
   return { ...state, reload };
 }
 
-/** A form control with its label, tied by id (so the control's name is the label alone, not the label plus its value). */
-export function Field({ label, class: className, children }: { label: string; class?: string; children: VNode<{ id?: string }> }): JSX.Element {
+/**
+ * A form control with its label, tied by id (so the control's name is the label alone, not the label plus its value);
+ * `error` is shown under the control and tied to it (aria-describedby, aria-invalid).
+ */
+export function Field({ label, class: className, error, children }: { label: string; class?: string; error?: string | undefined; children: VNode<{ id?: string }> }): JSX.Element {
   const id = useId();
+  const control = error ? cloneElement(children, { id, 'aria-invalid': 'true', 'aria-describedby': `${id}-error` } as { id: string }) : cloneElement(children, { id });
   return (
     <div class={className ? `field ${className}` : 'field'}>
       <label for={id}>{label}</label>
-      {cloneElement(children, { id })}
+      {control}
+      {error ? <p class="field-error" id={`${id}-error`}>{error}</p> : null}
     </div>
   );
 }

@@ -1,14 +1,18 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, post, type ApiKey, type ListOf, type Project } from '../api';
+import { ApiError, del, get, post, type ApiKey, type KeyDetail, type Limits, type ListOf, type Project } from '../api';
 import type { PageProps } from '../app';
 import { ago, when } from '../format';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+import { BudgetSpend, createLimits, EditLimits, EMPTY_LIMITS, LimitFields, limitFieldOf, LimitsList, ProjectLimits, useFocusInvalid, type LimitsDraft } from './limits';
 
 const canAdmin = (role: string): boolean => role !== 'member';
 
-/** API keys per project: create (shown once), revoke with confirmation, last use. */
+/**
+ * API keys per project: create (shown once), revoke with confirmation, last use, limits and a budget's spend
+ * (admins edit them), and the project's own limits.
+ */
 export function KeysPage({ org, loc }: PageProps): JSX.Element {
   const projects = useLoad((signal) => get<ListOf<Project>>(`/orgs/${org.id}/projects`, undefined, signal), [org.id]);
   const projectId = loc.query.get('project') ?? projects.data?.data[0]?.id;
@@ -19,6 +23,14 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>(undefined);
   const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
+  const [editing, setEditing] = useState<{ key: ApiKey; limits: Limits } | undefined>(undefined);
+  const [tick, setTick] = useState(0);
+  // The spend of a budget is in the key's detail (GET …/keys/{key} `usage`), not in the list: read it only for live keys with a budget.
+  const budgeted = (keys.data?.data ?? []).filter((k) => k.status === 'active' && k.limits.budget_usd !== null);
+  const usage = useLoad(
+    async (signal) => new Map((await Promise.all(budgeted.map((k) => get<KeyDetail>(`/orgs/${org.id}/keys/${k.id}`, undefined, signal)))).map((d) => [d.id, d.usage])),
+    [keys.data],
+  );
   const [error, setError] = useState<unknown>(undefined);
   useEffect(() => {
     setCreated(undefined);
@@ -62,6 +74,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
           onCreated={(k) => { setCreating(false); setCreated(k); keys.reload(); projects.reload(); }} />
       ) : null}
       <ErrorBox error={error} />
+      {projectId ? <ProjectLimits orgId={org.id} projectId={projectId} admin={admin} tick={tick} /> : null}
       <Show value={keys}>
         {(k) => (
           <div class="scroll">
@@ -70,11 +83,11 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
               <thead>
                 <tr>
                   <th scope="col">Name</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col">Created</th>
-                  <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Models</th>{admin ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
+                  <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Models</th><th scope="col">Limits</th><th scope="col">Budget spent</th>{admin ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
                 </tr>
               </thead>
               <tbody>
-                {k.data.length === 0 ? <tr><td colSpan={8} class="muted">No keys in this project yet.</td></tr> : null}
+                {k.data.length === 0 ? <tr><td colSpan={10} class="muted">No keys in this project yet.</td></tr> : null}
                 {k.data.map((x) => (
                   <tr key={x.id}>
                     <td>{x.name || '—'}</td>
@@ -84,7 +97,18 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                     <td>{x.expires_at ? when(x.expires_at) : 'never'}</td>
                     <td title={x.last_used_at ?? undefined}>{ago(x.last_used_at)}</td>
                     <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
-                    {admin ? <td>{x.status === 'active' ? <button type="button" class="danger small" onClick={() => setRevoking(x)} aria-label={`Revoke key ${x.name || x.prefix}`}>Revoke</button> : null}</td> : null}
+                    <td><LimitsList limits={x.limits} /></td>
+                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={usage.data?.get(x.id)} failed={usage.error !== undefined} /> : <span class="muted">—</span>}</td>
+                    {admin ? (
+                      <td>
+                        {x.status === 'active' ? (
+                          <div class="actions">
+                            <button type="button" class="secondary small" onClick={() => setEditing({ key: x, limits: x.limits })} aria-label={`Edit limits of key ${x.name || x.prefix}`}>Edit limits</button>
+                            <button type="button" class="danger small" onClick={() => setRevoking(x)} aria-label={`Revoke key ${x.name || x.prefix}`}>Revoke</button>
+                          </div>
+                        ) : null}
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>
@@ -92,6 +116,8 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
           </div>
         )}
       </Show>
+      <EditLimits title={`Edit limits of key “${editing?.key.name || editing?.key.prefix || ''}”`} path={`/orgs/${org.id}/keys/${editing?.key.id ?? ''}`}
+        limits={editing?.limits} onClose={() => setEditing(undefined)} onSaved={() => { keys.reload(); setTick((t) => t + 1); }} />
       <Confirm open={revoking !== undefined} title="Revoke this key?" confirm="Revoke key" onClose={() => setRevoking(undefined)}
         onConfirm={() => revoking && void revoke(revoking)}>
         <p>Requests with <code>{revoking?.prefix}…</code> ({revoking?.name || 'unnamed'}) are refused everywhere within a second. This cannot be undone.</p>
@@ -125,10 +151,15 @@ function NewProject({ orgId, onCreated }: { orgId: string; onCreated: (id: strin
 
 /** The create-key form: name, optional expiry, model allow-list, and limits (sent only when filled). */
 function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: ApiKey & { key: string }) => void; onCancel: () => void }): JSX.Element {
-  const [f, setF] = useState({ name: '', expires: '', models: '', rpm: '', tpm: '', concurrent: '', budget: '', period: 'month' });
+  const [f, setF] = useState({ name: '', expires: '', models: '' });
+  const [limits, setLimits] = useState<LimitsDraft>(EMPTY_LIMITS);
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
-  const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setF({ ...f, [k]: e.currentTarget.value });
+  const form = useFocusInvalid(error);
+  const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement }) => setF({ ...f, [k]: e.currentTarget.value });
+  const param = error instanceof ApiError ? error.param ?? '' : '';
+  const msg = (p: string): string | undefined => (param === p || param.startsWith(`${p}[`) ? (error as Error).message : undefined);
+  const shownAtField = limitFieldOf(error) !== undefined || ['name', 'expires_at', 'allowed_models'].some((p) => msg(p) !== undefined);
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setError(undefined);
@@ -137,12 +168,8 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
     if (f.expires) body.expires_at = new Date(f.expires).toISOString();
     const models = f.models.split(/[\s,]+/).filter(Boolean);
     if (models.length > 0) body.allowed_models = models;
-    const limits: Record<string, unknown> = {};
-    if (f.rpm) limits.rpm = Number(f.rpm);
-    if (f.tpm) limits.tpm = Number(f.tpm);
-    if (f.concurrent) limits.max_concurrent = Number(f.concurrent);
-    if (f.budget) Object.assign(limits, { budget_usd: Number(f.budget), budget_period: f.period });
-    if (Object.keys(limits).length > 0) body.limits = limits;
+    const l = createLimits(limits);
+    if (l) body.limits = l;
     try {
       props.onCreated(await post<ApiKey & { key: string }>(`/orgs/${props.orgId}/projects/${props.projectId}/keys`, body));
     } catch (err) {
@@ -152,28 +179,18 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
     }
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">
+    <form ref={form} class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">
       <h2 id="create-key-title">Create key</h2>
       <div class="grid">
-        <Field label="Name"><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
-        <Field label="Expires (optional, local time)"><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
-        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide"><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></Field>
+        <Field label="Name" error={msg('name')}><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
+        <Field label="Expires (optional, local time)" error={msg('expires_at')}><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
+        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide" error={msg('allowed_models')}><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></Field>
       </div>
       <fieldset>
-        <legend>Limits (optional)</legend>
-        <div class="grid">
-          <Field label="Requests per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.rpm} onInput={set('rpm')} /></Field>
-          <Field label="Tokens per minute"><input type="number" min="1" step="1" inputMode="numeric" value={f.tpm} onInput={set('tpm')} /></Field>
-          <Field label="Max concurrent requests"><input type="number" min="1" step="1" inputMode="numeric" value={f.concurrent} onInput={set('concurrent')} /></Field>
-          <Field label="Budget (USD)"><input type="number" min="0" step="0.000001" inputMode="decimal" value={f.budget} onInput={set('budget')} /></Field>
-          <Field label="Budget period">
-            <select value={f.period} onChange={set('period')}>
-              <option value="day">day</option><option value="month">month</option><option value="total">total</option>
-            </select>
-          </Field>
-        </div>
+        <legend>Limits (optional; empty: no limit)</legend>
+        <LimitFields value={limits} onChange={setLimits} error={error} />
       </fieldset>
-      <ErrorBox error={error} />
+      {shownAtField ? null : <ErrorBox error={error} />}
       <div class="actions">
         <button type="submit" disabled={busy}>Create</button>
         <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>

@@ -1,0 +1,200 @@
+import type { JSX } from 'preact';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { ApiError, get, patch, type BudgetPeriod, type LimitUsage, type Limits, type ProjectDetail } from '../api';
+import { int, usd, when } from '../format';
+import { ErrorBox, Field, Show, useLoad } from '../ui';
+
+/*
+ * Limits of keys and projects (docs/limits.md) on the Keys page: the fields shared by the
+ * create-key form and the edit dialogs, how limits and a budget's spend read, and the
+ * project's own limits.
+ */
+
+/** The limit fields as typed (strings: an empty field is no limit). */
+export interface LimitsDraft { rpm: string; tpm: string; concurrent: string; budget: string; period: BudgetPeriod }
+type DraftField = keyof LimitsDraft;
+
+export const EMPTY_LIMITS: LimitsDraft = { rpm: '', tpm: '', concurrent: '', budget: '', period: 'month' };
+
+export function draftOf(l: Limits): LimitsDraft {
+  const s = (n: number | null): string => (n === null ? '' : String(n));
+  return { rpm: s(l.rpm), tpm: s(l.tpm), concurrent: s(l.max_concurrent), budget: s(l.budget_usd), period: l.budget_period ?? 'month' };
+}
+
+const num = (v: string): number => Number(v.trim());
+
+/** `limits` for creation: only the filled fields (a field left out is no limit). */
+export function createLimits(d: LimitsDraft): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  if (d.rpm.trim()) out.rpm = num(d.rpm);
+  if (d.tpm.trim()) out.tpm = num(d.tpm);
+  if (d.concurrent.trim()) out.max_concurrent = num(d.concurrent);
+  if (d.budget.trim()) Object.assign(out, { budget_usd: d.budget.trim(), budget_period: d.period });
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** `limits` for PATCH: every field, null where emptied (removes that limit); no budget removes the budget with its period. */
+export function patchLimits(d: LimitsDraft): Record<string, unknown> {
+  const or = (v: string): number | null => (v.trim() ? num(v) : null);
+  return {
+    rpm: or(d.rpm), tpm: or(d.tpm), max_concurrent: or(d.concurrent),
+    ...(d.budget.trim() ? { budget_usd: d.budget.trim(), budget_period: d.period } : { budget_usd: null }),
+  };
+}
+
+const PARAM_FIELD: Record<string, DraftField> = {
+  'limits.rpm': 'rpm', 'limits.tpm': 'tpm', 'limits.max_concurrent': 'concurrent', 'limits.budget_usd': 'budget', 'limits.budget_period': 'period',
+};
+
+/** The limit field a 400 names in `param`, if any (its message is then shown next to that field). */
+export function limitFieldOf(e: unknown): DraftField | undefined {
+  return e instanceof ApiError && e.param ? PARAM_FIELD[e.param] : undefined;
+}
+
+/** After a failed submit, moves focus to the first control marked invalid (so a keyboard or screen reader user lands on it). */
+export function useFocusInvalid(error: unknown): { current: HTMLFormElement | null } {
+  const ref = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (error) ref.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [error]);
+  return ref;
+}
+
+/** The five limit controls; `error` is a 400 from the API, shown next to the field its `param` names. */
+export function LimitFields({ value, onChange, error }: { value: LimitsDraft; onChange: (d: LimitsDraft) => void; error: unknown }): JSX.Element {
+  const bad = limitFieldOf(error);
+  const msg = (f: DraftField): string | undefined => (bad === f && error instanceof Error ? error.message : undefined);
+  const set = (k: DraftField) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => onChange({ ...value, [k]: e.currentTarget.value });
+  const count = (label: string, k: DraftField) => (
+    <Field label={label} error={msg(k)}><input type="number" min="0" step="1" inputMode="numeric" value={value[k]} onInput={set(k)} /></Field>
+  );
+  return (
+    <div class="grid">
+      {count('Requests per minute', 'rpm')}
+      {count('Tokens per minute', 'tpm')}
+      {count('Max concurrent requests', 'concurrent')}
+      <Field label="Budget (USD)" error={msg('budget')}><input type="number" min="0" step="0.000001" inputMode="decimal" value={value.budget} onInput={set('budget')} /></Field>
+      <Field label="Budget period" error={msg('period')}>
+        <select value={value.period} onChange={set('period')}>
+          <option value="day">day</option><option value="month">month</option><option value="total">total</option>
+        </select>
+      </Field>
+    </div>
+  );
+}
+
+const PER: Record<BudgetPeriod, string> = { day: 'per day', month: 'per month', total: 'in total' };
+
+/** Each limit as a short phrase ("2 requests/min", "$1.00 per day"); empty when nothing is limited. */
+export function limitPhrases(l: Limits): string[] {
+  const out: string[] = [];
+  if (l.rpm !== null) out.push(`${int(l.rpm)} requests/min`);
+  if (l.tpm !== null) out.push(`${int(l.tpm)} tokens/min`);
+  if (l.max_concurrent !== null) out.push(`${int(l.max_concurrent)} concurrent`);
+  if (l.budget_usd !== null) out.push(`${usd(l.budget_usd)} ${PER[l.budget_period ?? 'total']}`);
+  return out;
+}
+
+export function LimitsList({ limits }: { limits: Limits }): JSX.Element {
+  const p = limitPhrases(limits);
+  if (p.length === 0) return <span class="muted">none</span>;
+  return <ul class="limits-list">{p.map((x) => <li key={x}>{x}</li>)}</ul>;
+}
+
+/** A budget's spend this period and when it resets, from `usage.budget`. */
+export function BudgetSpend({ usage, failed = false }: { usage: LimitUsage | null | undefined; failed?: boolean }): JSX.Element {
+  if (failed) return <span class="muted">could not be read</span>;
+  if (usage === undefined) return <span class="muted">…</span>;
+  if (usage === null) return <span class="muted">unavailable (limits store not answering)</span>;
+  const b = usage.budget;
+  if (!b) return <span class="muted">—</span>;
+  const period = b.period === 'total' ? 'in total' : `this ${b.period}`;
+  return (
+    <span>
+      {usd(b.spent_usd)} of {usd(b.limit_usd)} {period}
+      {b.held_usd > 0 ? <>, {usd(b.held_usd)} held</> : null}
+      <br /><span class="muted small">{b.resets_at ? `resets ${when(b.resets_at)}` : 'never resets'}</span>
+    </span>
+  );
+}
+
+/**
+ * A modal dialog that edits the limits of a key or a project (`PATCH path {limits}`): every field is sent,
+ * an emptied one as null (removes that limit). A 400 shows next to the field it names.
+ */
+export function EditLimits(props: { title: string; path: string; limits: Limits | undefined; onClose: () => void; onSaved: () => void }): JSX.Element {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const [draft, setDraft] = useState<LimitsDraft>(EMPTY_LIMITS);
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const form = useFocusInvalid(error);
+  const open = props.limits !== undefined;
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && props.limits) {
+      setDraft(draftOf(props.limits));
+      setError(undefined);
+      if (!d.open) d.showModal();
+    }
+    if (!open && d.open) d.close();
+  }, [open, props.limits]);
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    setBusy(true);
+    try {
+      await patch(props.path, { limits: patchLimits(draft) });
+      props.onSaved();
+      props.onClose();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
+      <form ref={form} onSubmit={(e) => void submit(e)}>
+        <h2 id={titleId}>{props.title}</h2>
+        <p class="muted small">An empty field is no limit. A change applies at once on every instance; what was already counted stays counted.</p>
+        <LimitFields value={draft} onChange={setDraft} error={error} />
+        {limitFieldOf(error) ? null : <ErrorBox error={error} />}
+        <div class="actions">
+          <button type="submit" disabled={busy}>Save limits</button>
+          <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
+        </div>
+      </form>
+    </dialog>
+  );
+}
+
+/** The project's own limits (shared by all its keys) with their current counts; admins edit them. */
+export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string; projectId: string; admin: boolean; tick: number }): JSX.Element {
+  const detail = useLoad((signal) => get<ProjectDetail>(`/orgs/${orgId}/projects/${projectId}`, undefined, signal), [orgId, projectId, tick]);
+  const [editing, setEditing] = useState<Limits | undefined>(undefined);
+  return (
+    <section class="card" aria-labelledby="project-limits-title">
+      <div class="page-head">
+        <h2 id="project-limits-title">Project limits</h2>
+        {admin && detail.data ? <button type="button" class="secondary small" onClick={() => setEditing(detail.data?.limits)}>Edit project limits</button> : null}
+      </div>
+      <Show value={detail}>
+        {(p) => (
+          <>
+            <p class="muted small">Shared by every key of “{p.name}”: a request counts against its key's limits and these.</p>
+            <dl class="details">
+              <dt>Limits</dt><dd><LimitsList limits={p.limits} /></dd>
+              {p.usage?.rpm ? <><dt>Requests this minute</dt><dd>{int(p.usage.rpm.used)} of {int(p.usage.rpm.limit)}</dd></> : null}
+              {p.usage?.tpm ? <><dt>Tokens this minute</dt><dd>{int(p.usage.tpm.used)} of {int(p.usage.tpm.limit)}</dd></> : null}
+              {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /></dd></> : null}
+            </dl>
+          </>
+        )}
+      </Show>
+      <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing}
+        onClose={() => setEditing(undefined)} onSaved={detail.reload} />
+    </section>
+  );
+}
