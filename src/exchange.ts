@@ -42,6 +42,11 @@ export interface Exchange {
   costEstimated: boolean;
   /** Set when the request has been billed, so that it is never billed twice. */
   settled: boolean;
+  /**
+   * False while a model request's handler runs: its row waits for the bill. Set again when
+   * the handler ends (settled), so the row is written then or when the response ends.
+   */
+  billed: boolean;
   /** Set when the request-log row has been queued, so that it is never written twice. */
   logged: boolean;
   errorCode: string | undefined;
@@ -62,7 +67,7 @@ export function newExchange(id: string, modality: string, now: number): Exchange
   return {
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined, project: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
-    costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
+    costEstimated: false, settled: false, billed: true, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
     prompt: undefined, extra: undefined, abort: new AbortController(), telemetry: undefined,
   };
 }

@@ -98,7 +98,8 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
   });
   app.addHook('onResponse', async (request, reply) => {
     const ex = request.exchange;
-    if (!ex || ex.logged || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
+    // A model request still running (a write error ends the response early) is logged when its bill is settled.
+    if (!ex || ex.logged || !ex.billed || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
     logExchange(deps, ex, reply.statusCode);
     await deps.hooks.run('post-billing', ex);
   });
@@ -144,19 +145,28 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     bodyLimit: def.bodyLimit,
     config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, formatError: def.formatError },
     handler: async (request, reply) => {
+      const ex = request.exchange;
+      // Every charge has exactly one log row, whatever the client does. fastify's onResponse
+      // runs only when a response finishes; a client that hangs up while the reply is being
+      // written (a stream, or a JSON body still in the socket) never gets there. So the row
+      // is also written when the response closes — but never before the bill is settled.
+      ex.billed = false;
+      const logClosed = (): void => {
+        if (!ex.billed || ex.logged) return;
+        logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
+        void deps.hooks.run('post-billing', ex).catch((err: unknown) => request.log.error({ err }, 'post-billing hook failed'));
+      };
+      // A reply that finished is logged by onResponse (fastify runs it on 'finish', before 'close').
+      reply.raw.once('close', logClosed);
       try {
         await runModelRequest(deps, def.handler, request, reply);
       } catch (err) {
-        if (clientGone(reply)) request.exchange.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
+        if (clientGone(reply)) ex.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
         throw err;
       } finally {
-        // fastify's onResponse runs only when a response finishes: a client that hung up
-        // (mid-stream, or before the upstream answered) is logged here, after the bill settled.
-        const ex = request.exchange;
-        if (clientGone(reply) && !ex.logged) {
-          logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
-          await deps.hooks.run('post-billing', ex);
-        }
+        ex.billed = true;
+        // A client that hung up before the handler ended (mid-stream, or before the upstream answered).
+        if (clientGone(reply)) logClosed();
       }
       return reply;
     },

@@ -12,8 +12,9 @@ import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { postgresDb } from './sql.js';
+import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
+import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -31,6 +32,14 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** The key provider keys are sealed with; without it they can be neither stored nor read. */
   secrets?: SecretBox;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /**
+   * Set for a gateway server: it owns reservations under an instance id, heartbeats, reaps
+   * dead instances' reservations, and writes charges with their log rows (postgres-ledger.ts).
+   * Admin commands leave it unset and write through.
+   */
+  ledger?: Omit<PostgresLedgerOptions, 'onError'> & { onError?: PostgresLedgerOptions['onError'] };
 }
 
 /**
@@ -53,6 +62,8 @@ export class PostgresStore implements Store {
   private readonly schema: string | undefined;
   private schemaReady: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
+  /** The server's ledger (see PostgresStoreOptions.ledger); undefined for admin commands. */
+  readonly ledger: PostgresLedger | undefined;
 
   constructor(url: string, private readonly now: () => number = Date.now, opts: PostgresStoreOptions = {}) {
     const parsed = new URL(url);
@@ -70,7 +81,7 @@ export class PostgresStore implements Store {
     this.pg = pg;
     const typeParsers = new pg.TypeOverrides();
     typeParsers.setTypeParser(pg.types.builtins.INT8, parseInt8);
-    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers });
+    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers, max: opts.poolSize ?? 10 });
     // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
     this.pool.on('error', () => undefined);
     const query: Query = (sql, params) => this.query(sql, params);
@@ -86,6 +97,8 @@ export class PostgresStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
+    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger);
+    this.ledger?.start();
   }
 
   async ping(): Promise<void> {
@@ -93,7 +106,13 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.closed ??= this.pool.end();
+    this.closed ??= (async () => {
+      try {
+        await this.ledger?.close();
+      } finally {
+        await this.pool.end();
+      }
+    })();
     await this.closed;
   }
 
@@ -157,6 +176,7 @@ export class PostgresStore implements Store {
    * instead of four keeps pooled connections free on the hot path.
    */
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    if (this.ledger) return this.ledger.reserve(orgId, requestId, amount);
     const rows = await this.query(`WITH debit AS (
         UPDATE orgs SET balance_micros = balance_micros - $3::bigint WHERE id = $1 AND balance_micros >= $3::bigint RETURNING id)
       INSERT INTO reservations (request_id, org_id, amount_micros, created_at) SELECT $2, id, $3, $4 FROM debit RETURNING request_id`,
@@ -169,6 +189,8 @@ export class PostgresStore implements Store {
    * waits on the row lock, then finds nothing and charges nothing.
    */
   async settle(requestId: string, cost: Micros): Promise<Micros> {
+    const deferred = this.ledger?.settle(requestId, cost);
+    if (deferred !== undefined) return deferred;
     const [row] = await this.query<{ charged: number }>(`WITH r AS (DELETE FROM reservations WHERE request_id = $1 RETURNING org_id, amount_micros),
       c AS (SELECT org_id, amount_micros, LEAST(GREATEST($2::bigint, 0), amount_micros) AS charged FROM r),
       refund AS (UPDATE orgs SET balance_micros = orgs.balance_micros + c.amount_micros - c.charged FROM c WHERE orgs.id = c.org_id),
@@ -182,6 +204,7 @@ export class PostgresStore implements Store {
    * queue behind each other instead of deadlocking on rows taken in different orders.
    */
   async releaseStaleReservations(olderThan: number): Promise<number> {
+    if (this.ledger) return this.ledger.reap();
     const [row] = await this.query<{ n: number }>(`WITH r AS (DELETE FROM reservations WHERE request_id IN (
           SELECT request_id FROM reservations WHERE created_at < $1 ORDER BY request_id FOR UPDATE)
         RETURNING org_id, amount_micros),
@@ -191,12 +214,37 @@ export class PostgresStore implements Store {
     return row?.n ?? 0;
   }
 
+  settlementsFor(requestIds: Iterable<string>): Settlement[] {
+    return this.ledger?.settlementsFor(requestIds) ?? [];
+  }
+
+  adoptSettlements(settlements: readonly Settlement[]): void {
+    if (!this.ledger) throw new Error('only a gateway server adopts spilled settlements');
+    this.ledger.adopt(settlements);
+  }
+
+  /** With the server's ledger: the rows and their settlements in one transaction (both or neither). */
   async insertLogs(rows: readonly LogRow[]): Promise<void> {
     // ON CONFLICT cannot touch one row twice in a statement; SQLite's INSERT OR REPLACE keeps the last, so do we.
     const unique = [...new Map(rows.map((r) => [r.requestId, r])).values()];
     if (unique.length === 0) return;
-    const db = unique.map(toLogDb);
-    await this.query(INSERT_LOGS, LOG_COLUMNS.map(([column]) => db.map((r) => r[column])));
+    const ledger = this.ledger;
+    const params = (list: readonly LogRow[]): Param[] => {
+      const db = list.map(toLogDb);
+      return LOG_COLUMNS.map(([column]) => db.map((r) => r[column]) as Scalar[]);
+    };
+    if (!ledger || ledger.settlementsFor(unique.map((r) => r.requestId)).length === 0) {
+      await this.query(INSERT_LOGS, params(unique));
+      return;
+    }
+    await this.ensureSchema();
+    let taken: Settlement[] = [];
+    await this.transaction(async (client) => {
+      const applied = await ledger.apply(client, unique);
+      taken = applied.taken;
+      await client.query(INSERT_LOGS, params(applied.rows).map(storable));
+    });
+    ledger.written(taken);
   }
 
   async getLog(requestId: string): Promise<LogRow | undefined> {
@@ -212,6 +260,15 @@ export class PostgresStore implements Store {
   async sumLoggedCosts(orgId: string): Promise<Micros> {
     const [row] = await this.query<{ s: number }>('SELECT COALESCE(SUM(cost_micros), 0)::bigint AS s FROM request_logs WHERE org_id = $1 AND NOT byok', [orgId]);
     return row?.s ?? 0;
+  }
+
+  async audit(orgId: string): Promise<LedgerAudit> {
+    const [row] = await this.query<LedgerAudit>(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0)::bigint AS balance,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'credit')::bigint AS credited,
+        (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'charge')::bigint AS charged,
+        (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = $1 AND NOT byok)::bigint AS logged,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = $1)::bigint AS held`, [orgId]);
+    return row!;
   }
 
   private async query<R extends object = Record<string, unknown>>(sql: string, params: readonly Param[] = []): Promise<R[]> {

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { round1Schema } from './001-round-1.js';
 import { orgRecords } from './002-org-records.js';
 import { tenancySchema } from './003-tenancy.js';
+import { ledgerSchema } from './004-ledger.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -22,7 +23,7 @@ export interface Migration {
 export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
-export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema];
+export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, ledgerSchema];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
