@@ -8,6 +8,8 @@ import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
+import { rmSync } from 'node:fs';
+import { LedgerSpill } from './ledger-spill.js';
 import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
@@ -82,7 +84,16 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
   const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const secrets = secretBoxFor(config, opts.env);
-  const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true, secrets: secrets?.box });
+  // Ledger faults (a heartbeat or reaper run while PostgreSQL is away) go to the server log once it exists.
+  let reportTo: FastifyInstance | undefined;
+  const server = opts.maintenanceOnly !== true;
+  const store = openStore(config.database.url, now, {
+    server, secrets: secrets?.box,
+    postgres: { ...config.database, onError: (err, what) => reportTo?.log.error({ err }, `${what} failed; retrying`) },
+  });
+  // PostgreSQL: what could not be written while the database is away is kept on disk too (ledger-spill.ts).
+  const spill = server && store.kind === 'postgres' ? new LedgerSpill(config.database.spillDir) : undefined;
+  let spilled = false;
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
@@ -95,6 +106,15 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     flushIntervalMs: config.log.flushIntervalMs,
     batchSize: config.log.batchSize,
     onError: (err, rows) => app.log.error({ err, rows }, rows > 0 ? 'request log write failed; will retry' : "recording the API keys' last use failed"),
+    onBacklog: spill && ((rows) => {
+      spill.write({ rows: [...rows], settlements: store.settlementsFor(rows.map((r) => r.requestId)) });
+      spilled = true;
+    }),
+    onDrained: spill && (() => {
+      if (!spilled) return;
+      spill.clear();
+      spilled = false;
+    }),
   });
   const upstream = new UpstreamClient();
   const tasks = new TaskRunner((task, result) => {
@@ -106,6 +126,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
   const app = createServer(deps, opts.logStream);
+  reportTo = app;
   registerHealthRoute(app, { store, redis });
   const orgRoutes: OrgRouteDef[] = [];
   registerManagement(app, { store, catalog, now, redis, orgRoutes });
@@ -128,7 +149,15 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       await plugin.register(api);
     }
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s)` });
-    if (opts.maintenanceOnly !== true) await store.releaseStaleReservations(now() - 60 * 60 * 1000);
+    if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
+    // Charges and rows a process of this host spilled before it died (the database away): written now, together.
+    for (const orphan of spill?.orphans() ?? []) {
+      store.adoptSettlements(orphan.spilled.settlements);
+      log.enqueueAll(orphan.spilled.rows);
+      await log.flush(); // written, or in this process's own spill file (onBacklog)
+      rmSync(orphan.file, { force: true });
+      app.log.warn({ file: orphan.file, rows: orphan.spilled.rows.length }, 'took over a spilled ledger file');
+    }
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();

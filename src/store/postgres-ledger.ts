@@ -201,8 +201,13 @@ export class PostgresLedger {
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.closed = true;
-    if (this.held.size > 0) await this.query(release('request_id = ANY($1::text[])'), [[...this.held.keys()]]);
-    this.held.clear();
-    if (this.pending.size === 0) await this.query('DELETE FROM gateway_instances WHERE id = $1', [this.instanceId]);
+    try {
+      if (this.held.size > 0) await this.query(release('request_id = ANY($1::text[])'), [[...this.held.keys()]]);
+      this.held.clear();
+      if (this.pending.size === 0) await this.query('DELETE FROM gateway_instances WHERE id = $1', [this.instanceId]);
+    } catch (err) {
+      // The database away: the reaper of another instance (or of the next start) releases them.
+      this.opts.onError?.(err, 'releasing the reservations at shutdown');
+    }
   }
 }
