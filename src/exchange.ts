@@ -1,3 +1,4 @@
+import { GatewayError } from './errors.js';
 import type { Micros } from './money.js';
 import type { ModelRoute } from './providers/types.js';
 import type { Project } from './store/tenancy.js';
@@ -75,4 +76,19 @@ export function newExchange(id: string, modality: string, now: number): Exchange
 /** Milliseconds since the exchange started. */
 export function elapsedMs(ex: Exchange): number {
   return Number(process.hrtime.bigint() - ex.startedHr) / 1e6;
+}
+
+/**
+ * Cuts a request the server cannot wait for any longer (the drain deadline at shutdown):
+ * its upstream call is cancelled like a client's leaving, but the client is still there
+ * and is told why (`drain_timeout`).
+ */
+export function cutByServer(ex: Exchange): void {
+  if (!ex.abort.signal.aborted) ex.abort.abort(new GatewayError('drain_timeout'));
+}
+
+/** The error to tell the client when the server cut the exchange; undefined when it was not cut (or its client left). */
+export function serverCut(ex: Exchange): GatewayError | undefined {
+  const reason: unknown = ex.abort.signal.reason;
+  return ex.abort.signal.aborted && reason instanceof GatewayError ? reason : undefined;
 }

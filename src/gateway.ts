@@ -12,6 +12,7 @@ import { rmSync } from 'node:fs';
 import { LedgerSpill } from './ledger-spill.js';
 import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';
+import { cutByServer, type Exchange } from './exchange.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import { Telemetry } from './telemetry/index.js';
@@ -53,7 +54,10 @@ export interface Gateway {
   listen(port?: number, metricsPort?: number): Promise<string>;
   /** The Prometheus scrape URL (`http://host:port/metrics`) once listening; undefined when metrics are off. */
   readonly metricsUrl: string | undefined;
-  /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
+  /**
+   * Stops accepting, lets in-flight requests finish (cutting those still running at
+   * server.shutdown_timeout_ms), flushes the request log, closes everything.
+   */
   close(): Promise<void>;
 }
 
@@ -121,8 +125,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
+  const inFlightExchanges = new Set<Exchange>();
   const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log, telemetry,
+    config, catalog, store, hooks, upstream, now, log, telemetry, inFlight: inFlightExchanges,
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
   const app = createServer(deps, opts.logStream);
@@ -195,10 +200,17 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
           if (inFlight === 0) app.server.closeAllConnections();
           else app.server.closeIdleConnections();
         }, 50);
+        // At server.shutdown_timeout_ms the requests still running are cut: a stream ends with the
+        // drain_timeout error event and is billed for what was delivered, a reply not yet started
+        // gets the 503; each settles and gets its log row before the store closes.
+        const deadline = setTimeout(() => {
+          for (const ex of inFlightExchanges) cutByServer(ex);
+        }, config.server.shutdownTimeoutMs);
         try {
           await app.close();
         } finally {
           clearInterval(drain);
+          clearTimeout(deadline);
         }
         await tasks.stop();
         for (const fn of closers) await fn();

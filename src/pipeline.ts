@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
-import { elapsedMs, type Exchange } from './exchange.js';
+import { elapsedMs, serverCut, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
 import type { ModalityHandler, ModelRequest } from './plugin.js';
@@ -189,6 +189,8 @@ async function callUpstream<P extends ModelRequest>(
   if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure.body))) {
     throw new GatewayError('upstream_unauthorized', [message]);
   }
+  // Cut at the drain deadline while waiting for the upstream: the client is told so, not that it left.
+  if (last.failure.kind === 'aborted') throw serverCut(ex) ?? upstreamError(last.failure, message, timeout);
   throw upstreamError(last.failure, message, timeout);
 }
 

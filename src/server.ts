@@ -32,6 +32,8 @@ export interface ServerDeps extends PipelineServices {
   auth: Authenticator;
   log: RequestLogWriter;
   hooks: HookRegistry;
+  /** The exchanges in flight (the drain cuts them at its deadline). */
+  inFlight?: Set<Exchange>;
 }
 
 /**
@@ -83,8 +85,11 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
     deps.telemetry?.onRequestStart(request.exchange, request);
     void reply.header('x-request-id', request.id);
+    const ex = request.exchange;
+    deps.inFlight?.add(ex);
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) request.exchange.abort.abort();
+      deps.inFlight?.delete(ex);
+      if (!reply.raw.writableFinished) ex.abort.abort();
     });
     if (closing) throw new GatewayError('service_unavailable');
     if (cfg.modality === undefined) return;
@@ -165,8 +170,10 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
         throw err;
       } finally {
         ex.billed = true;
-        // A client that hung up before the handler ended (mid-stream, or before the upstream answered).
-        if (clientGone(reply)) logClosed();
+        // A response that ended before the handler did (a small reply flushed at once, whose
+        // onResponse came before the bill was settled), or a client that hung up meanwhile
+        // (mid-stream, or before the upstream answered).
+        if (reply.raw.writableFinished || clientGone(reply)) logClosed();
       }
       return reply;
     },
