@@ -16,6 +16,7 @@ import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.
 import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
+import { pgScenario } from './lib/pg.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -27,9 +28,10 @@ const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,logs
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,logs,pg
                      (logs: the management API's log list, filters and usage at
-                     --log-rows rows per store, SQLite and PostgreSQL; not in the default run)
+                     --log-rows rows per store, SQLite and PostgreSQL; pg: the credit ledger's
+                     throughput, SQLite vs PostgreSQL with 1 and 3 instances; neither in the default run)
   --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
@@ -78,7 +80,7 @@ if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'logs'].includes(s));
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'logs', 'pg'].includes(s));
 if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);
@@ -353,6 +355,11 @@ async function main() {
     if (scenarios.has('logs')) {
       // No upstream is called: the providers point at a closed port.
       await logsScenario({ tmp, say, results, providers: providerOverrides('http://127.0.0.1:9'), gatewayCli, rows: Math.round(LOG_ROWS) });
+    }
+    if (scenarios.has('pg')) {
+      const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+      children.push(sim);
+      await pgScenario({ tmp, say, results, providers: providerOverrides(sim.url), gatewayCli, connections: 32, durationS: DURATION_S, warmupS: WARMUP_S });
     }
     if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
   } finally {

@@ -126,8 +126,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const inFlightExchanges = new Set<Exchange>();
+  const unlogged = new Set<Exchange>();
   const deps: ServerDeps = {
-    config, catalog, store, hooks, upstream, now, log, telemetry, inFlight: inFlightExchanges,
+    config, catalog, store, hooks, upstream, now, log, telemetry, inFlight: inFlightExchanges, unlogged,
     auth: new Authenticator(store, 1000, now), providerKeys: new ProviderKeyCache(store, 1000, now),
   };
   const app = createServer(deps, opts.logStream);
@@ -206,8 +207,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         const deadline = setTimeout(() => {
           for (const ex of inFlightExchanges) cutByServer(ex);
         }, config.server.shutdownTimeoutMs);
+        const closingAt = Date.now();
         try {
           await app.close();
+          // Handlers that outlived their connections (clients that left) settle and queue their rows
+          // before the last flush: a charge never goes out without its row. Bounded: past the
+          // deadline they are cut, and they end at once.
+          while (unlogged.size > 0 && Date.now() - closingAt < config.server.shutdownTimeoutMs + 5000) await sleep(10);
         } finally {
           clearInterval(drain);
           clearTimeout(deadline);
@@ -225,4 +231,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       return closed;
     },
   };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }

@@ -34,6 +34,11 @@ export interface ServerDeps extends PipelineServices {
   hooks: HookRegistry;
   /** The exchanges in flight (the drain cuts them at its deadline). */
   inFlight?: Set<Exchange>;
+  /**
+   * Model requests whose row is not queued yet. A handler may outlive its connection (a
+   * client that left while it settles): the shutdown waits for these before the last flush.
+   */
+  unlogged?: Set<Exchange>;
 }
 
 /**
@@ -130,6 +135,7 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
 /** Queues the request-log row of an exchange, once, and tells the telemetry the same facts. */
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
+  deps.unlogged?.delete(ex);
   const row: LogRow = {
     requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
     requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
@@ -151,6 +157,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, formatError: def.formatError },
     handler: async (request, reply) => {
       const ex = request.exchange;
+      deps.unlogged?.add(ex);
       // Every charge has exactly one log row, whatever the client does. fastify's onResponse
       // runs only when a response finishes; a client that hangs up while the reply is being
       // written (a stream, or a JSON body still in the socket) never gets there. So the row

@@ -1,6 +1,7 @@
 // Turns a results object into the target checks and the markdown tables.
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
+import { pgMarkdown, pgTargets } from './pg.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', portkey: 'Portkey' };
 
@@ -50,6 +51,7 @@ export function evaluateTargets(r) {
     const worst = Math.max(...lists.map(([, q]) => q.p99));
     add(`logs (${store}, ${f0(l.rows)} rows): list and every filter p99 ≤ 100 ms`, `${f1(worst)} ms`, worst <= 100);
   }
+  if (r.pg) pgTargets(r.pg, add);
   if (!r.options.soak) add('whole run (without --soak) < 10 minutes', `${f0(r.elapsedS)} s`, r.elapsedS < 600);
   return checks;
 }
@@ -171,6 +173,12 @@ export function resultsMarkdown(r) {
         + '(4 % errors, 5 models, 2 projects and keys) plus a tenth as many of another org, then each query timed over sequential requests (client side, warm). '
         + 'Lists are 50 rows, newest first; "next pages" follows `next_cursor` page after page.',
       '', logsMarkdown(r.logs));
+  }
+  if (r.pg) {
+    section('Credit ledger on PostgreSQL (one busy org)',
+      'Non-streamed chat (`gpt-4o-mini`, 16 tokens) from one key of one org — every request reserves and settles on the same balance — '
+        + 'through `gateway serve` in front of the simulator, 32 connections in all (split evenly over the instances), in the same run.',
+      '', pgMarkdown(r.pg));
   }
   if (r.soak) section('Soak', soakText(r));
   section('Targets', targetsTable(r.checks));

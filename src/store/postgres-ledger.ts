@@ -4,6 +4,7 @@ import type { Micros } from '../money.js';
 import type { LogRow, Settlement } from './types.js';
 
 type Query = <R extends object>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
+type Scalar = string | number | boolean | null;
 
 export interface PostgresLedgerOptions {
   /** An instance whose heartbeat is older than this is dead: the reaper releases its reservations. */
@@ -62,6 +63,12 @@ export class PostgresLedger {
   private readonly held = new Map<string, { orgId: string; amount: Micros }>();
   /** Settled here, waiting for their log rows. */
   private readonly pending = new Map<string, Settlement>();
+  /**
+   * Reservations whose statement failed without an answer (the connection cut, the database
+   * restarting): it may have committed. The request was refused, so each is released (if it
+   * exists) at the next heartbeat that reaches the database.
+   */
+  private readonly uncertain = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
   private closed = false;
 
@@ -70,6 +77,8 @@ export class PostgresLedger {
     private readonly transaction: (work: (client: PoolClient) => Promise<void>) => Promise<void>,
     private readonly now: () => number,
     private readonly opts: PostgresLedgerOptions,
+    /** Where reservations go (a pool whose commits do not wait for the WAL flush). */
+    private readonly reserveQuery: (sql: string, params: readonly Scalar[]) => Promise<object[]>,
   ) {}
 
   /** Registers the instance and starts its heartbeat and the reaper. */
@@ -86,6 +95,11 @@ export class PostgresLedger {
 
   async heartbeat(): Promise<void> {
     if (this.closed) return;
+    if (this.uncertain.size > 0) {
+      const ids = [...this.uncertain];
+      await this.query(release('request_id = ANY($1::text[]) AND instance_id = $2'), [ids, this.instanceId]);
+      for (const id of ids) this.uncertain.delete(id);
+    }
     await this.query(`INSERT INTO gateway_instances (id, started_at, heartbeat_at) VALUES ($1, ${DB_NOW}, ${DB_NOW})
       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`, [this.instanceId]);
   }
@@ -112,10 +126,16 @@ export class PostgresLedger {
   }
 
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
-    const rows = await this.query(`WITH debit AS (
-        UPDATE orgs SET balance_micros = balance_micros - $3::bigint WHERE id = $1 AND balance_micros >= $3::bigint RETURNING id)
-      INSERT INTO reservations (request_id, org_id, amount_micros, created_at, instance_id) SELECT $2, id, $3, $4, $5 FROM debit RETURNING request_id`,
-    [orgId, requestId, amount, this.now(), this.instanceId]);
+    let rows: object[];
+    try {
+      rows = await this.reserveQuery(`WITH debit AS (
+          UPDATE orgs SET balance_micros = balance_micros - $3::bigint WHERE id = $1 AND balance_micros >= $3::bigint RETURNING id)
+        INSERT INTO reservations (request_id, org_id, amount_micros, created_at, instance_id) SELECT $2, id, $3, $4, $5 FROM debit RETURNING request_id`,
+      [orgId, requestId, amount, this.now(), this.instanceId]);
+    } catch (err) {
+      this.uncertain.add(requestId);
+      throw err;
+    }
     if (rows.length > 0) this.held.set(requestId, { orgId, amount });
     return rows.length > 0;
   }

@@ -58,6 +58,8 @@ export class PostgresStore implements Store {
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   private readonly pool: Pool;
+  /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
+  private readonly reservePool: Pool | undefined;
   private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
   private schemaReady: Promise<void> | undefined;
@@ -84,6 +86,19 @@ export class PostgresStore implements Store {
     this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers, max: opts.poolSize ?? 10 });
     // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
     this.pool.on('error', () => undefined);
+    /*
+     * A busy org's reservations queue on its balance row, each holding the row lock until
+     * its commit; waiting for the WAL flush there serialises them at the disk's pace. A
+     * reservation may skip that wait: a commit lost in a crash of PostgreSQL takes its debit
+     * with it (one statement), and the settlement that finds no reservation charges the
+     * balance directly (the late path of postgres-ledger.ts). Charges and log rows, which
+     * are what was sold, keep synchronous commits.
+     */
+    this.reservePool = opts.ledger && new pg.Pool({
+      connectionString: parsed.toString(), options: [options, '-c synchronous_commit=off'].filter(Boolean).join(' '),
+      types: typeParsers, max: opts.poolSize ?? 10,
+    });
+    this.reservePool?.on('error', () => undefined);
     const query: Query = (sql, params) => this.query(sql, params);
     this.media = new PostgresMediaStore(query);
     this.leases = new PostgresLeaseStore(query);
@@ -97,7 +112,11 @@ export class PostgresStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
-    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger);
+    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
+      async (text, params) => {
+        await this.ensureSchema();
+        return (await (this.reservePool ?? this.pool).query(text, params.map(storable))).rows;
+      });
     this.ledger?.start();
   }
 
@@ -110,7 +129,7 @@ export class PostgresStore implements Store {
       try {
         await this.ledger?.close();
       } finally {
-        await this.pool.end();
+        await Promise.all([this.pool.end(), this.reservePool?.end()]);
       }
     })();
     await this.closed;
