@@ -170,23 +170,32 @@ export class PostgresLedger {
   }
 
   /**
-   * In the caller's transaction: applies the settlements of `rows` and returns the rows as they must be written (a
-   * late settlement, whose reservation was already released, is charged from the balance,
-   * never below zero, and its row says what was charged). Call `written` after the commit.
+   * In the caller's transaction: writes `rows` (with `insertRows`) and applies their
+   * settlements; returns the settlements applied (call `written` after the commit). A late
+   * settlement, whose reservation was already released, is charged from the balance, never
+   * below zero, and its row says what was charged.
    */
-  async apply(client: PoolClient, rows: readonly LogRow[]): Promise<{ rows: LogRow[]; taken: Settlement[] }> {
+  async apply(client: PoolClient, rows: readonly LogRow[], insertRows: (rows: LogRow[]) => Promise<void>): Promise<Settlement[]> {
     const taken = this.settlementsFor(rows.map((r) => r.requestId));
-    if (taken.length === 0) return { rows: [...rows], taken };
+    if (taken.length === 0) {
+      await insertRows([...rows]);
+      return taken;
+    }
     const at = this.now();
-    const found = new Map((await client.query<{ request_id: string; charged: number }>(APPLY,
-      [taken.map((s) => s.requestId), taken.map((s) => s.cost), at])).rows.map((r) => [r.request_id, r.charged]));
-    for (const s of taken) if (!found.has(s.requestId)) found.set(s.requestId, await this.lateCharge(client, s, at));
-    const out = rows.map((row) => {
-      const charged = found.get(row.requestId);
+    // The reservations still there are locked first (their rows only); the org rows are updated
+    // last, so a busy org's balance is locked only for the last statement and the commit.
+    const held = new Set((await client.query<{ request_id: string }>('SELECT request_id FROM reservations WHERE request_id = ANY($1::text[]) FOR UPDATE',
+      [taken.map((s) => s.requestId)])).rows.map((r) => r.request_id));
+    const late = new Map<string, Micros>();
+    for (const s of taken) if (!held.has(s.requestId)) late.set(s.requestId, await this.lateCharge(client, s, at));
+    await insertRows(rows.map((row) => {
+      const charged = late.get(row.requestId);
       if (charged === undefined || charged >= row.costMicros) return row;
       return { ...row, costMicros: charged, extra: { ...row.extra, uncharged_micros: row.costMicros - charged + ((row.extra?.uncharged_micros as number | undefined) ?? 0) } };
-    });
-    return { rows: out, taken };
+    }));
+    const onHeld = taken.filter((s) => held.has(s.requestId));
+    if (onHeld.length > 0) await client.query(APPLY, [onHeld.map((s) => s.requestId), onHeld.map((s) => s.cost), at]);
+    return taken;
   }
 
   /** A settlement whose reservation is gone (the reaper released it): charged now, once, as far as the balance goes. */

@@ -259,9 +259,7 @@ export class PostgresStore implements Store {
     await this.ensureSchema();
     let taken: Settlement[] = [];
     await this.transaction(async (client) => {
-      const applied = await ledger.apply(client, unique);
-      taken = applied.taken;
-      await client.query(INSERT_LOGS, params(applied.rows).map(storable));
+      taken = await ledger.apply(client, unique, async (patched) => void (await client.query(INSERT_LOGS, params(patched).map(storable))));
     });
     ledger.written(taken);
   }
