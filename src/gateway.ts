@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
@@ -8,7 +9,6 @@ import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
-import { rmSync } from 'node:fs';
 import { LedgerSpill } from './ledger-spill.js';
 import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';

@@ -96,10 +96,10 @@ describe('a client that hangs up while the reply is written', () => {
   });
 
   it('clients that stop reading a large reply and hang up: each is charged and logged once', async () => {
-    const ids = [...await stalledReaders(8, false), ...await stalledReaders(8, true)];
+    const ids = [...await stalledReaders(4, false), ...await stalledReaders(4, true)];
     expect(ids.every((id) => id.startsWith('req_'))).toBe(true);
     await expectOneRowEach(t.orgId);
     const audit = await t.gateway.store.audit(t.orgId);
     expect(audit.logged).toBeGreaterThan(0);
-  });
+  }, 60_000);
 });
