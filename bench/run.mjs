@@ -17,6 +17,7 @@ import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
+import { pgScenario } from './lib/pg.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -28,12 +29,13 @@ const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,profile-stream,logs,limits
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,soak,profile,profile-stream,logs,limits,pg
                      (profile-stream: the CPU profile under 32 streamed chats at once instead)
                      (logs: the management API's log list, filters and usage at
                      --log-rows rows per store, SQLite and PostgreSQL; limits: what the
-                     limit check costs a request, in-process and on Redis; neither is
-                     in the default run)
+                     limit check costs a request, in-process and on Redis; pg: the credit
+                     ledger's throughput, SQLite vs PostgreSQL with 1 and 3 instances;
+                     none of these three is in the default run)
   --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
@@ -90,7 +92,7 @@ if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream', 'logs', 'limits'].includes(s));
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream', 'logs', 'limits', 'pg'].includes(s));
 if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS, ...CONNECTIONS, ...STREAM_CONCURRENCY].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);
@@ -370,6 +372,11 @@ async function main() {
       await logsScenario({ tmp, say, results, providers: providerOverrides('http://127.0.0.1:9'), gatewayCli, rows: Math.round(LOG_ROWS) });
     }
     if (scenarios.has('limits')) await limitsScenario({ say, results, quick: QUICK });
+    if (scenarios.has('pg')) {
+      const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+      children.push(sim);
+      await pgScenario({ tmp, say, results, providers: providerOverrides(sim.url), gatewayCli, connections: 32, durationS: DURATION_S, warmupS: WARMUP_S });
+    }
     if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
   } finally {
     for (const c of children.reverse()) await c.stop();

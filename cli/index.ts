@@ -48,10 +48,12 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
     if (stopping) return;
     stopping = true;
     console.log(`${signal}: finishing in-flight requests and flushing the request log…`);
+    // The gateway cuts what still runs at shutdown_timeout_ms and bills it; this is the last resort
+    // should even that not finish (a store that never answers).
     const force = setTimeout(() => {
-      console.error(`still busy after ${config.server.shutdownTimeoutMs} ms; exiting`);
+      console.error(`still busy ${FORCE_EXIT_GRACE_MS} ms after shutdown_timeout_ms (${config.server.shutdownTimeoutMs} ms); exiting`);
       process.exit(1);
-    }, config.server.shutdownTimeoutMs);
+    }, config.server.shutdownTimeoutMs + FORCE_EXIT_GRACE_MS);
     force.unref();
     gateway.close().then(() => {
       console.log('stopped');
@@ -64,6 +66,9 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }
+
+/** How long after the drain deadline the process is stopped anyway. */
+const FORCE_EXIT_GRACE_MS = 15_000;
 
 export function buildProgram(): Command {
   const program = new Command('gateway')

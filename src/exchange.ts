@@ -1,3 +1,4 @@
+import { GatewayError } from './errors.js';
 import type { Micros } from './money.js';
 import type { ModelRoute } from './providers/types.js';
 import type { Project } from './store/tenancy.js';
@@ -42,6 +43,11 @@ export interface Exchange {
   costEstimated: boolean;
   /** Set when the request has been billed, so that it is never billed twice. */
   settled: boolean;
+  /**
+   * False while a model request's handler runs: its row waits for the bill. Set again when
+   * the handler ends (settled), so the row is written then or when the response ends.
+   */
+  billed: boolean;
   /** Set when the request-log row has been queued, so that it is never written twice. */
   logged: boolean;
   errorCode: string | undefined;
@@ -62,7 +68,7 @@ export function newExchange(id: string, modality: string, now: number): Exchange
   return {
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined, project: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
-    costEstimated: false, settled: false, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
+    costEstimated: false, settled: false, billed: true, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
     prompt: undefined, extra: undefined, abort: new AbortController(), telemetry: undefined,
   };
 }
@@ -70,4 +76,19 @@ export function newExchange(id: string, modality: string, now: number): Exchange
 /** Milliseconds since the exchange started. */
 export function elapsedMs(ex: Exchange): number {
   return Number(process.hrtime.bigint() - ex.startedHr) / 1e6;
+}
+
+/**
+ * Cuts a request the server cannot wait for any longer (the drain deadline at shutdown):
+ * its upstream call is cancelled like a client's leaving, but the client is still there
+ * and is told why (`drain_timeout`).
+ */
+export function cutByServer(ex: Exchange): void {
+  if (!ex.abort.signal.aborted) ex.abort.abort(new GatewayError('drain_timeout'));
+}
+
+/** The error to tell the client when the server cut the exchange; undefined when it was not cut (or its client left). */
+export function serverCut(ex: Exchange): GatewayError | undefined {
+  const reason: unknown = ex.abort.signal.reason;
+  return ex.abort.signal.aborted && reason instanceof GatewayError ? reason : undefined;
 }

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.js';
@@ -12,8 +13,10 @@ import { registerManagement } from './management/index.js';
 import { ProviderKeyCache } from './provider-keys.js';
 import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
+import { LedgerSpill } from './ledger-spill.js';
 import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';
+import { cutByServer, type Exchange } from './exchange.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import { packageRoot } from './paths.js';
@@ -64,7 +67,10 @@ export interface Gateway {
   listen(port?: number, metricsPort?: number): Promise<string>;
   /** The Prometheus scrape URL (`http://host:port/metrics`) once listening; undefined when metrics are off. */
   readonly metricsUrl: string | undefined;
-  /** Stops accepting, lets in-flight requests finish, flushes the request log, closes everything. */
+  /**
+   * Stops accepting, lets in-flight requests finish (cutting those still running at
+   * server.shutdown_timeout_ms), flushes the request log, closes everything.
+   */
   close(): Promise<void>;
 }
 
@@ -95,7 +101,16 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
   const telemetry = await Telemetry.create(config, catalog, { requestLogDepth: () => log.pending, requestsInFlight: () => inFlight });
   const secrets = secretBoxFor(config, opts.env);
-  const store = openStore(config.database.url, now, { server: opts.maintenanceOnly !== true, secrets: secrets?.box });
+  // Ledger faults (a heartbeat or reaper run while PostgreSQL is away) go to the server log once it exists.
+  let reportTo: FastifyInstance | undefined;
+  const server = opts.maintenanceOnly !== true;
+  const store = openStore(config.database.url, now, {
+    server, secrets: secrets?.box,
+    postgres: { ...config.database, onError: (err, what) => reportTo?.log.error({ err }, `${what} failed; retrying`) },
+  });
+  // PostgreSQL: what could not be written while the database is away is kept on disk too (ledger-spill.ts).
+  const spill = server && store.kind === 'postgres' ? new LedgerSpill(config.database.spillDir) : undefined;
+  let spilled = false;
   // Optional services load their client libraries only when configured (memory of the embedded default).
   const objectStore = config.storage.s3 ? new (await import('./storage/s3.js')).S3ObjectStore(config.storage.s3) : undefined;
   const redis = config.redis
@@ -108,6 +123,15 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     flushIntervalMs: config.log.flushIntervalMs,
     batchSize: config.log.batchSize,
     onError: (err, rows) => app.log.error({ err, rows }, rows > 0 ? 'request log write failed; will retry' : "recording the API keys' last use failed"),
+    onBacklog: spill && ((rows) => {
+      spill.write({ rows: [...rows], settlements: store.settlementsFor(rows.map((r) => r.requestId)) });
+      spilled = true;
+    }),
+    onDrained: spill && (() => {
+      if (!spilled) return;
+      spill.clear();
+      spilled = false;
+    }),
   });
   const upstream = new UpstreamClient();
   let lastDegradedWarning = Number.NEGATIVE_INFINITY;
@@ -142,8 +166,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('provider_key', (orgId) => providerKeys.evict(orgId));
   // A project's limits travel with each of its keys' cached entries: drop them all (rare).
   invalidation.on('limits', () => auth.evict(null));
-  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys };
+  const inFlightExchanges = new Set<Exchange>();
+  const unlogged = new Set<Exchange>();
+  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys, inFlight: inFlightExchanges, unlogged };
   const app = createServer(deps, opts.logStream);
+  reportTo = app;
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
@@ -169,7 +196,15 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       await plugin.register(api);
     }
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s)` });
-    if (opts.maintenanceOnly !== true) await store.releaseStaleReservations(now() - 60 * 60 * 1000);
+    if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
+    // Charges and rows a process of this host spilled before it died (the database away): written now, together.
+    for (const orphan of spill?.orphans() ?? []) {
+      store.adoptSettlements(orphan.spilled.settlements);
+      log.enqueueAll(orphan.spilled.rows);
+      await log.flush(); // written, or in this process's own spill file (onBacklog)
+      rmSync(orphan.file, { force: true });
+      app.log.warn({ file: orphan.file, rows: orphan.spilled.rows.length }, 'took over a spilled ledger file');
+    }
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
@@ -207,10 +242,22 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
           if (inFlight === 0) app.server.closeAllConnections();
           else app.server.closeIdleConnections();
         }, 50);
+        // At server.shutdown_timeout_ms the requests still running are cut: a stream ends with the
+        // drain_timeout error event and is billed for what was delivered, a reply not yet started
+        // gets the 503; each settles and gets its log row before the store closes.
+        const deadline = setTimeout(() => {
+          for (const ex of inFlightExchanges) cutByServer(ex);
+        }, config.server.shutdownTimeoutMs);
+        const closingAt = Date.now();
         try {
           await app.close();
+          // Handlers that outlived their connections (clients that left) settle and queue their rows
+          // before the last flush: a charge never goes out without its row. Bounded: past the
+          // deadline they are cut, and they end at once.
+          while (unlogged.size > 0 && Date.now() - closingAt < config.server.shutdownTimeoutMs + 5000) await sleep(10);
         } finally {
           clearInterval(drain);
+          clearTimeout(deadline);
         }
         await tasks.stop();
         for (const fn of closers) await fn();
@@ -228,4 +275,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       return closed;
     },
   };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
-import { elapsedMs, type Exchange } from './exchange.js';
+import { elapsedMs, serverCut, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { admitLimits, type Admission } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
@@ -202,6 +202,8 @@ async function callUpstream<P extends ModelRequest>(
   if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure))) {
     throw new GatewayError('upstream_unauthorized', [message]);
   }
+  // Cut at the drain deadline while waiting for the upstream: the client is told so, not that it left.
+  if (last.failure.kind === 'aborted') throw serverCut(ex) ?? upstreamError(last.failure, message, timeout);
   throw upstreamError(last.failure, message, timeout);
 }
 

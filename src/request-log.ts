@@ -5,6 +5,10 @@ export interface RequestLogOptions {
   batchSize: number;
   /** A failed batch (`rows` > 0, kept for the next flush), or a failed last-use update of the keys (`rows` = 0, not retried). */
   onError: (err: unknown, rows: number) => void;
+  /** After a failed batch, with every row still queued (the spill file keeps them durably). */
+  onBacklog?: (rows: readonly LogRow[]) => void;
+  /** After a batch was written and nothing is left queued. */
+  onDrained?: () => void;
 }
 
 /**
@@ -18,6 +22,11 @@ export class RequestLogWriter {
   private flushing: Promise<void> | undefined;
 
   constructor(private readonly store: Store, private readonly opts: RequestLogOptions) {}
+
+  /** Rows taken over from a spill file of a process that died (written with their settlements). */
+  enqueueAll(rows: readonly LogRow[]): void {
+    for (const r of rows) this.enqueue(r);
+  }
 
   enqueue(row: LogRow): void {
     this.queue.push(row);
@@ -45,9 +54,17 @@ export class RequestLogWriter {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    this.flushing = this.store.insertLogs(batch).then(() => this.touchKeys(batch), (err: unknown) => {
+    this.flushing = this.store.insertLogs(batch).then(async () => {
+      if (this.queue.length === 0) this.opts.onDrained?.();
+      await this.touchKeys(batch);
+    }, (err: unknown) => {
       this.queue = batch.concat(this.queue);
       this.opts.onError(err, batch.length);
+      try {
+        this.opts.onBacklog?.(this.queue);
+      } catch (spillErr) {
+        this.opts.onError(spillErr, this.queue.length);
+      }
       this.schedule();
     }).finally(() => {
       this.flushing = undefined;

@@ -17,7 +17,7 @@ export type { StageHook } from './hooks.js';
 export { STAGES, type Stage } from './stages.js';
 
 // One request as it moves through the stages.
-export { elapsedMs, type Exchange, type TokenCounts } from './exchange.js';
+export { elapsedMs, serverCut, type Exchange, type TokenCounts } from './exchange.js';
 
 // Client-visible errors (each code has a row in docs/errors.md).
 export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './errors.js';

@@ -32,6 +32,13 @@ export interface ServerDeps extends PipelineServices {
   auth: Authenticator;
   log: RequestLogWriter;
   hooks: HookRegistry;
+  /** The exchanges in flight (the drain cuts them at its deadline). */
+  inFlight?: Set<Exchange>;
+  /**
+   * Model requests whose row is not queued yet. A handler may outlive its connection (a
+   * client that left while it settles): the shutdown waits for these before the last flush.
+   */
+  unlogged?: Set<Exchange>;
 }
 
 /**
@@ -83,8 +90,11 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
     deps.telemetry?.onRequestStart(request.exchange, request);
     void reply.header('x-request-id', request.id);
+    const ex = request.exchange;
+    deps.inFlight?.add(ex);
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) request.exchange.abort.abort();
+      deps.inFlight?.delete(ex);
+      if (!reply.raw.writableFinished) ex.abort.abort();
     });
     if (closing) throw new GatewayError('service_unavailable');
     if (cfg.modality === undefined) return;
@@ -98,7 +108,8 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
   });
   app.addHook('onResponse', async (request, reply) => {
     const ex = request.exchange;
-    if (!ex || ex.logged || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
+    // A model request still running (a write error ends the response early) is logged when its bill is settled.
+    if (!ex || ex.logged || !ex.billed || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
     logExchange(deps, ex, reply.statusCode);
     await deps.hooks.run('post-billing', ex);
   });
@@ -124,6 +135,7 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
 /** Queues the request-log row of an exchange, once, and tells the telemetry the same facts. */
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
+  deps.unlogged?.delete(ex);
   const row: LogRow = {
     requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
     requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
@@ -144,19 +156,31 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     bodyLimit: def.bodyLimit,
     config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, formatError: def.formatError },
     handler: async (request, reply) => {
+      const ex = request.exchange;
+      deps.unlogged?.add(ex);
+      // Every charge has exactly one log row, whatever the client does. fastify's onResponse
+      // runs only when a response finishes; a client that hangs up while the reply is being
+      // written (a stream, or a JSON body still in the socket) never gets there. So the row
+      // is also written when the response closes — but never before the bill is settled.
+      ex.billed = false;
+      const logClosed = (): void => {
+        if (!ex.billed || ex.logged) return;
+        logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
+        void deps.hooks.run('post-billing', ex).catch((err: unknown) => request.log.error({ err }, 'post-billing hook failed'));
+      };
+      // A reply that finished is logged by onResponse (fastify runs it on 'finish', before 'close').
+      reply.raw.once('close', logClosed);
       try {
         await runModelRequest(deps, def.handler, request, reply);
       } catch (err) {
-        if (clientGone(reply)) request.exchange.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
+        if (clientGone(reply)) ex.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
         throw err;
       } finally {
-        // fastify's onResponse runs only when a response finishes: a client that hung up
-        // (mid-stream, or before the upstream answered) is logged here, after the bill settled.
-        const ex = request.exchange;
-        if (clientGone(reply) && !ex.logged) {
-          logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
-          await deps.hooks.run('post-billing', ex);
-        }
+        ex.billed = true;
+        // A response that ended before the handler did (a small reply flushed at once, whose
+        // onResponse came before the bill was settled), or a client that hung up meanwhile
+        // (mid-stream, or before the upstream answered).
+        if (reply.raw.writableFinished || clientGone(reply)) logClosed();
       }
       return reply;
     },

@@ -218,7 +218,7 @@ export async function upstreamText(response: UpstreamResponse, signal: AbortSign
   try {
     return await response.body.text();
   } catch (err) {
-    if (signal.aborted) throw new GatewayError('client_closed_request');
+    if (signal.aborted) throw signal.reason instanceof GatewayError ? signal.reason : new GatewayError('client_closed_request');
     throw new GatewayError('upstream_error', [`the upstream reply broke: ${(err as Error).message}`]);
   }
 }

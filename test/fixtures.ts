@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { expectLedgerMatchesLog, startOrgGateway, startTestGateway, type TestGateway, type TestGatewayOptions } from './harness.js';
+import { expectEveryLedgerExact, expectLedgerMatchesLog, startOrgGateway, startTestGateway, type TestGateway, type TestGatewayOptions } from './harness.js';
 
 /**
  * The gateway a test file shares, set up and torn down by vitest's hooks: one call
@@ -49,8 +49,12 @@ export function useGateway(setup?: GatewaySetup): TestGateway {
     Object.assign(handle, await startTestGateway(s.opts));
   });
   afterAll(async () => {
-    await handle.close?.();
-    await sim?.close();
+    try {
+      if (handle.gateway) await expectEveryLedgerExact(handle);
+    } finally {
+      await handle.close?.();
+      await sim?.close();
+    }
   });
   return handle;
 }
@@ -67,8 +71,13 @@ export function useOrgGateway(orgName: string, creditsUsd: string, setup?: Gatew
   });
   if (fixture.ledger) afterEach(async () => expectLedgerMatchesLog(handle, handle.orgId));
   afterAll(async () => {
-    await handle.close?.();
-    await sim?.close();
+    try {
+      // Every org of the file, not only this one: balance change = Σ logged costs, nothing held.
+      if (handle.gateway) await expectEveryLedgerExact(handle);
+    } finally {
+      await handle.close?.();
+      await sim?.close();
+    }
   });
   return handle;
 }

@@ -117,6 +117,26 @@ export async function expectLedgerMatchesLog(t: TestGateway, orgId: string): Pro
   expect(await t.gateway.store.sumCharges(orgId)).toBe(await t.gateway.store.sumLoggedCosts(orgId));
 }
 
+/**
+ * The teardown check of every gateway test file: for every org in the store, once the
+ * requests in flight have ended (bounded wait) nothing is held, and the balance moved by
+ * exactly the logged costs: credited − balance = Σ charges = Σ logged costs, to the µUSD.
+ */
+export async function expectEveryLedgerExact(t: Pick<TestGateway, 'gateway'>): Promise<void> {
+  const store = t.gateway.store;
+  for (const { org } of await store.tenancy.listOrgs(null)) {
+    let audit = await store.audit(org.id);
+    for (let i = 0; i < 100 && audit.held !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await t.gateway.log.flush();
+      audit = await store.audit(org.id);
+    }
+    await t.gateway.log.flush();
+    audit = await store.audit(org.id);
+    expect({ org: org.name, ...audit }).toEqual({ org: org.name, ...audit, held: 0, charged: audit.logged, balance: audit.credited - audit.logged });
+  }
+}
+
 /** The request-log row of a request, once the batched writer has flushed it (bounded wait). */
 export async function logRow(t: TestGateway, requestId: string): Promise<LogRow> {
   for (let i = 0; i < 100; i++) {

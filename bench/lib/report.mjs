@@ -2,6 +2,7 @@
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
 import { limitsMarkdown } from './limits.mjs';
+import { pgMarkdown, pgTargets } from './pg.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
 
@@ -56,6 +57,7 @@ export function evaluateTargets(r) {
     const worst = Math.max(...lists.map(([, q]) => q.p99));
     add(`logs (${store}, ${f0(l.rows)} rows): list and every filter p99 ≤ 100 ms`, `${f1(worst)} ms`, worst <= 100);
   }
+  if (r.pg) pgTargets(r.pg, add);
   if (!r.options.soak) add('whole run (without --soak) < 10 minutes', `${f0(r.elapsedS)} s`, r.elapsedS < 600);
   return checks;
 }
@@ -179,6 +181,12 @@ export function resultsMarkdown(r) {
       '', logsMarkdown(r.logs));
   }
   if (r.limits) section('Limits check', limitsMarkdown(r.limits));
+  if (r.pg) {
+    section('Credit ledger on PostgreSQL (one busy org)',
+      'Non-streamed chat (`gpt-4o-mini`, 16 tokens) from one key of one org — every request reserves and settles on the same balance — '
+        + 'through `gateway serve` in front of the simulator, 32 connections in all (split evenly over the instances), in the same run.',
+      '', pgMarkdown(r.pg));
+  }
   if (r.soak) section('Soak', soakText(r));
   section('Targets', targetsTable(r.checks));
   return out.join('\n');

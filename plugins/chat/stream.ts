@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, SseDecoder, type SseEvent } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
 import { chatCost, tokenCounts, usageRecord, ZERO_COST } from './metering.js';
@@ -20,7 +20,8 @@ interface StreamOutcome {
  * never buffered whole. Billing uses the upstream's usage when the reply completed;
  * when the client aborts or the upstream breaks first, it bills the prompt and the
  * tokens delivered (estimated; nothing when nothing was delivered). A broken upstream
- * ends with an explicit error event, never a silent end.
+ * ends with an explicit error event, never a silent end; so does a stream the gateway
+ * cuts at its drain deadline (`drain_timeout`), billed like a client that left.
  */
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
@@ -47,15 +48,19 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
 /** Bills the stream by how it went and writes its closing frames (the usage, or an error event). */
 async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome, write: (frames: string[]) => Promise<void>): Promise<Metered> {
   const { ex, parsed, route } = ctx;
-  const clientGone = ex.abort.signal.aborted;
-  if (!outcome.done && !outcome.error && !clientGone) outcome.error = 'the upstream stream ended before the reply was complete';
-  const complete = outcome.done && !outcome.error && !clientGone;
+  const cut = serverCut(ex);
+  const clientGone = ex.abort.signal.aborted && !cut;
+  if (!outcome.done && !outcome.error && !clientGone && !cut) outcome.error = 'the upstream stream ended before the reply was complete';
+  const complete = outcome.done && !outcome.error && !ex.abort.signal.aborted;
   const billed = billedUsage(outcome, complete, parsed.prompt ?? '');
   const cost = billed ? chatCost(route.model, billed) : ZERO_COST;
   ex.extra = { ...ex.extra, usage: usageRecord(billed) };
   ex.usage = tokenCounts(billed);
   if (clientGone && !complete) ex.errorCode = 'client_closed_request';
-  if (!clientGone) {
+  if (cut && !complete) {
+    ex.errorCode = cut.code;
+    await write(stream.fail(cut.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
+  } else if (!clientGone) {
     if (outcome.error) {
       ex.errorCode = 'upstream_error';
       const err = new GatewayError('upstream_error', [outcome.error]).withContext({ requestedModel: parsed.model, usedProvider: route.provider.id });

@@ -37,7 +37,13 @@ export interface GatewayConfig {
   /** Line of a setting in the file (for problems found later, e.g. an override of an unknown provider). */
   lineOf(pointer: string): number | undefined;
   server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; trustProxy: boolean };
-  database: { url: string };
+  /**
+   * `pool_size`: PostgreSQL connections per instance. `instance_timeout_ms`: an instance silent
+   * this long is dead and the reaper releases its reservations. `reservation_max_age_ms`: any
+   * reservation older is released (the backstop). `spill_dir`: where settlements and log rows
+   * go while PostgreSQL is away at shutdown (absolute).
+   */
+  database: { url: string; poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; spillDir: string };
   /** `keyPrefix`: start of the limits' Redis keys (default `tollgate:`). */
   redis: { url: string; keyPrefix: string } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
@@ -61,7 +67,7 @@ export interface GatewayConfig {
 interface RawGatewayConfig {
   extends?: string;
   server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
-  database?: { url: string };
+  database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string };
   redis?: { url: string; key_prefix?: string };
   cache?: { ttl_ms?: number };
   secrets?: { key_file?: string };
@@ -100,7 +106,13 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       trustProxy: raw.server?.trust_proxy ?? false,
     },
     // A relative SQLite path is relative to the config file, like every other path in it.
-    database: { url: dbUrl.startsWith('sqlite:') && dbUrl !== 'sqlite::memory:' ? `sqlite:${at(dbUrl.slice(7))}` : dbUrl },
+    database: {
+      url: dbUrl.startsWith('sqlite:') && dbUrl !== 'sqlite::memory:' ? `sqlite:${at(dbUrl.slice(7))}` : dbUrl,
+      poolSize: raw.database?.pool_size ?? 10,
+      instanceTimeoutMs: raw.database?.instance_timeout_ms ?? 30_000,
+      reservationMaxAgeMs: raw.database?.reservation_max_age_ms ?? 60 * 60 * 1000,
+      spillDir: at(raw.database?.spill_dir ?? './data'),
+    },
     redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? 'tollgate:' },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
@@ -149,7 +161,13 @@ function absolutePaths(raw: RawGatewayConfig, dir: string): RawGatewayConfig {
   return {
     ...raw,
     ...(raw.providers_dir !== undefined ? { providers_dir: at(raw.providers_dir) } : {}),
-    ...(url?.startsWith('sqlite:') && url !== 'sqlite::memory:' ? { database: { ...raw.database, url: `sqlite:${at(url.slice(7))}` } } : {}),
+    ...(raw.database ? {
+      database: {
+        ...raw.database,
+        ...(url?.startsWith('sqlite:') && url !== 'sqlite::memory:' ? { url: `sqlite:${at(url.slice(7))}` } : {}),
+        ...(raw.database.spill_dir !== undefined ? { spill_dir: at(raw.database.spill_dir) } : {}),
+      },
+    } : {}),
   };
 }
 

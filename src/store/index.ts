@@ -12,6 +12,8 @@ export interface OpenStoreOptions {
   server?: boolean;
   /** The key that seals provider keys (src/secrets.ts); without it they can be neither stored nor read. */
   secrets?: SecretBox;
+  /** PostgreSQL: `database.*` settings (pool, instance heartbeat window, backstop age) and where ledger faults are reported. */
+  postgres?: { poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; onError?: (err: unknown, what: string) => void };
 }
 
 /**
@@ -20,6 +22,12 @@ export interface OpenStoreOptions {
  */
 export function openStore(url: string, now?: () => number, opts: OpenStoreOptions = {}): Store {
   if (url.startsWith('sqlite:')) return new SqliteStore(url.slice('sqlite:'.length), now, { ownLedger: opts.server, secrets: opts.secrets });
-  if (/^postgres(ql)?:\/\//.test(url)) return new PostgresStore(url, now, { secrets: opts.secrets });
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const pg = opts.postgres;
+    return new PostgresStore(url, now, {
+      secrets: opts.secrets, poolSize: pg?.poolSize,
+      ledger: opts.server && pg ? { instanceTimeoutMs: pg.instanceTimeoutMs, reservationMaxAgeMs: pg.reservationMaxAgeMs, onError: pg.onError } : undefined,
+    });
+  }
   throw new Error(`database url ${url.replace(/\/\/[^@]*@/, '//***@')} is not supported: use sqlite:<path> or postgres://…`);
 }

@@ -13,8 +13,9 @@ import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { postgresDb } from './sql.js';
+import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
+import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -32,6 +33,14 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** The key provider keys are sealed with; without it they can be neither stored nor read. */
   secrets?: SecretBox;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /**
+   * Set for a gateway server: it owns reservations under an instance id, heartbeats, reaps
+   * dead instances' reservations, and writes charges with their log rows (postgres-ledger.ts).
+   * Admin commands leave it unset and write through.
+   */
+  ledger?: Omit<PostgresLedgerOptions, 'onError'> & { onError?: PostgresLedgerOptions['onError'] };
 }
 
 /**
@@ -51,10 +60,14 @@ export class PostgresStore implements Store {
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   private readonly pool: Pool;
+  /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
+  private readonly reservePool: Pool | undefined;
   private readonly pg: typeof import('pg');
   private readonly schema: string | undefined;
   private schemaReady: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
+  /** The server's ledger (see PostgresStoreOptions.ledger); undefined for admin commands. */
+  readonly ledger: PostgresLedger | undefined;
 
   constructor(url: string, private readonly now: () => number = Date.now, opts: PostgresStoreOptions = {}) {
     const parsed = new URL(url);
@@ -72,9 +85,22 @@ export class PostgresStore implements Store {
     this.pg = pg;
     const typeParsers = new pg.TypeOverrides();
     typeParsers.setTypeParser(pg.types.builtins.INT8, parseInt8);
-    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers });
+    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers, max: opts.poolSize ?? 10 });
     // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
     this.pool.on('error', () => undefined);
+    /*
+     * A busy org's reservations queue on its balance row, each holding the row lock until
+     * its commit; waiting for the WAL flush there serialises them at the disk's pace. A
+     * reservation may skip that wait: a commit lost in a crash of PostgreSQL takes its debit
+     * with it (one statement), and the settlement that finds no reservation charges the
+     * balance directly (the late path of postgres-ledger.ts). Charges and log rows, which
+     * are what was sold, keep synchronous commits.
+     */
+    this.reservePool = opts.ledger && new pg.Pool({
+      connectionString: parsed.toString(), options: [options, '-c synchronous_commit=off'].filter(Boolean).join(' '),
+      types: typeParsers, max: opts.poolSize ?? 10,
+    });
+    this.reservePool?.on('error', () => undefined);
     const query: Query = (sql, params) => this.query(sql, params);
     this.media = new PostgresMediaStore(query);
     this.leases = new PostgresLeaseStore(query);
@@ -89,6 +115,12 @@ export class PostgresStore implements Store {
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
+    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
+      async (text, params) => {
+        await this.ensureSchema();
+        return (await (this.reservePool ?? this.pool).query(text, params.map(storable))).rows;
+      });
+    this.ledger?.start();
   }
 
   async ping(): Promise<void> {
@@ -96,7 +128,13 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.closed ??= this.pool.end();
+    this.closed ??= (async () => {
+      try {
+        await this.ledger?.close();
+      } finally {
+        await Promise.all([this.pool.end(), this.reservePool?.end()]);
+      }
+    })();
     await this.closed;
   }
 
@@ -160,6 +198,7 @@ export class PostgresStore implements Store {
    * instead of four keeps pooled connections free on the hot path.
    */
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    if (this.ledger) return this.ledger.reserve(orgId, requestId, amount);
     const rows = await this.query(`WITH debit AS (
         UPDATE orgs SET balance_micros = balance_micros - $3::bigint WHERE id = $1 AND balance_micros >= $3::bigint RETURNING id)
       INSERT INTO reservations (request_id, org_id, amount_micros, created_at) SELECT $2, id, $3, $4 FROM debit RETURNING request_id`,
@@ -172,6 +211,8 @@ export class PostgresStore implements Store {
    * waits on the row lock, then finds nothing and charges nothing.
    */
   async settle(requestId: string, cost: Micros): Promise<Micros> {
+    const deferred = this.ledger?.settle(requestId, cost);
+    if (deferred !== undefined) return deferred;
     const [row] = await this.query<{ charged: number }>(`WITH r AS (DELETE FROM reservations WHERE request_id = $1 RETURNING org_id, amount_micros),
       c AS (SELECT org_id, amount_micros, LEAST(GREATEST($2::bigint, 0), amount_micros) AS charged FROM r),
       refund AS (UPDATE orgs SET balance_micros = orgs.balance_micros + c.amount_micros - c.charged FROM c WHERE orgs.id = c.org_id),
@@ -185,6 +226,7 @@ export class PostgresStore implements Store {
    * queue behind each other instead of deadlocking on rows taken in different orders.
    */
   async releaseStaleReservations(olderThan: number): Promise<number> {
+    if (this.ledger) return this.ledger.reap();
     const [row] = await this.query<{ n: number }>(`WITH r AS (DELETE FROM reservations WHERE request_id IN (
           SELECT request_id FROM reservations WHERE created_at < $1 ORDER BY request_id FOR UPDATE)
         RETURNING org_id, amount_micros),
@@ -194,12 +236,35 @@ export class PostgresStore implements Store {
     return row?.n ?? 0;
   }
 
+  settlementsFor(requestIds: Iterable<string>): Settlement[] {
+    return this.ledger?.settlementsFor(requestIds) ?? [];
+  }
+
+  adoptSettlements(settlements: readonly Settlement[]): void {
+    if (!this.ledger) throw new Error('only a gateway server adopts spilled settlements');
+    this.ledger.adopt(settlements);
+  }
+
+  /** With the server's ledger: the rows and their settlements in one transaction (both or neither). */
   async insertLogs(rows: readonly LogRow[]): Promise<void> {
     // ON CONFLICT cannot touch one row twice in a statement; SQLite's INSERT OR REPLACE keeps the last, so do we.
     const unique = [...new Map(rows.map((r) => [r.requestId, r])).values()];
     if (unique.length === 0) return;
-    const db = unique.map(toLogDb);
-    await this.query(INSERT_LOGS, LOG_COLUMNS.map(([column]) => db.map((r) => r[column])));
+    const ledger = this.ledger;
+    const params = (list: readonly LogRow[]): Param[] => {
+      const db = list.map(toLogDb);
+      return LOG_COLUMNS.map(([column]) => db.map((r) => r[column]) as Scalar[]);
+    };
+    if (!ledger || ledger.settlementsFor(unique.map((r) => r.requestId)).length === 0) {
+      await this.query(INSERT_LOGS, params(unique));
+      return;
+    }
+    await this.ensureSchema();
+    let taken: Settlement[] = [];
+    await this.transaction(async (client) => {
+      taken = await ledger.apply(client, unique, async (patched) => void (await client.query(INSERT_LOGS, params(patched).map(storable))));
+    });
+    ledger.written(taken);
   }
 
   async getLog(requestId: string): Promise<LogRow | undefined> {
@@ -215,6 +280,15 @@ export class PostgresStore implements Store {
   async sumLoggedCosts(orgId: string): Promise<Micros> {
     const [row] = await this.query<{ s: number }>('SELECT COALESCE(SUM(cost_micros), 0)::bigint AS s FROM request_logs WHERE org_id = $1 AND NOT byok', [orgId]);
     return row?.s ?? 0;
+  }
+
+  async audit(orgId: string): Promise<LedgerAudit> {
+    const [row] = await this.query<LedgerAudit>(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0)::bigint AS balance,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'credit')::bigint AS credited,
+        (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'charge')::bigint AS charged,
+        (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = $1 AND NOT byok)::bigint AS logged,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = $1)::bigint AS held`, [orgId]);
+    return row!;
   }
 
   private async query<R extends object = Record<string, unknown>>(sql: string, params: readonly Param[] = []): Promise<R[]> {

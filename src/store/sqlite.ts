@@ -17,7 +17,7 @@ import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow
 import { sqliteDb } from './sql.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
 import { SqliteUsageRollup } from './usage-rollup.js';
-import { DuplicateError, type ApiKeyRecord, type LogRow, type Org, type Retention, type Store } from './types.js';
+import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /**
  * The embedded store: one SQLite file in WAL mode, so the CLI can change orgs, keys
@@ -183,6 +183,15 @@ export class SqliteStore implements Store {
     return stale.length;
   }
 
+  /** Charges here are written from the process's own buffer with the log batch (sqlite-ledger.ts): nothing to spill. */
+  settlementsFor(): Settlement[] {
+    return [];
+  }
+
+  adoptSettlements(settlements: readonly Settlement[]): void {
+    if (settlements.length > 0) throw new Error('SQLite keeps its charges in its own file; there are no spilled settlements to adopt');
+  }
+
   async insertLogs(rows: readonly LogRow[]): Promise<void> {
     // Buffered charges go in the same transaction as the log rows: ledger and log agree even after a crash.
     this.db.transaction(() => {
@@ -202,6 +211,18 @@ export class SqliteStore implements Store {
     this.writeBuffered();
     const row = this.db.prepare("SELECT COALESCE(SUM(-amount_micros), 0) AS s FROM ledger WHERE org_id = ? AND kind = 'charge'").get(orgId) as { s: number };
     return row.s;
+  }
+
+  async audit(orgId: string): Promise<LedgerAudit> {
+    this.writeBuffered();
+    const row = this.db.prepare(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = @org), 0) AS balance,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'credit') AS credited,
+        (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'charge') AS charged,
+        (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = @org AND byok = 0) AS logged,
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = @org) AS reserved`).get({ org: orgId }) as
+      { balance: number; credited: number; charged: number; logged: number; reserved: number };
+    const held = this.buffered ? this.buffered.heldFor(orgId) : row.reserved;
+    return { credited: row.credited, balance: row.balance, held, charged: row.charged, logged: row.logged };
   }
 
   async sumLoggedCosts(orgId: string): Promise<Micros> {

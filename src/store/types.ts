@@ -133,6 +133,13 @@ export interface Store {
   settle(requestId: string, cost: Micros): Promise<Micros>;
   /** Returns reservations older than `olderThanMs` to their balances (after a crash). */
   releaseStaleReservations(olderThan: number): Promise<number>;
+  /**
+   * Settlements decided but not yet written, for these request ids (PostgreSQL server: they
+   * are written with their log rows). Empty where charges are written otherwise.
+   */
+  settlementsFor(requestIds: Iterable<string>): Settlement[];
+  /** Takes in settlements a dead process spilled to disk; they are written with their rows. */
+  adoptSettlements(settlements: readonly Settlement[]): void;
 
   insertLogs(rows: readonly LogRow[]): Promise<void>;
   getLog(requestId: string): Promise<LogRow | undefined>;
@@ -140,4 +147,31 @@ export interface Store {
   sumCharges(orgId: string): Promise<Micros>;
   /** Sum of the costs in the org's request log rows that were debited (not BYOK): must equal sumCharges. */
   sumLoggedCosts(orgId: string): Promise<Micros>;
+  /**
+   * The org's whole ledger at once, for audits and tests: what was credited, the stored
+   * balance, what reservations hold, what was charged and what the log says was charged.
+   * When nothing is in flight: credited − balance − held = charged = logged.
+   */
+  audit(orgId: string): Promise<LedgerAudit>;
+}
+
+/** A charge decided in memory, written with its request-log row (PostgreSQL). */
+export interface Settlement {
+  requestId: string;
+  orgId: string;
+  /** What is charged (already capped at the reservation). */
+  cost: Micros;
+}
+
+export interface LedgerAudit {
+  /** Σ credits (initial, added, removed). */
+  credited: Micros;
+  /** The stored balance (not less what is held). */
+  balance: Micros;
+  /** Held by reservations not yet settled (and, on SQLite, charges not yet written). */
+  held: Micros;
+  /** Σ ledger charges. */
+  charged: Micros;
+  /** Σ logged costs that were debited (not BYOK). */
+  logged: Micros;
 }

@@ -1,0 +1,140 @@
+// The `pg` scenario of bench/run.mjs: the credit ledger's throughput on PostgreSQL (issue 14,
+// finding 5). Non-streamed chat through real `gateway serve` processes in front of the
+// simulator, one org with one key (the busiest case: every request reserves and settles on
+// the same balance row), in the same run: SQLite with one instance, PostgreSQL with one
+// instance, PostgreSQL with three instances (the load split evenly over them). After each
+// configuration the org's ledger is checked: credits − balance = Σ charges = Σ logged costs.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { runAutocannon } from './load.mjs';
+import { Child } from './procs.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PG_URL = process.env.TOLLGATE_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const LEDGER_SQL = `SELECT o.balance_micros AS balance,
+    (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'credit') AS credited,
+    (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'charge') AS charged,
+    (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = o.id) AS logged,
+    (SELECT COUNT(*) FROM request_logs WHERE org_id = o.id) AS rows
+  FROM orgs o WHERE o.name = 'bench'`;
+
+async function ledgerOf(dbUrl) {
+  let row;
+  if (dbUrl.startsWith('sqlite:')) {
+    const db = new Database(dbUrl.slice('sqlite:'.length), { readonly: true });
+    row = db.prepare(LEDGER_SQL).get();
+    db.close();
+  } else {
+    const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${new URL(dbUrl).searchParams.get('schema')}` });
+    await client.connect();
+    row = (await client.query(LEDGER_SQL)).rows[0];
+    await client.end();
+  }
+  const n = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)]));
+  return { ...n, exact: n.charged === n.logged && n.credited - n.balance === n.logged };
+}
+
+async function pgReachable() {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function dropSchema(schema) {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+}
+
+/** One configuration: `instances` gateway processes on `dbUrl`, loaded for `durationS` after a warm-up. */
+async function oneConfig({ name, dbUrl, instances, tmp, providers, gatewayCli, say, connections, durationS, warmupS }) {
+  const config = join(tmp, `pg-${name}.yaml`);
+  writeFileSync(config, JSON.stringify({
+    server: { host: '127.0.0.1', port: 0 }, database: { url: dbUrl }, log: { level: 'warn' }, providers,
+    providers_dir: join(ROOT, 'providers'),
+  }));
+  gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', config);
+  const key = gatewayCli('keys', 'create', '--org', 'bench', '--config', config).trim().split('\n').pop();
+  const gws = [];
+  try {
+    for (let i = 0; i < instances; i++) {
+      gws.push(await Child.start({ name: `gateway-pg-${name}-${i}`, args: [join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', config, '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/, timeoutMs: 60_000 }));
+    }
+    const load = (seconds) => Promise.all(gws.map((g) => runAutocannon({
+      url: `${g.url}/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'Say hello' }] }),
+      connections: Math.max(1, Math.round(connections / instances)), durationS: seconds, collectLatencies: false,
+    })));
+    await load(warmupS);
+    const runs = await load(durationS);
+    const rps = runs.reduce((a, r) => a + r.rps, 0);
+    const non2xx = runs.reduce((a, r) => a + r.non2xx + r.errors, 0);
+    const p99 = Math.max(...runs.map((r) => r.latency.p99));
+    const exits = [];
+    for (const g of gws) exits.push(await g.stop());
+    const ledger = await ledgerOf(dbUrl);
+    if (!ledger.exact) say(`pg ${name}: ledger ${JSON.stringify(ledger)}; exits ${JSON.stringify(exits)}`);
+    say(`pg ${name.padEnd(14)} ${rps.toFixed(0).padStart(6)} req/s (${connections} connections over ${instances} instance(s), p99 ≤ ${p99} ms, ${non2xx} non-2xx); ledger ${ledger.exact ? 'exact' : 'NOT EXACT'} over ${ledger.rows} rows`);
+    return { instances, connections, rps, p99, non2xx, ledgerExact: ledger.exact, rows: ledger.rows, ledger, exits };
+  } finally {
+    for (const g of gws) if (g.running) await g.stop();
+  }
+}
+
+export async function pgScenario({ tmp, say, results, providers, gatewayCli, connections, durationS, warmupS }) {
+  results.pg = {};
+  const common = { tmp, providers, gatewayCli, say, connections, durationS, warmupS };
+  if (!(await pgReachable())) {
+    results.pg.reason = `PostgreSQL not reachable at ${PG_URL.replace(/\/\/[^@]*@/, '//***@')}`;
+    say(`pg: skipped (${results.pg.reason})`);
+    return;
+  }
+  results.pg.sqlite1 = await oneConfig({ ...common, name: 'sqlite-1', dbUrl: `sqlite:${join(tmp, 'pg-bench.db')}`, instances: 1 });
+  for (const [name, instances] of [['postgres-1', 1], ['postgres-3', 3]]) {
+    const schema = `tollgate_bench_ledger_${process.pid}_${instances}`;
+    const u = new URL(PG_URL);
+    u.searchParams.set('schema', schema);
+    try {
+      results.pg[name === 'postgres-1' ? 'pg1' : 'pg3'] = await oneConfig({ ...common, name, dbUrl: u.toString(), instances });
+    } finally {
+      await dropSchema(schema);
+    }
+  }
+  results.pg.ratioPg1ToSqlite = results.pg.pg1.rps / results.pg.sqlite1.rps;
+  results.pg.ratioPg3ToPg1 = results.pg.pg3.rps / results.pg.pg1.rps;
+  say(`pg: PostgreSQL 1 instance / SQLite = ${results.pg.ratioPg1ToSqlite.toFixed(2)}×; 3 instances / 1 = ${results.pg.ratioPg3ToPg1.toFixed(2)}×`);
+}
+
+/** The report's section. */
+export function pgMarkdown(p) {
+  if (p.reason) return `- ${p.reason}`;
+  const row = (label, r) => `| ${label} | ${r.instances} | ${r.connections} | ${r.rps.toFixed(0)} | ${r.p99} | ${r.non2xx} | ${r.ledgerExact ? 'yes' : '**no**'} (${r.rows} rows) |`;
+  return [
+    '| store | instances | connections | req/s | p99 ms | non-2xx | ledger = log |',
+    '|---|---|---|---|---|---|---|',
+    row('SQLite', p.sqlite1), row('PostgreSQL', p.pg1), row('PostgreSQL', p.pg3),
+    '',
+    `PostgreSQL with one instance / SQLite: **${p.ratioPg1ToSqlite.toFixed(2)}×** (target ≥ 0.8×); three instances / one: **${p.ratioPg3ToPg1.toFixed(2)}×** (target ≥ 1×).`,
+  ].join('\n');
+}
+
+/** The targets it adds. */
+export function pgTargets(p, add) {
+  if (!p || p.reason) {
+    add('pg: PostgreSQL 1 instance ≥ 0.8× SQLite; 3 instances ≥ 1 instance', p?.reason ?? 'not run', null);
+    return;
+  }
+  add('pg: PostgreSQL with 1 instance ≥ 0.8× SQLite throughput', `${p.ratioPg1ToSqlite.toFixed(2)}×`, p.ratioPg1ToSqlite >= 0.8);
+  add('pg: 3 PostgreSQL instances not slower than 1', `${p.ratioPg3ToPg1.toFixed(2)}×`, p.ratioPg3ToPg1 >= 1);
+  add('pg: ledger = Σ logged costs after each load', [p.sqlite1, p.pg1, p.pg3].every((r) => r.ledgerExact) ? 'exact' : 'not exact', [p.sqlite1, p.pg1, p.pg3].every((r) => r.ledgerExact));
+}
