@@ -39,6 +39,23 @@ async function started(setup: GatewaySetup | undefined): Promise<{ sim: Simulato
   }
 }
 
+/**
+ * Makes the gateway's first `close()` (the fixture's, or a test file's own afterAll, which
+ * runs before the fixture's) check every org of the file first: balance change = Σ logged
+ * costs, nothing held. Later calls only wait for that first close.
+ */
+function checkLedgersOnClose(handle: TestGateway): void {
+  const close = handle.close.bind(handle);
+  let closing: Promise<void> | undefined;
+  handle.close = () => (closing ??= (async () => {
+    try {
+      await expectEveryLedgerExact(handle);
+    } finally {
+      await close();
+    }
+  })());
+}
+
 /** A listening test gateway for this file (or describe block), without an org. */
 export function useGateway(setup?: GatewaySetup): TestGateway {
   const handle = {} as TestGateway;
@@ -47,14 +64,11 @@ export function useGateway(setup?: GatewaySetup): TestGateway {
     const s = await started(setup);
     sim = s.sim;
     Object.assign(handle, await startTestGateway(s.opts));
+    checkLedgersOnClose(handle);
   });
   afterAll(async () => {
-    try {
-      if (handle.gateway) await expectEveryLedgerExact(handle);
-    } finally {
-      await handle.close?.();
-      await sim?.close();
-    }
+    await handle.close?.();
+    await sim?.close();
   });
   return handle;
 }
@@ -68,16 +82,12 @@ export function useOrgGateway(orgName: string, creditsUsd: string, setup?: Gatew
     sim = s.sim;
     const { t, key, orgId, client } = await startOrgGateway(orgName, creditsUsd, s.opts);
     Object.assign(handle, t, { key, orgId, client });
+    checkLedgersOnClose(handle);
   });
   if (fixture.ledger) afterEach(async () => expectLedgerMatchesLog(handle, handle.orgId));
   afterAll(async () => {
-    try {
-      // Every org of the file, not only this one: balance change = Σ logged costs, nothing held.
-      if (handle.gateway) await expectEveryLedgerExact(handle);
-    } finally {
-      await handle.close?.();
-      await sim?.close();
-    }
+    await handle.close?.();
+    await sim?.close();
   });
   return handle;
 }
