@@ -8,8 +8,10 @@ import { tempDir } from './harness.js';
  * Issue 14, findings 1–3: three gateway processes on one (private) PostgreSQL. One is
  * killed with SIGKILL under load: the reaper releases what it held within its window, and
  * what it had served but not written is gone together (no charge without its row). Then
- * the database restarts under load: nothing served goes uncharged, nothing stays held.
- * After each, for the org: credited − balance = Σ charges = Σ logged costs, to the µUSD.
+ * the database restarts under load: every reply answered 200 has exactly one row (by its
+ * x-request-id), no instance exits (a connection cut inside a transaction once made pg emit
+ * an unheard 'error' that killed the process, and its queued rows with it), nothing stays
+ * held. After each, for the org: credited − balance = Σ charges = Σ logged costs, to the µUSD.
  */
 
 const WINDOW_MS = 1000;
