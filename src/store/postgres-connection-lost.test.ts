@@ -11,6 +11,8 @@ import type { LogRow } from './types.js';
  * client; unheard, Node exits the gateway process, and the rows and settlements it still
  * held in memory die with it: requests served, neither charged nor logged. The transaction
  * must instead fail like any failed batch, and the batch be written at the next flush.
+ * Without the listener in PostgresStore.transaction() this file fails with vitest's
+ * "Uncaught Exception: Connection terminated unexpectedly" (exit code 1).
  */
 
 const schema = `tollgate_ledger_restart_${process.pid}_${randomBytes(3).toString('hex')}`;
