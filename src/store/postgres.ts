@@ -317,16 +317,30 @@ export class PostgresStore implements Store {
   private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    /*
+     * A connection cut while checked out (a PostgreSQL restart, a terminated backend) makes pg
+     * emit 'error' on the client. The pool listens only while a client is idle; unheard, Node
+     * would exit the process, and the log rows and settlements it holds in memory would die
+     * with it (served, neither charged nor logged). Heard here: the pending query, or the next
+     * one, fails, the transaction throws like any failed batch (kept and retried), and the
+     * connection is discarded.
+     */
+    const onLost = (err: Error): void => {
+      broken ??= err;
+    };
+    client.on('error', onLost);
     try {
       await client.query('BEGIN');
       await work(client);
       await client.query('COMMIT');
     } catch (err) {
       // A connection that cannot even roll back is discarded rather than returned to the pool.
-      await client.query('ROLLBACK').catch((e: Error) => { broken = e; });
+      await client.query('ROLLBACK').catch((e: Error) => { broken ??= e; });
       throw err;
     } finally {
+      // release() puts the pool's own listener back before this one goes: no moment without one.
       client.release(broken);
+      client.removeListener('error', onLost);
     }
   }
 }
