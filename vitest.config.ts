@@ -7,5 +7,9 @@ export default defineConfig({
     hookTimeout: 20_000,
     // End-to-end files each start their own gateway and simulator on ephemeral ports.
     fileParallelism: true,
+    // Most files wait on child processes, sockets and databases rather than the CPU; vitest's
+    // default (CPUs − 1) runs them one at a time on a 2-core machine. Three at once halved the
+    // suite's wall time there (631 s → 311 s) with the same results.
+    maxWorkers: 3,
   },
 });
