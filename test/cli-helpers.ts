@@ -4,8 +4,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startSimulator, type Simulator } from '../simulator/server.js';
 import { packageRoot } from '../src/paths.js';
-import { simulatorOverrides } from './harness.js';
+import { simulatorOverrides, tempDir } from './harness.js';
 
 /** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */
 
@@ -179,3 +181,35 @@ export async function chat(url: string, key: string, content = 'Hello'): Promise
 }
 
 export { sleep };
+
+export interface CliServer {
+  sim: Simulator;
+  dir: string;
+  config: string;
+  db: string;
+  server: Server;
+}
+
+/**
+ * For a test file of CLI commands beside a running server: a simulator, a config on a
+ * fresh SQLite file with an org `acme` holding $5, and `gateway serve` on it; all gone
+ * after the file. Read the fields inside tests and hooks.
+ */
+export function useCliServer(prefix: string): CliServer {
+  const env = {} as CliServer;
+  beforeAll(async () => {
+    await buildOnce();
+    env.sim = await startSimulator({ port: 0 });
+    env.dir = tempDir(prefix);
+    env.config = writeConfig(env.dir, env.sim.url);
+    env.db = join(env.dir, 'g.db');
+    expect((await cli(['orgs', 'create', 'acme', '--credits', '5', '--config', env.config])).code).toBe(0);
+    env.server = await serve(env.config);
+  }, 120_000);
+  afterAll(async () => {
+    await killAll();
+    await env.sim?.close();
+    if (env.dir) rmSync(env.dir, { recursive: true, force: true });
+  });
+  return env;
+}

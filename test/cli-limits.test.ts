@@ -1,31 +1,12 @@
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { buildOnce, chat, cli, type CliResult, KEY, killAll, lastLine, query, serve, type Server, STACK_FRAME, writeConfig } from './cli-helpers.js';
-import { tempDir } from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { chat, cli, type CliResult, KEY, lastLine, query, type Server, STACK_FRAME, useCliServer } from './cli-helpers.js';
 
 /** Limits from the CLI (`keys create/limits/show`, `projects create/limits`) beside a running server on the same SQLite file. */
-let sim: Simulator;
-let dir: string;
+const env = useCliServer('tollgate-cli-limits-');
 let config: string;
 let db: string;
 let server: Server;
-
-beforeAll(async () => {
-  await buildOnce();
-  sim = await startSimulator({ port: 0 });
-  dir = tempDir('tollgate-cli-limits-');
-  config = writeConfig(dir, sim.url);
-  db = join(dir, 'g.db');
-  expect((await cli(['orgs', 'create', 'acme', '--credits', '5', '--config', config])).code).toBe(0);
-  server = await serve(config);
-}, 120_000);
-afterAll(async () => {
-  await killAll();
-  await sim?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => void ({ config, db, server } = env));
 
 const failed = (r: CliResult, message: string | RegExp): void => {
   expect(r.code).toBe(1);

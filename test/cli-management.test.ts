@@ -1,33 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { BIN, buildOnce, chat, cli, type CliResult, KEY, killAll, lastLine, query, ROOT, serve, type Server, STACK_FRAME, writeConfig } from './cli-helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BIN, chat, cli, type CliResult, KEY, lastLine, query, ROOT, serve, type Server, STACK_FRAME, useCliServer, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 import { Api, signIn } from './management-helpers.js';
 
 /** The CLI's management commands (users, projects, keys in projects, logs) beside a running server on the same SQLite file. */
-let sim: Simulator;
-let dir: string;
+const env = useCliServer('tollgate-cli-mgmt-');
 let config: string;
 let db: string;
 let server: Server;
-
-beforeAll(async () => {
-  await buildOnce();
-  sim = await startSimulator({ port: 0 });
-  dir = tempDir('tollgate-cli-mgmt-');
-  config = writeConfig(dir, sim.url);
-  db = join(dir, 'g.db');
-  expect((await cli(['orgs', 'create', 'acme', '--credits', '5', '--config', config])).code).toBe(0);
-  server = await serve(config);
-}, 120_000);
-afterAll(async () => {
-  await killAll();
-  await sim?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => void ({ config, db, server } = env));
 
 /** Runs the CLI with `input` on its stdin (a password piped in). */
 function cliWithStdin(args: string[], input: string): CliResult {
@@ -139,7 +122,7 @@ describe('first start of the embedded default', () => {
   it('prints an operator login once, next to the demo key, that signs in', async () => {
     const d = tempDir('tollgate-cli-boot-');
     try {
-      const file = writeConfig(d, sim.url, { bootstrap: { org: 'demo', credits_usd: '10.00' } });
+      const file = writeConfig(d, env.sim.url, { bootstrap: { org: 'demo', credits_usd: '10.00' } });
       const first = await serve(file);
       const login = /^Console login \(an operator; shown once\): (admin@localhost) \/ ([A-Za-z0-9]{20})$/m.exec(first.stdout());
       expect(login).not.toBeNull();
