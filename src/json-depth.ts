@@ -34,8 +34,8 @@ export function jsonNestedDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
-/** Index of the quote that closes a string whose content starts at `from`, or -1. */
-function stringEnd(text: string, from: number): number {
+/** Index of the quote that closes a JSON string whose content starts at `from`, or -1. */
+export function stringEnd(text: string, from: number): number {
   for (let q = text.indexOf('"', from); q >= 0; q = text.indexOf('"', q + 1)) {
     let backslashes = 0;
     for (let k = q - 1; k >= from && text.charCodeAt(k) === BACKSLASH; k--) backslashes++;

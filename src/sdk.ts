@@ -48,4 +48,5 @@ export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDe
 
 // Small utilities.
 export { newId } from './ids.js';
+export { stringEnd } from './json-depth.js';
 export { Semaphore } from './semaphore.js';

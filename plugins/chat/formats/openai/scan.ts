@@ -1,3 +1,5 @@
+import { stringEnd } from '../../../../src/sdk.js';
+
 /**
  * What the OpenAI pass-through stream reads of an upstream chunk without parsing it:
  * a single walk over the JSON text that skips strings with indexOf and looks only at
@@ -12,7 +14,6 @@ export interface ChunkFacts {
 }
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
@@ -25,16 +26,6 @@ const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d |
 function skipSpace(s: string, i: number): number {
   while (i < s.length && isSpace(s.charCodeAt(i))) i++;
   return i;
-}
-
-/** Index of the quote that closes a string whose content starts at `from`, or -1. */
-function stringEnd(s: string, from: number): number {
-  for (let q = s.indexOf('"', from); q >= 0; q = s.indexOf('"', q + 1)) {
-    let backslashes = 0;
-    for (let k = q - 1; k >= from && s.charCodeAt(k) === BACKSLASH; k--) backslashes++;
-    if (backslashes % 2 === 0) return q;
-  }
-  return -1;
 }
 
 /** True when the key whose text is s[start, end) is `name`. */
