@@ -18,7 +18,7 @@ const LOCK = join(tmpdir(), `tollgate-cli-build-${createHash('sha256').update(RO
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A hash of everything `npm run build` compiles, so that parallel test files build dist/ once per source change. */
+/** A hash of everything the TypeScript build compiles, so that parallel test files build dist/ once per source change. */
 function sourceHash(): string {
   const h = createHash('sha256');
   const walk = (dir: string): void => {
@@ -34,7 +34,10 @@ function sourceHash(): string {
 }
 
 /**
- * Runs `npm run build` unless dist/ was already built from these exact sources. A lock
+ * Compiles the TypeScript sources into dist/ (`tsc -p tsconfig.build.json`, the first half
+ * of `npm run build`) unless dist/ was already built from these exact sources. Not the whole
+ * `npm run build`: it empties dist/ first, and dist/console would vanish under the browser
+ * test running beside this file (that test builds the console bundle itself). A lock
  * directory keeps two test files from running tsc over dist/ at once (a spawned CLI
  * would otherwise import half-written files).
  */
@@ -53,8 +56,8 @@ export async function buildOnce(): Promise<void> {
     }
     try {
       if (fresh()) return;
-      const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 110_000 });
-      if (r.status !== 0) throw new Error(`npm run build failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+      const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8', timeout: 110_000 });
+      if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
       writeFileSync(STAMP, hash);
       return;
     } finally {
