@@ -22,10 +22,11 @@ export interface AdmissionServices {
 
 /** The scopes a request counts against: its key and its key's project, those that limit something. */
 export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
+  // Checked before anything is built: most keys have no limits, and this runs on every request.
   const scopes: LimitScope[] = [];
-  if (ex.apiKey) scopes.push({ id: `key:${ex.apiKey.id}`, limits: ex.apiKey.limits, label: `key ${ex.apiKey.prefix}` });
-  if (ex.project) scopes.push({ id: `project:${ex.project.id}`, limits: ex.project.limits, label: `project ${ex.project.name}` });
-  return scopes.filter(isLimited);
+  if (ex.apiKey && isLimited(ex.apiKey)) scopes.push({ id: `key:${ex.apiKey.id}`, limits: ex.apiKey.limits, label: `key ${ex.apiKey.prefix}` });
+  if (ex.project && isLimited(ex.project)) scopes.push({ id: `project:${ex.project.id}`, limits: ex.project.limits, label: `project ${ex.project.name}` });
+  return scopes;
 }
 
 /** An admitted request's reservation: settle it or release it, once. */

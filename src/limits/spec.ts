@@ -24,7 +24,7 @@ export function validateLimitSpec(spec: LimitSpec): void {
 }
 
 /** True when the scope limits anything at all (a scope without limits costs nothing). */
-export function isLimited(scope: LimitScope): boolean {
+export function isLimited(scope: Pick<LimitScope, 'limits'>): boolean {
   const l = scope.limits;
   return l.rpm !== undefined || l.tpm !== undefined || l.maxConcurrent !== undefined || l.budget !== undefined;
 }
