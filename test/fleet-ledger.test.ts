@@ -5,13 +5,15 @@ import { pgQuery, roundRobin, startFleet, startPrivatePostgres, type Fleet, type
 import { tempDir } from './harness.js';
 
 /*
- * Issue 14, findings 1–3: three gateway processes on one (private) PostgreSQL. One is
+ * Issue 14, findings 1–3 and 5: three gateway processes on one (private) PostgreSQL, each
+ * reserving against its own slice of the org's balance. One is
  * killed with SIGKILL under load: the reaper releases what it held within its window, and
  * what it had served but not written is gone together (no charge without its row). Then
  * the database restarts under load: every reply answered 200 has exactly one row (by its
  * x-request-id), no instance exits (a connection cut inside a transaction once made pg emit
  * an unheard 'error' that killed the process, and its queued rows with it), nothing stays
- * held. After each, for the org: credited − balance = Σ charges = Σ logged costs, to the µUSD.
+ * held. A graceful stop gives every slice back. After each, for the org: credited − balance
+ * = Σ charges = Σ logged costs, to the µUSD.
  */
 
 const WINDOW_MS = 1000;
@@ -38,14 +40,21 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
     await sim?.close();
   });
 
-  /** The org's ledger, straight from the database. */
+  /**
+   * The org's ledger, straight from the database. Its balance includes the slices of it that
+   * live instances hold (balance slices: money taken to reserve against in memory, not charged);
+   * a slice whose instance stopped heartbeating counts as held until the reaper returns it.
+   */
   const audit = async (): Promise<{ credited: number; balance: number; held: number; charged: number; logged: number; rows: number }> => {
-    const [row] = await pgQuery<Record<string, string>>(db.url, `SELECT o.balance_micros AS balance,
+    const live = `SELECT id FROM gateway_instances WHERE heartbeat_at >= (extract(epoch from clock_timestamp()) * 1000)::bigint - ${WINDOW_MS}`;
+    const [row] = await pgQuery<Record<string, string>>(db.url, `SELECT o.balance_micros
+          + (SELECT COALESCE(SUM(amount_micros), 0) FROM balance_slices WHERE org_id = o.id AND instance_id IN (${live})) AS balance,
         (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'credit') AS credited,
         (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'charge') AS charged,
         (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = o.id) AS logged,
         (SELECT COUNT(*) FROM request_logs WHERE org_id = o.id) AS rows,
-        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = o.id) AS held
+        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = o.id)
+          + (SELECT COALESCE(SUM(amount_micros), 0) FROM balance_slices WHERE org_id = o.id AND instance_id NOT IN (${live})) AS held
       FROM orgs o WHERE o.name = 'crash'`);
     return Object.fromEntries(Object.entries(row!).map(([k, v]) => [k, Number(v)])) as never;
   };
@@ -95,10 +104,17 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
   it('SIGKILL of one instance under load: its reservations are released within the window, and the ledger equals the log', async () => {
     const urls = fleet.urls();
     let killed: Promise<void> | undefined;
+    let slicesAtKill = 0;
     const replies = await load(urls, 150, (done) => {
-      if (done === 40) killed = fleet.kill(2);
+      // Every instance reserves against its own slice of the org by then; the killed one's is returned by the reaper.
+      if (done === 40) {
+        killed = pgQuery<{ n: string }>(db.url, 'SELECT COUNT(DISTINCT instance_id) AS n FROM balance_slices WHERE amount_micros > 0')
+          .then(([r]) => { slicesAtKill = Number(r?.n); })
+          .then(() => fleet.kill(2));
+      }
     });
     await killed;
+    expect(slicesAtKill).toBe(3);
     expect(replies.filter((r) => r.status === 200).length).toBeGreaterThan(100);
     expect(await heldAfterReaper()).toBe(0);
     const a = await audit();
@@ -132,5 +148,14 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
     expect({ missing: found.missing, duplicated: found.duplicated, held: a.held, statuses, exited })
       .toEqual({ missing: [], duplicated: [], held: 0, statuses, exited: [] });
     expect({ charged: a.charged, balanceChange: a.credited - a.balance }).toEqual({ charged: a.logged, balanceChange: a.logged });
+  }, 60_000);
+
+  it('a graceful stop gives every slice back: no slice rows, and the org row alone moved by the logged costs', async () => {
+    await fleet.stop();
+    const [slices] = await pgQuery<{ n: string }>(db.url, 'SELECT COUNT(*) AS n FROM balance_slices');
+    const [row] = await pgQuery<{ balance: string }>(db.url, "SELECT balance_micros AS balance FROM orgs WHERE name = 'crash'");
+    const a = await audit();
+    expect({ slices: Number(slices?.n), held: a.held, charged: a.charged, balanceChange: a.credited - Number(row?.balance) })
+      .toEqual({ slices: 0, held: 0, charged: a.logged, balanceChange: a.logged });
   }, 60_000);
 });

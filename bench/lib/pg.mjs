@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { runAutocannon } from './load.mjs';
-import { Child } from './procs.mjs';
+import { Child, CpuMeter } from './procs.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PG_URL = process.env.TOLLGATE_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -76,16 +76,23 @@ async function oneConfig({ name, dbUrl, instances, tmp, providers, gatewayCli, s
       connections: Math.max(1, Math.round(connections / instances)), durationS: seconds, collectLatencies: false,
     })));
     await load(warmupS);
+    const meter = new CpuMeter(gws);
     const runs = await load(durationS);
+    const cpu = meter.stop();
     const rps = runs.reduce((a, r) => a + r.rps, 0);
+    // Where the CPU went, per request: the gateways together, and the rest of the machine (PostgreSQL, the simulator, the load generator).
+    const requests = rps * durationS;
+    const gatewayMs = Object.values(cpu.cpuMsByChild).reduce((a, b) => a + b, 0);
+    const cpuPerReq = { gatewayUs: (gatewayMs * 1000) / requests, restUs: ((cpu.machine / 100) * durationS * 1e6 - gatewayMs * 1000) / requests, machinePct: cpu.machine };
     const non2xx = runs.reduce((a, r) => a + r.non2xx + r.errors, 0);
     const p99 = Math.max(...runs.map((r) => r.latency.p99));
     const exits = [];
     for (const g of gws) exits.push(await g.stop());
     const ledger = await ledgerOf(dbUrl);
     if (!ledger.exact) say(`pg ${name}: ledger ${JSON.stringify(ledger)}; exits ${JSON.stringify(exits)}`);
-    say(`pg ${name.padEnd(14)} ${rps.toFixed(0).padStart(6)} req/s (${connections} connections over ${instances} instance(s), p99 ≤ ${p99} ms, ${non2xx} non-2xx); ledger ${ledger.exact ? 'exact' : 'NOT EXACT'} over ${ledger.rows} rows`);
-    return { instances, connections, rps, p99, non2xx, ledgerExact: ledger.exact, rows: ledger.rows, ledger, exits };
+    say(`pg ${name.padEnd(14)} ${rps.toFixed(0).padStart(6)} req/s (${connections} connections over ${instances} instance(s), p99 ≤ ${p99} ms, ${non2xx} non-2xx); `
+      + `CPU ${cpuPerReq.gatewayUs.toFixed(0)} µs/req in the gateways + ${cpuPerReq.restUs.toFixed(0)} elsewhere, machine ${cpu.machine}%; ledger ${ledger.exact ? 'exact' : 'NOT EXACT'} over ${ledger.rows} rows`);
+    return { instances, connections, rps, p99, non2xx, cpuPerReq, ledgerExact: ledger.exact, rows: ledger.rows, ledger, exits };
   } finally {
     for (const g of gws) if (g.running) await g.stop();
   }
@@ -118,10 +125,11 @@ export async function pgScenario({ tmp, say, results, providers, gatewayCli, con
 /** The report's section. */
 export function pgMarkdown(p) {
   if (p.reason) return `- ${p.reason}`;
-  const row = (label, r) => `| ${label} | ${r.instances} | ${r.connections} | ${r.rps.toFixed(0)} | ${r.p99} | ${r.non2xx} | ${r.ledgerExact ? 'yes' : '**no**'} (${r.rows} rows) |`;
+  const cpuCells = (c) => (c ? `${c.gatewayUs.toFixed(0)} | ${c.restUs.toFixed(0)} | ${c.machinePct}` : '— | — | —');
+  const row = (label, r) => `| ${label} | ${r.instances} | ${r.connections} | ${r.rps.toFixed(0)} | ${r.p99} | ${r.non2xx} | ${cpuCells(r.cpuPerReq)} | ${r.ledgerExact ? 'yes' : '**no**'} (${r.rows} rows) |`;
   return [
-    '| store | instances | connections | req/s | p99 ms | non-2xx | ledger = log |',
-    '|---|---|---|---|---|---|---|',
+    '| store | instances | connections | req/s | p99 ms | non-2xx | gateway CPU µs/req | rest of the machine µs/req | machine CPU % (of 200) | ledger = log |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     row('SQLite', p.sqlite1), row('PostgreSQL', p.pg1), row('PostgreSQL', p.pg3),
     '',
     `PostgreSQL with one instance / SQLite: **${p.ratioPg1ToSqlite.toFixed(2)}×** (target ≥ 0.8×); three instances / one: **${p.ratioPg3ToPg1.toFixed(2)}×** (target ≥ 1×).`,

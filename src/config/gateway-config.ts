@@ -41,9 +41,11 @@ export interface GatewayConfig {
    * `pool_size`: PostgreSQL connections per instance. `instance_timeout_ms`: an instance silent
    * this long is dead and the reaper releases its reservations. `reservation_max_age_ms`: any
    * reservation older is released (the backstop). `spill_dir`: where settlements and log rows
-   * go while PostgreSQL is away at shutdown (absolute).
+   * go while PostgreSQL is away at shutdown (absolute). `balance_slice_usd`: how much of a busy
+   * org's balance an instance takes at a time to reserve against in memory (0: none; every
+   * request reserves on the org's row; see src/store/postgres-slices.ts).
    */
-  database: { url: string; poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; spillDir: string };
+  database: { url: string; poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; spillDir: string; balanceSliceMicros: number };
   /** `keyPrefix`: start of the limits' Redis keys (default `tollgate:`). */
   redis: { url: string; keyPrefix: string } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
@@ -67,7 +69,7 @@ export interface GatewayConfig {
 interface RawGatewayConfig {
   extends?: string;
   server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
-  database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string };
+  database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string; balance_slice_usd?: string };
   redis?: { url: string; key_prefix?: string };
   cache?: { ttl_ms?: number };
   secrets?: { key_file?: string };
@@ -112,6 +114,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       instanceTimeoutMs: raw.database?.instance_timeout_ms ?? 30_000,
       reservationMaxAgeMs: raw.database?.reservation_max_age_ms ?? 60 * 60 * 1000,
       spillDir: at(raw.database?.spill_dir ?? './data'),
+      balanceSliceMicros: parseUsdToMicros(raw.database?.balance_slice_usd ?? '1'),
     },
     redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? 'tollgate:' },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },

@@ -12,8 +12,8 @@ export interface OpenStoreOptions {
   server?: boolean;
   /** The key that seals provider keys (src/secrets.ts); without it they can be neither stored nor read. */
   secrets?: SecretBox;
-  /** PostgreSQL: `database.*` settings (pool, instance heartbeat window, backstop age) and where ledger faults are reported. */
-  postgres?: { poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; onError?: (err: unknown, what: string) => void };
+  /** PostgreSQL: `database.*` settings (pool, instance heartbeat window, backstop age, balance slice size) and where ledger faults are reported. */
+  postgres?: { poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; balanceSliceMicros?: number; onError?: (err: unknown, what: string) => void };
 }
 
 /**
@@ -26,7 +26,9 @@ export function openStore(url: string, now?: () => number, opts: OpenStoreOption
     const pg = opts.postgres;
     return new PostgresStore(url, now, {
       secrets: opts.secrets, poolSize: pg?.poolSize,
-      ledger: opts.server && pg ? { instanceTimeoutMs: pg.instanceTimeoutMs, reservationMaxAgeMs: pg.reservationMaxAgeMs, onError: pg.onError } : undefined,
+      ledger: opts.server && pg ? {
+        instanceTimeoutMs: pg.instanceTimeoutMs, reservationMaxAgeMs: pg.reservationMaxAgeMs, sliceMicros: pg.balanceSliceMicros, onError: pg.onError,
+      } : undefined,
     });
   }
   throw new Error(`database url ${url.replace(/\/\/[^@]*@/, '//***@')} is not supported: use sqlite:<path> or postgres://…`);

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { newId } from '../ids.js';
 import type { Micros } from '../money.js';
+import { APPLY_SLICED, BalanceSlices, returnSlices, type Slice } from './postgres-slices.js';
 import type { LogRow, Settlement } from './types.js';
 
 type Query = <R extends object>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
@@ -11,9 +12,14 @@ export interface PostgresLedgerOptions {
   instanceTimeoutMs: number;
   /** The backstop: any reservation older than this is released, whoever holds it. */
   reservationMaxAgeMs: number;
+  /** Balance slices (postgres-slices.ts): how much one top-up takes; 0 reserves every request on the org's row. */
+  sliceMicros?: Micros;
   /** A heartbeat or reaper run that failed (the database away): reported, retried at the next tick. */
   onError?: (err: unknown, what: string) => void;
 }
+
+/** An org gets balance slices only while its row keeps this many slices' worth after a top-up. */
+const LOW_WATER_SLICES = 8;
 
 /** The database's own clock, in ms: heartbeats are compared on one clock whatever the hosts' clocks say. */
 const DB_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
@@ -45,22 +51,24 @@ const release = (where: string): string => `WITH r AS (DELETE FROM reservations 
 /**
  * The credit ledger of a gateway instance on PostgreSQL (many instances, one database).
  *
- * - A reservation is one statement (debit + a row tagged with this instance's id), so it
- *   survives a crash of the instance: the reaper releases it.
+ * - A reservation is made in memory against this instance's slice of the org's balance
+ *   (postgres-slices.ts), or, for an org too low for slices, is one statement (debit + a
+ *   row tagged with this instance's id). Either survives a crash of the instance as money
+ *   held in a row the reaper returns.
  * - A settlement is not written at once: it waits, in memory, for the request-log row it
  *   belongs to and is applied in the transaction that writes that row. Ledger and log
- *   change together or not at all, and a request makes one synchronous commit (its
- *   reservation) instead of two. A failed write keeps both for the next flush; the
+ *   change together or not at all, and a request makes no commit of its own. A failed
+ *   write keeps both for the next flush; the
  *   request-log writer spills them to a file while the database stays away.
  * - The instance heartbeats in `gateway_instances`; every instance runs the reaper, one at a
  *   time (a transaction-scoped advisory lock): it releases the reservations of instances
- *   whose heartbeat stopped more than `instanceTimeoutMs` ago, and any reservation older
- *   than `reservationMaxAgeMs` (the backstop).
+ *   whose heartbeat stopped more than `instanceTimeoutMs` ago (and their slices), and any
+ *   reservation older than `reservationMaxAgeMs` (the backstop).
  */
 export class PostgresLedger {
   readonly instanceId = newId('ins');
-  /** Reserved here and not settled yet. */
-  private readonly held = new Map<string, { orgId: string; amount: Micros }>();
+  /** Reserved here and not settled yet: on the org's row (a `reservations` row), or from a slice held here. */
+  private readonly held = new Map<string, { orgId: string; amount: Micros; slice?: Slice }>();
   /** Settled here, waiting for their log rows. */
   private readonly pending = new Map<string, Settlement>();
   /**
@@ -71,6 +79,9 @@ export class PostgresLedger {
   private readonly uncertain = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
   private closed = false;
+  /** When the last heartbeat reached the database (this instance's clock). */
+  private beatAt = 0;
+  private readonly slices: BalanceSlices;
 
   constructor(
     private readonly query: Query,
@@ -79,7 +90,15 @@ export class PostgresLedger {
     private readonly opts: PostgresLedgerOptions,
     /** Where reservations go (a pool whose commits do not wait for the WAL flush). */
     private readonly reserveQuery: (sql: string, params: readonly Scalar[]) => Promise<object[]>,
-  ) {}
+  ) {
+    const sliceMicros = opts.sliceMicros ?? 0;
+    this.slices = new BalanceSlices((sql, params) => this.query(sql, params), {
+      instanceId: this.instanceId, sliceMicros, lowWaterMicros: LOW_WATER_SLICES * sliceMicros, now,
+      // Slices are used only while the heartbeat is well inside the reaper's window.
+      alive: () => !this.closed && now() - this.beatAt < opts.instanceTimeoutMs / 2,
+      onError: opts.onError,
+    });
+  }
 
   /** Registers the instance and starts its heartbeat and the reaper. */
   start(): void {
@@ -95,6 +114,7 @@ export class PostgresLedger {
 
   async heartbeat(): Promise<void> {
     if (this.closed) return;
+    const lastBeat = this.beatAt;
     if (this.uncertain.size > 0) {
       const ids = [...this.uncertain];
       await this.query(release('request_id = ANY($1::text[]) AND instance_id = $2'), [ids, this.instanceId]);
@@ -102,6 +122,19 @@ export class PostgresLedger {
     }
     await this.query(`INSERT INTO gateway_instances (id, started_at, heartbeat_at) VALUES ($1, ${DB_NOW}, ${DB_NOW})
       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`, [this.instanceId]);
+    this.beatAt = this.now();
+    for (const orgId of await this.slices.tidy(lastBeat)) this.dropSlice(orgId);
+  }
+
+  /**
+   * A slice the reaper returned (this instance was silent too long): what was charged against
+   * it and is not written yet is charged late, from the org's balance, like a settlement
+   * whose reservation was released.
+   */
+  private dropSlice(orgId: string): void {
+    for (const [id, s] of this.pending) {
+      if (s.orgId === orgId && s.slice === this.instanceId) this.pending.set(id, { requestId: s.requestId, orgId: s.orgId, cost: s.cost });
+    }
   }
 
   /**
@@ -119,13 +152,23 @@ export class PostgresLedger {
           AND instance_id NOT IN (SELECT id FROM gateway_instances WHERE heartbeat_at >= ${DB_NOW} - $3::bigint)) OR created_at < $2`),
       [now - this.opts.instanceTimeoutMs, now - this.opts.reservationMaxAgeMs, this.opts.instanceTimeoutMs])).rows;
       await client.query(`DELETE FROM gateway_instances WHERE heartbeat_at < ${DB_NOW} - $1::bigint
-        AND NOT EXISTS (SELECT 1 FROM reservations WHERE instance_id = gateway_instances.id)`, [this.opts.instanceTimeoutMs]);
-      n = row?.n ?? 0;
+        AND NOT EXISTS (SELECT 1 FROM reservations WHERE instance_id = gateway_instances.id)
+        AND NOT EXISTS (SELECT 1 FROM balance_slices WHERE instance_id = gateway_instances.id)`, [this.opts.instanceTimeoutMs]);
+      const [slices] = (await client.query<{ n: number }>(returnSlices(`updated_at < $1
+          AND instance_id NOT IN (SELECT id FROM gateway_instances WHERE heartbeat_at >= ${DB_NOW} - $2::bigint)`),
+      [now - this.opts.instanceTimeoutMs, this.opts.instanceTimeoutMs])).rows;
+      n = (row?.n ?? 0) + (slices?.n ?? 0);
     });
     return n;
   }
 
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    if (this.held.has(requestId)) throw new Error(`request ${requestId} already holds a reservation`);
+    const slice = await this.slices.take(orgId, amount);
+    if (slice) {
+      this.held.set(requestId, { orgId, amount, slice });
+      return true;
+    }
     let rows: object[];
     try {
       rows = await this.reserveQuery(`WITH debit AS (
@@ -150,7 +193,9 @@ export class PostgresLedger {
     if (!r) return undefined;
     this.held.delete(requestId);
     const charged = Math.min(Math.max(cost, 0), r.amount);
-    this.pending.set(requestId, { requestId, orgId: r.orgId, cost: charged });
+    // A slice the reaper took meanwhile: the charge is late (from the org's balance), and the refund was returned with the slice.
+    const sliced = r.slice !== undefined && this.slices.refund(r.slice, r.amount - charged);
+    this.pending.set(requestId, { requestId, orgId: r.orgId, cost: charged, ...(sliced ? { slice: this.instanceId } : {}) });
     return charged;
   }
 
@@ -182,18 +227,27 @@ export class PostgresLedger {
       return taken;
     }
     const at = this.now();
-    // The reservations still there are locked first (their rows only); the org rows are updated
-    // last, so a busy org's balance is locked only for the last statement and the commit.
-    const held = new Set((await client.query<{ request_id: string }>('SELECT request_id FROM reservations WHERE request_id = ANY($1::text[]) FOR UPDATE',
-      [taken.map((s) => s.requestId)])).rows.map((r) => r.request_id));
     const late = new Map<string, Micros>();
-    for (const s of taken) if (!held.has(s.requestId)) late.set(s.requestId, await this.lateCharge(client, s, at));
+    // Slices first: each pays from its own row (this instance's, or a dead one's for adopted settlements).
+    const sliced = taken.filter((s) => s.slice !== undefined);
+    if (sliced.length > 0) {
+      const missed = (await client.query<{ request_id: string }>(APPLY_SLICED, [sliced.map((s) => s.requestId), sliced.map((s) => s.slice),
+        sliced.map((s) => s.orgId), sliced.map((s) => s.cost), at])).rows;
+      const byId = new Map(sliced.map((s) => [s.requestId, s]));
+      for (const { request_id: id } of missed) late.set(id, await this.lateCharge(client, byId.get(id)!, at));
+    }
+    // Then the reservations still there are locked (their rows only); the org rows are updated
+    // last, so a busy org's balance is locked only for the last statement and the commit.
+    const onRow = taken.filter((s) => s.slice === undefined);
+    const held = new Set(onRow.length === 0 ? [] : (await client.query<{ request_id: string }>('SELECT request_id FROM reservations WHERE request_id = ANY($1::text[]) FOR UPDATE',
+      [onRow.map((s) => s.requestId)])).rows.map((r) => r.request_id));
+    for (const s of onRow) if (!held.has(s.requestId)) late.set(s.requestId, await this.lateCharge(client, s, at));
     await insertRows(rows.map((row) => {
       const charged = late.get(row.requestId);
       if (charged === undefined || charged >= row.costMicros) return row;
       return { ...row, costMicros: charged, extra: { ...row.extra, uncharged_micros: row.costMicros - charged + ((row.extra?.uncharged_micros as number | undefined) ?? 0) } };
     }));
-    const onHeld = taken.filter((s) => held.has(s.requestId));
+    const onHeld = onRow.filter((s) => held.has(s.requestId));
     if (onHeld.length > 0) await client.query(APPLY, [onHeld.map((s) => s.requestId), onHeld.map((s) => s.cost), at]);
     return taken;
   }
@@ -217,6 +271,14 @@ export class PostgresLedger {
     for (const s of taken) this.pending.delete(s.requestId);
   }
 
+  /** What this process holds of the org's money from its slices: reserved, or charged and not written. */
+  heldFor(orgId: string): Micros {
+    let n = 0;
+    for (const r of this.held.values()) if (r.orgId === orgId && r.slice && this.slices.holds(r.slice)) n += r.amount;
+    for (const s of this.pending.values()) if (s.orgId === orgId && s.slice === this.instanceId) n += s.cost;
+    return n;
+  }
+
   get pendingCount(): number {
     return this.pending.size;
   }
@@ -231,9 +293,14 @@ export class PostgresLedger {
     for (const t of this.timers) clearInterval(t);
     this.closed = true;
     try {
-      if (this.held.size > 0) await this.query(release('request_id = ANY($1::text[])'), [[...this.held.keys()]]);
+      const onRow = [...this.held].filter(([, r]) => r.slice === undefined).map(([id]) => id);
+      if (onRow.length > 0) await this.query(release('request_id = ANY($1::text[])'), [onRow]);
       this.held.clear();
-      if (this.pending.size === 0) await this.query('DELETE FROM gateway_instances WHERE id = $1', [this.instanceId]);
+      // With charges still waiting for their rows (the database away), the slices stay for them, then for the reaper.
+      if (this.pending.size === 0) {
+        await this.slices.returnAll();
+        await this.query('DELETE FROM gateway_instances WHERE id = $1', [this.instanceId]);
+      }
     } catch (err) {
       // The database away: the reaper of another instance (or of the next start) releases them.
       this.opts.onError?.(err, 'releasing the reservations at shutdown');

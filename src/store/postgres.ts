@@ -11,7 +11,7 @@ import { SqlAccountStore } from './accounts.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
-import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { postgresDb } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
@@ -110,7 +110,7 @@ export class PostgresStore implements Store {
       const r = await this.pool.query(text, params.map(storable));
       return { rows: r.rows as object[], rowCount: r.rowCount };
     });
-    this.tenancy = new SqlTenancyStore(sql, now);
+    this.tenancy = new SqlTenancyStore(sql, now, (orgId) => this.ledger?.heldFor(orgId) ?? 0);
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
@@ -155,13 +155,13 @@ export class PostgresStore implements Store {
   }
 
   async getOrg(id: string): Promise<Org | undefined> {
-    const [row] = await this.query<OrgRow>('SELECT * FROM orgs WHERE id = $1', [id]);
-    return row && toOrg(row);
+    const [row] = await this.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs o WHERE o.id = $1`, [id]);
+    return row && this.withHeld(toOrg(row));
   }
 
   async findOrgByName(name: string): Promise<Org | undefined> {
-    const [row] = await this.query<OrgRow>('SELECT * FROM orgs WHERE name = $1', [name]);
-    return row && toOrg(row);
+    const [row] = await this.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs o WHERE o.name = $1`, [name]);
+    return row && this.withHeld(toOrg(row));
   }
 
   async countOrgs(): Promise<number> {
@@ -282,12 +282,21 @@ export class PostgresStore implements Store {
     return row?.s ?? 0;
   }
 
+  /** The balance less what this process holds of it in memory (reservations from its slices, charges not written). */
+  private withHeld(org: Org): Org {
+    org.balanceMicros -= this.ledger?.heldFor(org.id) ?? 0;
+    return org;
+  }
+
+  /** Slices count in the balance; what this process holds from them in memory counts as held (as on SQLite). */
   async audit(orgId: string): Promise<LedgerAudit> {
-    const [row] = await this.query<LedgerAudit>(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0)::bigint AS balance,
+    const local = this.ledger?.heldFor(orgId) ?? 0;
+    const [row] = await this.query<LedgerAudit>(`SELECT (COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0)
+          + COALESCE((SELECT SUM(amount_micros) FROM balance_slices WHERE org_id = $1), 0) - $2::bigint)::bigint AS balance,
         (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'credit')::bigint AS credited,
         (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = $1 AND kind = 'charge')::bigint AS charged,
         (SELECT COALESCE(SUM(cost_micros), 0) FROM request_logs WHERE org_id = $1 AND NOT byok)::bigint AS logged,
-        (SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = $1)::bigint AS held`, [orgId]);
+        ((SELECT COALESCE(SUM(amount_micros), 0) FROM reservations WHERE org_id = $1) + $2::bigint)::bigint AS held`, [orgId, local]);
     return row!;
   }
 

@@ -16,6 +16,13 @@ export interface KeyRow extends LimitColumns {
   revoked_at: number | null; expires_at: number | null; allowed_models: string | null; last_used_at: number | null; created_by: string | null;
 }
 
+/**
+ * An org's columns, its balance with what gateway instances hold of it in balance slices
+ * (PostgreSQL; the table is empty on SQLite): the money not charged yet, wherever it sits.
+ */
+export const ORG_COLUMNS = `o.id, o.name, o.retention, o.created_at,
+  o.balance_micros + COALESCE((SELECT CAST(SUM(s.amount_micros) AS BIGINT) FROM balance_slices s WHERE s.org_id = o.id), 0) AS balance_micros`;
+
 export const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
 export const toKey = (r: KeyRow): ApiKeyRecord => ({
   id: r.id, orgId: r.org_id, projectId: r.project_id, prefix: r.prefix, hash: r.hash, name: r.name, createdAt: r.created_at,

@@ -3,7 +3,7 @@ import { newId } from '../ids.js';
 import type { OrgRole } from './accounts.js';
 import type { LimitSpec } from '../limits/types.js';
 import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
-import { toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
+import { ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
 import type { ApiKeyRecord, Org } from './types.js';
 
@@ -91,14 +91,14 @@ export class SqlTenancyStore implements TenancyStore {
   constructor(
     private readonly db: SqlDb,
     private readonly now: () => number,
-    /** What this process holds of an org's stored balance (the SQLite server's ledger); 0 elsewhere. */
+    /** What this process holds of an org's balance (reservations and charges not written, in its memory); 0 elsewhere. */
     private readonly heldFor: (orgId: string) => Micros = () => 0,
   ) {}
 
   async listOrgs(userId: string | null): Promise<OrgWithRole[]> {
     const rows = userId === null
-      ? await this.db.all<OrgRow & { role: null }>('SELECT o.*, NULL AS role FROM orgs o ORDER BY o.name')
-      : await this.db.all<OrgRow & { role: OrgRole }>('SELECT o.*, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.name', [userId]);
+      ? await this.db.all<OrgRow & { role: null }>(`SELECT ${ORG_COLUMNS}, NULL AS role FROM orgs o ORDER BY o.name`)
+      : await this.db.all<OrgRow & { role: OrgRole }>(`SELECT ${ORG_COLUMNS}, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.name`, [userId]);
     return rows.map((r) => {
       const org = toOrg(r);
       org.balanceMicros -= this.heldFor(org.id);

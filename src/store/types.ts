@@ -161,6 +161,8 @@ export interface Settlement {
   orgId: string;
   /** What is charged (already capped at the reservation). */
   cost: Micros;
+  /** The instance whose balance slice pays it (postgres-slices.ts); absent: its reservation row does. */
+  slice?: string;
 }
 
 export interface LedgerAudit {

@@ -5,6 +5,7 @@ import { tenancySchema } from './003-tenancy.js';
 import { mediaClaims } from './004-media-claims.js';
 import { limitsSchema } from './005-limits.js';
 import { ledgerSchema } from './006-ledger.js';
+import { balanceSlices } from './007-balance-slices.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -25,7 +26,7 @@ export interface Migration {
 export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
-export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema];
+export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
