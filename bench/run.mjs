@@ -17,6 +17,7 @@ import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
 import { pgScenario } from './lib/pg.mjs';
+import { gatewayVariants, redisAnswers } from './lib/production.mjs';
 import { CONNECTIONS, DURATION_S, LOG_ROWS, MUSIC_COUNT, MUSIC_SIZE_MB, opt, QUICK, ROUNDS, scenarios, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './lib/options.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
@@ -343,33 +344,43 @@ async function trafficScenarios(tmp, children, results, date) {
   const musicConfigFile = join(tmp, 'gateway-music.yaml');
   const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
   writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
-  const keyFor = (file) => {
+  const keyFor = (file, limitFlags = []) => {
     gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
-    return gatewayCli('keys', 'create', '--org', 'bench', '--config', file).trim().split('\n').pop();
+    return gatewayCli('keys', 'create', '--org', 'bench', ...limitFlags, '--config', file).trim().split('\n').pop();
   };
-  // The profiled gateway runs beside the measured one, so it too gets its own SQLite file.
-  const profileConfigFile = join(tmp, 'gateway-profile.yaml');
-  writeFileSync(profileConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
-  const key = keyFor(configFile);
+  // The measured gateway runs as in production (metrics and limits on); --costs adds the variants without them.
+  const redis = await redisAnswers();
+  const variants = gatewayVariants({ tmp, base: config, redis, costs: opt.costs });
+  results.gatewayConfig = Object.fromEntries(variants.map((v) => [v.name, v.describe]));
+  const key = keyFor(variants[0].file, variants[0].limitFlags);
   const musicKey = keyFor(musicConfigFile);
-  const profileKey = scenarios.has('profile') || scenarios.has('profile-stream') ? keyFor(profileConfigFile) : '';
+  // The profiled gateway (production configuration) runs beside the measured one, so it too gets its own SQLite file.
+  const profileConfigFile = join(tmp, 'gateway-profile.yaml');
+  writeFileSync(profileConfigFile, JSON.stringify({ ...JSON.parse(readFileSync(variants[0].file, 'utf8')), database: { url: `sqlite:${join(tmp, 'gateway-profile.db')}` } }, null, 2));
+  const profileKey = scenarios.has('profile') || scenarios.has('profile-stream') ? keyFor(profileConfigFile, variants[0].limitFlags) : '';
 
-  const gatewayChild = await Child.start({ name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-  children.push(gatewayChild);
-  allChildren.push(gatewayChild);
-  say(`gateway ${gatewayChild.url} (pid ${gatewayChild.pid}; default configuration: SQLite, auth, billing, request log; log.level warn)`);
+  const json = { 'content-type': 'application/json' };
+  const gatewayTargets = [];
+  for (const [i, v] of variants.entries()) {
+    const vKey = i === 0 ? key : keyFor(v.file, v.limitFlags);
+    const child = await Child.start({ name: v.name, args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', v.file], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+    children.push(child);
+    allChildren.push(child);
+    say(`${v.name} ${child.url} (pid ${child.pid}; SQLite, auth, billing, request log, log.level warn; ${v.describe})`);
+    gatewayTargets.push({ name: v.name, child, url: child.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${vKey}` }, key: vKey });
+  }
   const bareChild = await Child.start({ name: 'bare', args: [join(BENCH, 'bare-proxy.mjs'), '--upstream', `${sim.url}/openai`], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
   children.push(bareChild);
   allChildren.push(bareChild);
   say(`bare proxy ${bareChild.url} (pid ${bareChild.pid})`);
 
-  const json = { 'content-type': 'application/json' };
   let baseline;
   if (opt.compare) {
     // The same configuration on its own SQLite file, served by the other checkout's code.
     const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
-    writeFileSync(compareConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
-    const compareKey = keyFor(compareConfigFile);
+    const production = JSON.parse(readFileSync(variants[0].file, 'utf8'));
+    writeFileSync(compareConfigFile, JSON.stringify({ ...production, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
+    const compareKey = keyFor(compareConfigFile, variants[0].limitFlags);
     const child = await Child.start({ name: 'baseline', args: ['--max-semi-space-size=4', join(opt.compare, 'bin', 'gateway.js'), 'serve', '--config', compareConfigFile], cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
     allChildren.push(child);
@@ -378,7 +389,7 @@ async function trafficScenarios(tmp, children, results, date) {
   }
   const targets = [
     { name: 'bare', child: bareChild, url: bareChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: 'Bearer sim-key' } },
-    { name: 'gateway', child: gatewayChild, url: gatewayChild.url, path: '/v1/chat/completions', headers: { ...json, authorization: `Bearer ${key}` }, key },
+    ...gatewayTargets,
   ];
   if (baseline) targets.splice(1, 0, baseline);
   if (opt.peers) {
@@ -422,7 +433,7 @@ async function trafficScenarios(tmp, children, results, date) {
   if (scenarios.has('telemetry')) {
     await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
   }
-  if (scenarios.has('soak')) await soakScenario(targets[1], results);
+  if (scenarios.has('soak')) await soakScenario(targets.find((t) => t.name === 'gateway'), results);
   if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, false);
   else if (scenarios.has('profile-stream')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, true);
 }

@@ -18,6 +18,8 @@ export const HELP = `Usage: npm run bench -- [options]
   --log-rows N       request-log rows of the logs scenario (default 1000000)
   --duration S       seconds per non-streamed load run (default 10, --quick 3)
   --rounds N         interleaved rounds per load level, best one reported (default 2, --quick 1)
+  --costs            also measure the gateway without limits (metrics only) and without either,
+                     so the cost of each shows (the measured gateway has both on, as in production)
   --compare DIR      also measure the gateway of another built checkout (e.g. the commit before a
                      change) as "baseline", interleaved with the others: a before/after in one run
   --connections LIST non-streamed chat connection levels (default 1,32,256)
@@ -40,6 +42,7 @@ export const { values: opt } = parseArgs({
     rounds: { type: 'string' },
     connections: { type: 'string', default: '1,32,256' },
     compare: { type: 'string' },
+    costs: { type: 'boolean', default: false },
     streams: { type: 'string', default: '1,32' },
     docs: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },

@@ -1,7 +1,7 @@
 // Child processes of the benchmark: one per server, so each has its own event loop,
 // its own CPU time and its own RSS (read from /proc/<pid>/status and /proc/<pid>/stat).
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 const live = new Set();
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -150,6 +150,22 @@ export class RssSampler {
     this.sample();
     return this.max;
   }
+}
+
+/** CPU ms used so far by every live process whose command name is `comm` (e.g. PostgreSQL's backends); those that exited are not counted. */
+export function cpuMsOfCommand(comm) {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
 }
 
 function machineTicks() {

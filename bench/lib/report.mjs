@@ -4,7 +4,7 @@ import { logsMarkdown } from './logs.mjs';
 import { limitsMarkdown } from './limits.mjs';
 import { pgMarkdown, pgTargets } from './pg.mjs';
 
-const NAMES = { bare: 'bare proxy', gateway: 'Tollgate', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
+const NAMES = { bare: 'bare proxy', gateway: 'Tollgate (limits + metrics)', metrics: 'Tollgate (metrics, no limits)', plain: 'Tollgate (neither)', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
 
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
@@ -153,6 +153,7 @@ export function resultsMarkdown(r) {
       + `Run took ${f0(r.elapsedS)} s; options: \`${r.options.argv || '(defaults)'}\`.`,
   ];
   if (skipped) out.push('', skipped);
+  if (r.gatewayConfig) out.push('', ...Object.entries(r.gatewayConfig).map(([name, what]) => `- ${NAMES[name] ?? name}: ${what}.`));
   const section = (title, ...body) => out.push('', `#### ${title}`, '', ...body);
   if (r.chat) {
     section('Non-streamed chat',

@@ -153,6 +153,31 @@ describe('Redis driver', () => {
     expect(counting.calls).toBe(20);
   });
 
+  it('sends the scripts issued in one event-loop turn as one pipeline, each counted as if sent alone', async () => {
+    const counting = new CountingRedis(client(REDIS_URL));
+    const limiter = new RedisLimiter({ redis: counting, seed: async () => 0, keyPrefix: prefix });
+    const key = scope({ rpm: 25, maxConcurrent: 100 });
+    const replies = await Promise.all(Array.from({ length: 30 }, () => limiter.admit(request([key], 10, 10))));
+    expect({ pipelines: counting.pipelines, calls: counting.calls }).toEqual({ pipelines: 1, calls: 30 });
+    // The 26th and later are refused by rpm: each script saw the ones before it.
+    expect(replies.map((r) => r.ok)).toEqual([...new Array(25).fill(true), ...new Array(5).fill(false)]);
+    expect((await limiter.usage(key)).concurrency?.used).toBe(25);
+    await Promise.all(replies.map((r) => (r.ok ? limiter.settle(r.hold, { tokens: 1, costMicros: 0 }) : undefined)));
+    expect(counting.pipelines).toBe(2);
+    expect((await limiter.usage(key)).concurrency?.used).toBe(0);
+  });
+
+  it('sends a script again with its source when Redis forgot it, inside a pipeline too', async () => {
+    const counting = new CountingRedis(client(REDIS_URL));
+    const limiter = new RedisLimiter({ redis: counting, seed: async () => 0, keyPrefix: prefix });
+    const key = scope({ maxConcurrent: 100 });
+    expect((await limiter.admit(request([key]))).ok).toBe(true);
+    await admin.script('FLUSH');
+    const replies = await Promise.all(Array.from({ length: 5 }, () => limiter.admit(request([key]))));
+    expect(replies.every((r) => r.ok)).toBe(true);
+    expect((await limiter.usage(key)).concurrency?.used).toBe(6);
+  });
+
   it('gives every key it writes a TTL', async () => {
     const own = testPrefix();
     const limiter = new RedisLimiter({ redis: admin, seed: async () => 0, keyPrefix: own });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisLike } from './redis-runner.js';
+import type { RedisBatch, RedisLike } from './redis-runner.js';
 
 /** The shared Redis of the test machines; tests touch it only under a random key prefix. */
 export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -22,10 +22,24 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
   } while (cursor !== '0');
 }
 
-/** Counts the scripts a limiter sends, passing every call through to the real client. */
+/** Counts the scripts a limiter sends (and the pipelines that carry several), passing every call through to the real client. */
 export class CountingRedis implements RedisLike {
   calls = 0;
+  pipelines = 0;
   constructor(private readonly redis: Redis) {}
+  pipeline(): RedisBatch {
+    const batch = this.redis.pipeline();
+    return {
+      evalsha: (sha, numKeys, ...args) => {
+        this.calls++;
+        return batch.evalsha(sha, numKeys, ...args);
+      },
+      exec: () => {
+        this.pipelines++;
+        return batch.exec();
+      },
+    };
+  }
   get status(): string {
     return this.redis.status;
   }
