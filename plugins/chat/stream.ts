@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
@@ -12,6 +13,9 @@ interface StreamOutcome {
   delivered: number;
   done: boolean;
   error: string | undefined;
+  /** Frames read once the upstream said it was done, written with the closing frames in one write (and their tokens). */
+  held: string[];
+  heldTokens: number;
 }
 
 /**
@@ -37,19 +41,46 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
       await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
     }
   };
+  let last: string[] = [];
   try {
-    return await finishStream(ctx, stream, await pump(ex, upstream.body, stream, write), write);
+    const outcome = await pump(ex, upstream.body, stream, write);
+    last = outcome.held;
+    const { metered, frames } = await finishStream(ctx, stream, outcome);
+    last = frames;
+    return metered;
   } finally {
     // Ended whatever happened, so a reply whose closing frames failed (a store error) does not hang.
-    out.end();
+    if (last.length > 0 && ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
+    endCorked(reply.raw, out, last);
   }
 }
 
-/** Bills the stream by how it went and writes its closing frames (the usage, or an error event). */
-async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome, write: (frames: string[]) => Promise<void>): Promise<Metered> {
+/**
+ * Writes the last frames and ends the reply in one socket write: the response is corked
+ * until the PassThrough closes, so its last chunk and the end of the chunked body (which
+ * the pipe writes a tick later) go out together instead of in two writes.
+ */
+function endCorked(res: ServerResponse, out: PassThrough, frames: string[]): void {
+  if (res.destroyed || frames.length === 0) {
+    out.end();
+    return;
+  }
+  res.cork();
+  out.once('close', () => res.uncork());
+  out.end(frames.join(''));
+}
+
+/**
+ * Bills the stream by how it went; returns what is left to write: the frames held back
+ * after the upstream's end and the closing frames (the usage, or an error event).
+ */
+async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome): Promise<{ metered: Metered; frames: string[] }> {
   const { ex, parsed, route } = ctx;
   const cut = serverCut(ex);
   const clientGone = ex.abort.signal.aborted && !cut;
+  // Held frames reach the client unless it left: only then are their tokens delivered.
+  const frames = clientGone ? [] : outcome.held;
+  if (!clientGone) outcome.delivered += outcome.heldTokens;
   if (!outcome.done && !outcome.error && !clientGone && !cut) outcome.error = 'the upstream stream ended before the reply was complete';
   const complete = outcome.done && !outcome.error && !ex.abort.signal.aborted;
   const billed = billedUsage(outcome, complete, parsed.prompt ?? '');
@@ -59,26 +90,32 @@ async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStre
   if (clientGone && !complete) ex.errorCode = 'client_closed_request';
   if (cut && !complete) {
     ex.errorCode = cut.code;
-    await write(stream.fail(cut.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
+    frames.push(...stream.fail(cut.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
   } else if (!clientGone) {
     if (outcome.error) {
       ex.errorCode = 'upstream_error';
       const err = new GatewayError('upstream_error', [outcome.error]).withContext({ requestedModel: parsed.model, usedProvider: route.provider.id });
-      await write(stream.fail(err));
+      frames.push(...stream.fail(err));
     } else {
-      await write(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost));
+      frames.push(...(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost)));
     }
   }
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage };
+  return { metered: { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage }, frames };
 }
 
 /** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */
 async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>): Promise<StreamOutcome> {
-  const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined };
+  const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined, held: [], heldTokens: 0 };
   const reader = stream.bytes ?? eventReader(stream);
   const apply = async (step: StreamStep): Promise<boolean> => {
-    await write(step.frames);
-    o.delivered += step.deliveredTokens;
+    if (o.done || step.done) {
+      // The upstream is done: what is left waits for the closing frames (one write for both).
+      o.held.push(...step.frames);
+      o.heldTokens += step.deliveredTokens;
+    } else {
+      await write(step.frames);
+      o.delivered += step.deliveredTokens;
+    }
     if (step.usage) o.usage = step.usage;
     if (step.done) o.done = true;
     if (step.error) o.error = step.error;
