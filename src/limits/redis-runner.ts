@@ -53,8 +53,9 @@ const DOWN = new Set(['reconnecting', 'close', 'end']);
 
 /**
  * Runs the engine's scripts by SHA (one round trip), falling back to sending the source
- * when Redis has forgotten it (a restarted Redis keeps no scripts). Every call is
- * answered within `timeoutMs`, whatever the client's own retry and queueing settings.
+ * when Redis has forgotten it (a restarted Redis keeps no scripts). Every script is
+ * answered within `timeoutMs` of being sent, whatever the client's own retry and queueing
+ * settings (and a client still connecting is waited for at most `timeoutMs` first).
  *
  * The scripts of one turn of the event loop (the admits and settles of every request that
  * the turn handled) go to Redis as one pipeline: one write and one read instead of a round
@@ -70,27 +71,27 @@ export class ScriptRunner {
 
   async run(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
     if (DOWN.has(this.redis.status)) throw new StoreUnavailable(`Redis is not connected (${this.redis.status})`, false, 'the limits store is not connected');
-    let sent = false;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(sent
-        ? new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true, `the limits store did not answer within ${this.timeoutMs} ms`)
-        : new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false, 'the limits store is not connected')), this.timeoutMs);
-    });
-    let onReady: (() => void) | undefined;
+    if (this.redis.status !== 'ready') await this.ready();
     try {
-      if (this.redis.status !== 'ready') {
-        // Still connecting (a client just created): wait for it rather than fail or queue blind.
-        await Promise.race([new Promise<void>((resolve) => this.redis.once('ready', (onReady = resolve))), deadline]);
-      }
-      sent = true;
-      return await Promise.race([this.evaluate(script, args), deadline]);
+      return await this.evaluate(script, args);
     } catch (err) {
       if (err instanceof StoreUnavailable) throw err;
       const message = String((err as Error).message);
       // ioredis refuses at once, unsent, when the socket is gone and its offline queue is off.
       if (message.startsWith('Stream isn\'t writeable')) throw new StoreUnavailable(`Redis is not connected: ${message}`, false, 'the limits store is not connected');
-      throw new StoreUnavailable(`Redis failed: ${message}`, sent);
+      throw new StoreUnavailable(`Redis failed: ${message}`, true);
+    }
+  }
+
+  /** Still connecting (a client just created): waits for it, at most `timeoutMs`, rather than fail or queue blind. */
+  private async ready(): Promise<void> {
+    let onReady: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.redis.once('ready', (onReady = resolve));
+        timer = setTimeout(() => reject(new StoreUnavailable(`Redis was not connected within ${this.timeoutMs} ms`, false, 'the limits store is not connected')), this.timeoutMs);
+      });
     } finally {
       clearTimeout(timer);
       if (onReady) this.redis.removeListener('ready', onReady);
@@ -100,7 +101,6 @@ export class ScriptRunner {
   private evaluate(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
     let sha = this.shas.get(script);
     if (!sha) this.shas.set(script, (sha = createHash('sha1').update(script).digest('hex')));
-    if (!this.redis.pipeline) return this.evaluateOne(sha, script, args);
     return new Promise((resolve, reject) => {
       if (this.queue.push({ sha: sha!, script, args, resolve, reject }) === 1) setImmediate(() => this.flush());
     });
@@ -120,16 +120,29 @@ export class ScriptRunner {
     return this.redis.eval(script, 0, ...args);
   }
 
+  /** Sends the queued scripts (one pipeline) under one deadline: a script unanswered by then fails as sent, outcome unknown. */
   private flush(): void {
     const batch = this.queue;
     this.queue = [];
-    const settle = (q: Queued, p: Promise<unknown>): void => void p.then(q.resolve, q.reject);
+    const timer = setTimeout(() => {
+      // A promise settles once: those already answered ignore this.
+      const late = new StoreUnavailable(`Redis did not answer within ${this.timeoutMs} ms`, true, `the limits store did not answer within ${this.timeoutMs} ms`);
+      for (const q of batch) q.reject(late);
+    }, this.timeoutMs);
+    let open = batch.length;
+    const settle = (q: Queued, p: Promise<unknown>): void => void p.then(q.resolve, q.reject).finally(() => {
+      if (--open === 0) clearTimeout(timer);
+    });
     if (batch.length === 1) {
       const q = batch[0]!;
       settle(q, this.evaluateOne(q.sha, q.script, q.args));
       return;
     }
-    const pipeline = this.redis.pipeline!();
+    if (!this.redis.pipeline) {
+      for (const q of batch) settle(q, this.evaluateOne(q.sha, q.script, q.args));
+      return;
+    }
+    const pipeline = this.redis.pipeline();
     for (const q of batch) pipeline.evalsha(q.sha, 0, ...q.args);
     pipeline.exec().then((replies) => {
       batch.forEach((q, i) => {
@@ -137,7 +150,7 @@ export class ScriptRunner {
         settle(q, err ? this.orSource(err, q.script, q.args) : Promise.resolve(value));
       });
     }, (err: unknown) => {
-      for (const q of batch) q.reject(err);
+      for (const q of batch) settle(q, Promise.reject(err));
     });
   }
 }
