@@ -58,8 +58,8 @@ const release = (where: string): string => `WITH r AS (DELETE FROM reservations 
  * - A settlement is not written at once: it waits, in memory, for the request-log row it
  *   belongs to and is applied in the transaction that writes that row. Ledger and log
  *   change together or not at all, and a request makes no commit of its own. A failed
- *   write keeps both for the next flush; the
- *   request-log writer spills them to a file while the database stays away.
+ *   write keeps both for the next flush; the request-log writer spills them to a file
+ *   while the database stays away.
  * - The instance heartbeats in `gateway_instances`; every instance runs the reaper, one at a
  *   time (a transaction-scoped advisory lock): it releases the reservations of instances
  *   whose heartbeat stopped more than `instanceTimeoutMs` ago (and their slices), and any
@@ -151,12 +151,12 @@ export class PostgresLedger {
       const [row] = (await client.query<{ n: number }>(release(`(instance_id IS NOT NULL AND created_at < $1
           AND instance_id NOT IN (SELECT id FROM gateway_instances WHERE heartbeat_at >= ${DB_NOW} - $3::bigint)) OR created_at < $2`),
       [now - this.opts.instanceTimeoutMs, now - this.opts.reservationMaxAgeMs, this.opts.instanceTimeoutMs])).rows;
-      await client.query(`DELETE FROM gateway_instances WHERE heartbeat_at < ${DB_NOW} - $1::bigint
-        AND NOT EXISTS (SELECT 1 FROM reservations WHERE instance_id = gateway_instances.id)
-        AND NOT EXISTS (SELECT 1 FROM balance_slices WHERE instance_id = gateway_instances.id)`, [this.opts.instanceTimeoutMs]);
       const [slices] = (await client.query<{ n: number }>(returnSlices(`updated_at < $1
           AND instance_id NOT IN (SELECT id FROM gateway_instances WHERE heartbeat_at >= ${DB_NOW} - $2::bigint)`),
       [now - this.opts.instanceTimeoutMs, this.opts.instanceTimeoutMs])).rows;
+      await client.query(`DELETE FROM gateway_instances WHERE heartbeat_at < ${DB_NOW} - $1::bigint
+        AND NOT EXISTS (SELECT 1 FROM reservations WHERE instance_id = gateway_instances.id)
+        AND NOT EXISTS (SELECT 1 FROM balance_slices WHERE instance_id = gateway_instances.id)`, [this.opts.instanceTimeoutMs]);
       n = (row?.n ?? 0) + (slices?.n ?? 0);
     });
     return n;
