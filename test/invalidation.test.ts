@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createInvalidationBus, postgresChannel, redisChannel, type InvalidationBus, type InvalidationKind } from '../src/invalidation.js';
 import { TtlCache } from '../src/ttl-cache.js';
 import { pgQuery, sharedPostgresSchema, startPrivateRedis, type PrivateRedis } from './fleet.js';
-import { startTestGateway, type TestGateway } from './harness.js';
+import { postJson, startTestGateway, type TestGateway } from './harness.js';
 
 /* The invalidation bus on each transport: delivery between processes' buses, and recovery after the transport drops. */
 
@@ -142,6 +143,20 @@ describe('gateways sharing one Redis under different redis.key_prefix', () => {
     expect(heard(ga)).toEqual(new Set(['api_key:tg_fromgwaa', 'api_key:tg_clitoaaa']));
     expect(heard(gb)).toEqual(new Set(['api_key:tg_fromgwbb', 'api_key:tg_clitobbb']));
   }, 30_000);
+
+  it("keep their sign-in throttles' Redis keys under their own prefix", async () => {
+    const failed = await postJson(`${gateways[0]!.url}/api/v1/session`, { email: 'nobody@example.com', password: 'wrong-password' }, undefined, { origin: gateways[0]!.url });
+    expect(failed.status).toBe(401);
+    const redis = new Redis('redis://127.0.0.1:6379');
+    try {
+      expect((await redis.keys(`${prefixes[0]}login:*`)).length).toBeGreaterThan(0);
+      expect(await redis.keys(`${prefixes[1]}*`)).toEqual([]); // gateway b saw no sign-in, and a wrote nothing under b's prefix
+      const all = await redis.keys(`tgtest-${run}-*`);
+      await redis.del(...all);
+    } finally {
+      redis.disconnect();
+    }
+  });
 });
 
 describe('PostgreSQL bus (no Redis)', () => {
