@@ -40,7 +40,7 @@ export async function withStore<T>(file: string, fn: (store: Store, invalidation
   const config = loadConfig(file);
   const store = openStore(config.database.url, undefined, { secrets: opts.secrets ? secretBoxFor(config)?.box : undefined });
   const invalidation = createInvalidationBus({
-    databaseUrl: config.database.url, redisUrl: config.redis?.url,
+    databaseUrl: config.database.url, redisUrl: config.redis?.url, redisKeyPrefix: config.redis?.keyPrefix,
     onError: (err, what) => console.error(`warning: ${what} failed (${err.message}); running instances notice within their cache TTL (${config.cache.ttlMs} ms)`),
   });
   try {

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createOrg, requireOrg, revokeKey, setProviderKey } from '../src/admin.js';
+import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/admin.js';
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
@@ -145,8 +145,8 @@ export function buildProgram(): Command {
       console.log(`added $${usd} to "${opts.org}"; balance is now $${balance}`);
     });
 
-  program.command('provider-keys').description("Manage an organization's own provider keys (bring your own key).")
-    .command('set').description('Use this key for the provider on this org\'s requests; such requests are not debited.')
+  const providerKeys = program.command('provider-keys').description("Manage an organization's own provider keys (bring your own key).");
+  providerKeys.command('set').description('Use this key for the provider on this org\'s requests; such requests are not debited.')
     .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id from providers/*.yaml')
     .requiredOption('--key <key>', 'the provider API key').addOption(configOption())
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
@@ -154,6 +154,13 @@ export function buildProgram(): Command {
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
       const { pushed } = await withStore(opts.config, (s, inv) => setProviderKey(s, opts.org, opts.provider, opts.key, inv), { secrets: true });
       console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)${pushed ? '; every running instance told' : ''}`);
+    });
+  providerKeys.command('delete').description("Remove the org's own key for the provider: its requests use the gateway's key again, and are debited.")
+    .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id of the key to remove')
+    .addOption(configOption())
+    .action(async (opts: { org: string; provider: string; config: string }) => {
+      const { pushed } = await withStore(opts.config, (s, inv) => deleteProviderKey(s, opts.org, opts.provider, inv));
+      console.log(`deleted "${opts.org}"'s own key for provider ${opts.provider}${pushed ? '; every running instance told' : ''}`);
     });
   addProjectCommands(program);
   addUserCommands(program);

@@ -73,6 +73,20 @@ export async function setProviderKey(store: Store, orgName: string, provider: st
   return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
 }
 
+/**
+ * Removes an org's own key for a provider (its requests go back to the gateway's key, and
+ * are debited) and announces it. An org with no key for that provider is refused, naming
+ * the providers it has keys for; the provider need not be in the catalogue any more.
+ */
+export async function deleteProviderKey(store: Store, orgName: string, provider: string, invalidation?: Invalidator): Promise<Announced> {
+  const org = await requireOrg(store, orgName);
+  if (!(await store.providerKeys.delete(org.id, provider))) {
+    const held = (await store.providerKeys.list(org.id)).map((k) => k.providerId);
+    throw new Error(`"${orgName}" has no own key for provider "${provider}" (${held.length ? `it has keys for: ${held.join(', ')}` : 'it has none'})`);
+  }
+  return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
+}
+
 export async function addCredits(store: Store, orgName: string, usd: string): Promise<string> {
   const org = await requireOrg(store, orgName);
   const balance = await store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');

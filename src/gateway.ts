@@ -159,7 +159,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const auth = new Authenticator(store, config.cache.ttlMs, now);
   const providerKeys = new ProviderKeyCache(store, config.cache.ttlMs, now);
   const invalidation = createInvalidationBus({
-    databaseUrl: config.database.url, redisUrl: config.redis?.url, redis,
+    databaseUrl: config.database.url, redisUrl: config.redis?.url, redisKeyPrefix: config.redis?.keyPrefix, redis,
     onError: (err, what) => app.log.warn({ err }, `${what} failed; caches fall back to their ${config.cache.ttlMs} ms TTL`),
   });
   invalidation.on('api_key', (prefix) => auth.evict(prefix));
@@ -174,7 +174,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, orgRoutes, invalidation, limiter });
+  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter });
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
     if (opts.maintenanceOnly !== true) await invalidation.start();

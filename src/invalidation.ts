@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Client as PgClient } from 'pg';
 import type { Redis } from 'ioredis';
+import { DEFAULT_REDIS_KEY_PREFIX } from './config/gateway-config.js';
 
 /*
  * Pushed cache invalidation. Each instance caches API keys, provider keys (and limits)
  * for a short TTL; a change made anywhere — the management API on any instance, or the
  * CLI, a separate process — is broadcast so every instance evicts the entry at once:
  *
- * - Redis pub/sub on one channel when `redis.url` is set;
+ * - Redis pub/sub on one channel when `redis.url` is set (named after `redis.key_prefix`);
  * - PostgreSQL LISTEN/NOTIFY on PostgreSQL without Redis (one channel per schema);
  * - in-process only otherwise (SQLite: one server, the CLI's changes wait for the TTL).
  *
@@ -48,6 +49,8 @@ export interface InvalidationBus extends Invalidator {
 export interface InvalidationOptions {
   databaseUrl: string;
   redisUrl?: string | undefined;
+  /** `redis.key_prefix`: the channel is `<prefix>invalidate` (default `tollgate:invalidate`). */
+  redisKeyPrefix?: string | undefined;
   /** A connected client to PUBLISH on (the gateway's own); else one is opened on first use. */
   redis?: Redis | undefined;
   /** A publish or subscription failure (the caches then rely on their TTL). */
@@ -57,8 +60,14 @@ export interface InvalidationOptions {
   retryMaxMs?: number;
 }
 
-/** The Redis channel; ids are random, so deployments sharing one Redis only cost each other an extra read. */
-export const REDIS_CHANNEL = 'tollgate:invalidate';
+/**
+ * The Redis channel of a key prefix: deployments sharing one Redis under different
+ * prefixes do not hear each other's changes (with one prefix they would only cost each
+ * other an extra read, the ids being random).
+ */
+export function redisChannel(keyPrefix: string = DEFAULT_REDIS_KEY_PREFIX): string {
+  return `${keyPrefix}invalidate`;
+}
 
 /** The NOTIFY channel of a database url: one per schema, since NOTIFY reaches the whole database. */
 export function postgresChannel(databaseUrl: string): string {
@@ -141,10 +150,12 @@ class RedisBus extends LocalBus {
   private publisher: Redis | undefined;
   private subscriber: Redis | undefined;
   private closing = false;
+  private readonly channel: string;
 
   constructor(private readonly url: string, opts: InvalidationOptions) {
     super(opts);
     this.publisher = opts.redis;
+    this.channel = redisChannel(opts.redisKeyPrefix);
   }
 
   protected override async publish(message: string): Promise<boolean> {
@@ -157,7 +168,7 @@ class RedisBus extends LocalBus {
       });
       this.publisher = publisher = own;
     }
-    await publisher.publish(REDIS_CHANNEL, message);
+    await publisher.publish(this.channel, message);
     return true;
   }
 
@@ -177,7 +188,7 @@ class RedisBus extends LocalBus {
       setTimeout(resolve, 2500).unref();
     });
     sub.on('ready', () => {
-      sub.subscribe(REDIS_CHANNEL).then(() => {
+      sub.subscribe(this.channel).then(() => {
         this.resubscribed();
         firstDone();
       }, (err: unknown) => {

@@ -46,6 +46,9 @@ export async function runModelRequest<P extends ModelRequest>(
 ): Promise<void> {
   const ex = request.exchange;
   let limits: Admission | undefined;
+  // What the request owes once the plugin has replied: a failure after that point (the settle
+  // itself) must still charge it, not release the reservation at $0.
+  let owed = 0;
   try {
     const parsed = await handler.parse(request.body, request);
     ex.requestedModel = parsed.model;
@@ -62,22 +65,30 @@ export async function runModelRequest<P extends ModelRequest>(
     const metered = await handler.respond({ ex, parsed, route: planned.route, upstream: response, request, reply });
     ex.costMicros = picosToMicros(metered.costPicos);
     ex.costEstimated = metered.estimated ?? false;
-    await settle(svc, ex, ex.costMicros);
+    owed = ex.costMicros;
+    await settle(svc, ex, owed);
     await limits?.settle(ex);
     await svc.hooks.run('billing', ex);
   } catch (err) {
-    await settle(svc, ex, 0);
-    await limits?.release();
+    // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
+    await settle(svc, ex, owed);
+    if (owed > 0) await limits?.settle(ex);
+    else await limits?.release();
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
     request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');
   }
 }
 
-/** Charges `cost` against the reservation (BYOK requests are never debited) exactly once. */
+/**
+ * Charges `cost` against the reservation (BYOK requests are never debited) exactly once.
+ * The exchange is marked settled only after the store has charged: a store call that
+ * throws leaves it unsettled, so the caller's next settle (the pipeline's catch, with the
+ * same cost) charges it then. A repeated call cannot charge twice: the store's settle
+ * claims the reservation, and once it has, `ex.settled` stops any further call.
+ */
 export async function settle(svc: Pick<PipelineServices, 'store' | 'telemetry'>, ex: Exchange, cost: number): Promise<void> {
   if (ex.settled) return;
-  ex.settled = true;
   if (ex.reservedMicros > 0) {
     const charged = await svc.store.settle(ex.id, ex.byok ? 0 : cost);
     svc.telemetry?.onCreditSettled(ex);
@@ -88,6 +99,7 @@ export async function settle(svc: Pick<PipelineServices, 'store' | 'telemetry'>,
       ex.costMicros = charged;
     }
   }
+  ex.settled = true;
 }
 
 function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number): ModelRoute[] {

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { buildProgram } from '../cli/index.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { buildOnce, cli, KEY, killAll, lastLine, query, ROOT, STACK_FRAME, writeConfig } from './cli-helpers.js';
+import { buildOnce, cli, type CliResult, KEY, killAll, lastLine, query, ROOT, STACK_FRAME, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 
 let sim: Simulator;
@@ -39,7 +39,7 @@ describe('gateway --help', () => {
   it('describes every command and every option, for the program and each command', async () => {
     const all = commands(buildProgram());
     expect(all.map(([p]) => p.join(' '))).toEqual(expect.arrayContaining([
-      '', 'serve', 'validate', 'simulate', 'orgs create', 'orgs show', 'keys create', 'keys revoke', 'credits add', 'provider-keys set',
+      '', 'serve', 'validate', 'simulate', 'orgs create', 'orgs show', 'keys create', 'keys revoke', 'credits add', 'provider-keys set', 'provider-keys delete',
       'projects create', 'users create', 'logs', 'keys limits', 'keys show', 'projects limits',
     ]));
     // Every command's help as commander renders it for `--help`; the real binary is checked below on a sample.
@@ -248,6 +248,26 @@ describe('admin commands', () => {
     expect(noOrg.code).toBe(1);
     expect(noOrg.stderr).toBe('gateway: no organization named "nobody"\n');
     expect(query(db, 'SELECT COUNT(*) AS n FROM provider_keys')).toEqual([{ n: 1 }]);
+  });
+
+  it('provider-keys delete removes the org\'s key; a provider it has no key for, or an unknown org, is refused by name', async () => {
+    const del = (org: string, provider: string): Promise<CliResult> => cli(['provider-keys', 'delete', '--org', org, '--provider', provider, '--config', config]);
+    expect((await cli(['provider-keys', 'set', '--org', 'acme', '--provider', 'groq', '--key', 'gsk-own', '--config', config])).code).toBe(0);
+    const missing = await del('acme', 'mistral');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('gateway: "acme" has no own key for provider "mistral" (it has keys for: groq, openai)\n');
+    const r = await del('acme', 'groq');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('deleted "acme"\'s own key for provider groq\n');
+    expect(query(db, 'SELECT provider_id FROM provider_keys')).toEqual([{ provider_id: 'openai' }]);
+    expect((await del('acme', 'groq')).stderr).toBe('gateway: "acme" has no own key for provider "groq" (it has keys for: openai)\n');
+    const noOrg = await del('nobody', 'openai');
+    expect(noOrg.code).toBe(1);
+    expect(noOrg.stderr).toBe('gateway: no organization named "nobody"\n');
+    expect((await del('acme', 'openai')).code).toBe(0);
+    expect((await del('acme', 'openai')).stderr).toBe('gateway: "acme" has no own key for provider "openai" (it has none)\n');
+    expect(query(db, 'SELECT COUNT(*) AS n FROM provider_keys')).toEqual([{ n: 0 }]);
   });
 
   it('sweep runs the maintenance tasks once and reports what they did', async () => {

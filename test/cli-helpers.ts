@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { packageRoot } from '../src/paths.js';
-import { simulatorOverrides, tempDir } from './harness.js';
+import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
 
 /** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */
 
@@ -86,6 +86,29 @@ export async function killAll(): Promise<void> {
   const children = [...live];
   for (const c of children) c.kill('SIGKILL');
   await Promise.all(children.map((c) => Promise.race([exitOf(c), sleep(5000)])));
+}
+
+/** Stops every CLI process still running as an operator does (SIGTERM; SIGKILL after 15 s) and waits for them to go. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...live].map(async (c) => {
+    c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);
+    await exitOf(c);
+    clearTimeout(timer);
+  }));
+}
+
+/**
+ * The ledger check of the files that run the real CLI (what the fixtures check in-process):
+ * once every CLI process has stopped (`stopAll`), every org of each database balances
+ * (`expectLedgersExactAt`). A SQLite file that no server ever created is skipped.
+ */
+export async function stopAndCheckLedgers(...databaseUrls: string[]): Promise<void> {
+  await stopAll();
+  for (const url of databaseUrls) {
+    if (url.startsWith('sqlite:') && !existsSync(url.slice('sqlite:'.length))) continue;
+    await expectLedgersExactAt(url);
+  }
 }
 
 export interface CliResult {
@@ -196,7 +219,8 @@ export interface CliServer {
 /**
  * For a test file of CLI commands beside a running server: a simulator, a config on a
  * fresh SQLite file with an org `acme` holding $5, and `gateway serve` on it; all gone
- * after the file. Read the fields inside tests and hooks.
+ * after the file, once its ledgers are checked (`stopAndCheckLedgers`). Read the fields
+ * inside tests and hooks.
  */
 export function useCliServer(prefix: string): CliServer {
   const env = {} as CliServer;
@@ -210,9 +234,13 @@ export function useCliServer(prefix: string): CliServer {
     env.server = await serve(env.config);
   }, 120_000);
   afterAll(async () => {
-    await killAll();
-    await env.sim?.close();
-    if (env.dir) rmSync(env.dir, { recursive: true, force: true });
-  });
+    try {
+      if (env.db) await stopAndCheckLedgers(`sqlite:${env.db}`);
+    } finally {
+      await killAll();
+      await env.sim?.close();
+      if (env.dir) rmSync(env.dir, { recursive: true, force: true });
+    }
+  }, 30_000);
   return env;
 }

@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BIN, chat, cli, type CliResult, KEY, lastLine, query, ROOT, serve, type Server, STACK_FRAME, useCliServer, writeConfig } from './cli-helpers.js';
+import { BIN, chat, cli, type CliResult, KEY, lastLine, query, ROOT, serve, type Server, STACK_FRAME, stopAndCheckLedgers, useCliServer, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 import { Api, signIn } from './management-helpers.js';
 
@@ -138,6 +139,7 @@ describe('first start of the embedded default', () => {
       expect((await new Api(second.url).post('/api/v1/session', { email: login![1], password: login![2] })).status).toBe(200);
       second.child.kill('SIGTERM');
       await second.exited;
+      await stopAndCheckLedgers(`sqlite:${join(d, 'g.db')}`);
     } finally {
       rmSync(d, { recursive: true, force: true });
     }

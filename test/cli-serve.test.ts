@@ -6,7 +6,7 @@ import { startSimulator, type Simulator } from '../simulator/server.js';
 import { createKey, createOrg } from '../src/admin.js';
 import { openStore } from '../src/store/index.js';
 import { startS3 } from './s3.js';
-import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, writeConfig } from './cli-helpers.js';
+import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, stopAndCheckLedgers, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 
 let sim: Simulator;
@@ -24,9 +24,13 @@ beforeEach(() => {
   db = join(dir, 'g.db');
 });
 afterEach(async () => {
-  await killAll();
-  rmSync(dir, { recursive: true, force: true });
-});
+  try {
+    await stopAndCheckLedgers(`sqlite:${db}`);
+  } finally {
+    await killAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);
 afterAll(async () => {
   await killAll();
   await sim?.close();

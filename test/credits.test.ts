@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
@@ -29,6 +29,24 @@ describe('credit ledger', () => {
     expect(cost).toBeGreaterThan(0);
     expect(await t.balance(org.id)).toBe(1000 - cost);
     await expectLedgerMatchesLog(t, org.id);
+  });
+
+  it('a settle that fails once (the database blinked) is settled again at the metered cost: charged once, logged once', async () => {
+    const { org, key } = await t.org('blink', '1');
+    const settle = vi.spyOn(t.gateway.store, 'settle').mockRejectedValueOnce(new Error('connection lost'));
+    try {
+      const r = await postJson(chatUrl(), body('hello'), key);
+      expect(r.status).toBe(200); // the reply was already sent when the settle failed
+      const cost = Math.round(((r.body as { usage: Record<string, number> }).usage.cost_usd_total ?? 0) * 1e6);
+      expect(cost).toBeGreaterThan(0);
+      const id = r.headers.get('x-request-id')!;
+      expect(settle.mock.calls).toEqual([[id, cost], [id, cost]]); // the retry charges what the reply said, not $0
+      expect((await logRow(t, id)).costMicros).toBe(cost);
+      expect(await t.balance(org.id)).toBe(1_000_000 - cost);
+      await expectLedgerMatchesLog(t, org.id);
+    } finally {
+      settle.mockRestore();
+    }
   });
 
   it.each([

@@ -7,7 +7,7 @@ import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
 import { modalityRules } from '../src/gateway.js';
 import { loadCatalog } from '../src/providers/catalog.js';
-import { buildOnce, cli, KEY, killAll, ROOT, serve } from './cli-helpers.js';
+import { buildOnce, cli, KEY, killAll, ROOT, serve, stopAndCheckLedgers } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 import { startS3, type TestS3 } from './s3.js';
 
@@ -107,6 +107,7 @@ describe.each(CONFIGS)('%s', (name) => {
       expect(Object.keys(outcomes).length).toBeGreaterThanOrEqual(8);
       expect([...storages]).toEqual([loadGatewayConfig(file, compileSchemas(), { ...process.env, S3_ENDPOINT: s3.endpoint }).storage.s3 ? 's3' : 'inline']);
       expect((await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      await stopAndCheckLedgers(loadGatewayConfig(file, compileSchemas(), { ...process.env, S3_ENDPOINT: s3.endpoint }).database.url);
     } finally {
       await killAll();
       rmSync(dir, { recursive: true, force: true });

@@ -11,7 +11,8 @@ import { createGateway, type Gateway } from '../src/gateway.js';
 import type { GatewayPlugin } from '../src/plugin.js';
 import { packageRoot } from '../src/paths.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import type { LogRow, Org, Retention } from '../src/store/types.js';
+import { openStore } from '../src/store/index.js';
+import type { LogRow, Org, Retention, Store } from '../src/store/types.js';
 
 /** A temporary folder removed by `cleanup`. */
 export function tempDir(prefix = 'tollgate-'): string {
@@ -54,6 +55,14 @@ export interface TestGatewayOptions {
   sim?: Simulator;
   /** Where the server log goes (set `yaml.log.level` too: the harness default is silent). */
   logStream?: NodeJS.WritableStream;
+  /**
+   * On the first `close()`, once the gateway has shut down (drained, log flushed, store
+   * closed), open its database again and check every org's ledger (`expectLedgersExactAt`).
+   * For files that start and close gateways of their own rather than the fixtures' (which
+   * check before closing): checking after the shutdown never waits on a request in
+   * flight, so it fits the tests that close a gateway under load.
+   */
+  checkLedgersAfterClose?: boolean;
 }
 
 export interface TestGateway {
@@ -86,6 +95,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   const config = loadGatewayConfig(file, compileSchemas());
   const gateway = await createGateway({ config, plugins: selectPlugins(config, opts.extraPlugins), now: opts.now, logStream: opts.logStream });
   const url = await gateway.listen(0);
+  let closed: Promise<void> | undefined;
   return {
     gateway, config, url, sim, dir,
     async org(name, creditsUsd, retention = 'standard') {
@@ -96,10 +106,16 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     async balance(orgId) {
       return (await gateway.store.getOrg(orgId))?.balanceMicros ?? Number.NaN;
     },
-    async close() {
-      await gateway.close();
-      if (!opts.sim) await sim.close();
-      rmSync(dir, { recursive: true, force: true });
+    close() {
+      return (closed ??= (async () => {
+        try {
+          await gateway.close();
+          if (!opts.sim) await sim.close();
+          if (opts.checkLedgersAfterClose) await expectLedgersExactAt(config.database.url);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      })());
     },
   };
 }
@@ -123,15 +139,32 @@ export async function expectLedgerMatchesLog(t: TestGateway, orgId: string): Pro
  * exactly the logged costs: credited − balance = Σ charges = Σ logged costs, to the µUSD.
  */
 export async function expectEveryLedgerExact(t: Pick<TestGateway, 'gateway'>): Promise<void> {
-  const store = t.gateway.store;
+  await expectStoreLedgersExact(t.gateway.store, () => t.gateway.log.flush());
+}
+
+/**
+ * The same check on a database no gateway serves any more (one a test closed, the SQLite
+ * file of a stopped CLI server, a stopped fleet's PostgreSQL schema): opened, audited, closed.
+ */
+export async function expectLedgersExactAt(databaseUrl: string): Promise<void> {
+  const store = openStore(databaseUrl);
+  try {
+    await expectStoreLedgersExact(store, async () => undefined);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Every org of `store` balances; `flush` writes what its gateway still queues (the request log) before each read. */
+async function expectStoreLedgersExact(store: Store, flush: () => Promise<void>): Promise<void> {
   for (const { org } of await store.tenancy.listOrgs(null)) {
     let audit = await store.audit(org.id);
     for (let i = 0; i < 100 && audit.held !== 0; i++) {
       await new Promise((r) => setTimeout(r, 20));
-      await t.gateway.log.flush();
+      await flush();
       audit = await store.audit(org.id);
     }
-    await t.gateway.log.flush();
+    await flush();
     audit = await store.audit(org.id);
     expect({ org: org.name, ...audit }).toEqual({ org: org.name, ...audit, held: 0, charged: audit.logged, balance: audit.credited - audit.logged });
   }

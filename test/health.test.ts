@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 async function gateway(redisUrl?: string): Promise<TestGateway> {
-  const t = await startTestGateway(redisUrl ? { yaml: { redis: { url: redisUrl } } } : {});
+  const t = await startTestGateway({ ...(redisUrl ? { yaml: { redis: { url: redisUrl } } } : {}), checkLedgersAfterClose: true });
   opened.push(t);
   return t;
 }

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createInvalidationBus, postgresChannel, type InvalidationBus, type InvalidationKind } from '../src/invalidation.js';
+import { createInvalidationBus, postgresChannel, redisChannel, type InvalidationBus, type InvalidationKind } from '../src/invalidation.js';
 import { TtlCache } from '../src/ttl-cache.js';
 import { pgQuery, sharedPostgresSchema, startPrivateRedis, type PrivateRedis } from './fleet.js';
+import { postJson, startTestGateway, type TestGateway } from './harness.js';
 
 /* The invalidation bus on each transport: delivery between processes' buses, and recovery after the transport drops. */
 
@@ -26,8 +29,8 @@ function recorder(bus: InvalidationBus): { seen: string[]; next(entry: string): 
 }
 
 const buses: InvalidationBus[] = [];
-const open = (url: string, redisUrl?: string): InvalidationBus => {
-  const bus = createInvalidationBus({ databaseUrl: url, redisUrl, retryMinMs: 50, retryMaxMs: 200 });
+const open = (url: string, redisUrl?: string, redisKeyPrefix?: string): InvalidationBus => {
+  const bus = createInvalidationBus({ databaseUrl: url, redisUrl, redisKeyPrefix, retryMinMs: 50, retryMaxMs: 200 });
   buses.push(bus);
   return bus;
 };
@@ -90,6 +93,70 @@ describe('Redis bus', () => {
     await after;
     expect(rb.seen).not.toContain('api_key:tg_lost0000');
   }, 40_000);
+
+  it('reaches the processes under the same redis.key_prefix only', async () => {
+    const [a, b, other] = [open('sqlite::memory:', redis.url, 'one:'), open('sqlite::memory:', redis.url, 'one:'), open('sqlite::memory:', redis.url, 'two:')];
+    const [rb, ro] = [recorder(b), recorder(other)];
+    const ready = Promise.all([rb.next('limits:*'), ro.next('limits:*')]);
+    await Promise.all([a.start(), b.start(), other.start()]);
+    await ready;
+    const got = rb.next('api_key:tg_oneonexx');
+    expect(await a.invalidate('api_key', 'tg_oneonexx')).toBe(true);
+    await got;
+    // Published after a's message: once `other` has it, a's would have come first had it been on the same channel.
+    const mark = ro.next('api_key:tg_twotwoxx');
+    expect(await open('sqlite::memory:', redis.url, 'two:').invalidate('api_key', 'tg_twotwoxx')).toBe(true); // publish-only, as the CLI does
+    await mark;
+    expect(ro.seen.filter((e) => !e.endsWith(':*'))).toEqual(['api_key:tg_twotwoxx']);
+    expect(rb.seen.filter((e) => !e.endsWith(':*'))).toEqual(['api_key:tg_oneonexx']);
+  }, 20_000);
+});
+
+describe('gateways sharing one Redis under different redis.key_prefix', () => {
+  const run = randomBytes(4).toString('hex');
+  const prefixes = [`tgtest-${run}-a:`, `tgtest-${run}-b:`] as const;
+  const gateways: TestGateway[] = [];
+  afterAll(async () => {
+    for (const g of gateways) await g.close();
+  });
+
+  it("do not hear each other's invalidations; the default prefix keeps the channel tollgate:invalidate", async () => {
+    expect(redisChannel()).toBe('tollgate:invalidate');
+    expect(redisChannel(prefixes[0])).toBe(`${prefixes[0]}invalidate`);
+    for (const key_prefix of prefixes) {
+      gateways.push(await startTestGateway({ yaml: { redis: { url: 'redis://127.0.0.1:6379', key_prefix } }, checkLedgersAfterClose: true }));
+    }
+    const [ga, gb] = [recorder(gateways[0]!.gateway.invalidation), recorder(gateways[1]!.gateway.invalidation)];
+    // What reaches a gateway over Redis: the CLI of the same deployment (a publish-only bus with its prefix).
+    const fromCli = async (i: 0 | 1, id: string, seen: ReturnType<typeof recorder>): Promise<void> => {
+      const got = seen.next(`api_key:${id}`);
+      expect(await open('sqlite::memory:', 'redis://127.0.0.1:6379', prefixes[i]).invalidate('api_key', id)).toBe(true);
+      await got;
+    };
+    expect(await gateways[0]!.gateway.invalidation.invalidate('api_key', 'tg_fromgwaa')).toBe(true);
+    expect(await gateways[1]!.gateway.invalidation.invalidate('api_key', 'tg_fromgwbb')).toBe(true);
+    // Sent after the gateways' own: had those reached the other gateway, they would have come first.
+    await fromCli(0, 'tg_clitoaaa', ga);
+    await fromCli(1, 'tg_clitobbb', gb);
+    // (A gateway also hears its own message back over Redis: a set, not a list.)
+    const heard = (r: ReturnType<typeof recorder>): Set<string> => new Set(r.seen.filter((e) => !e.endsWith(':*')));
+    expect(heard(ga)).toEqual(new Set(['api_key:tg_fromgwaa', 'api_key:tg_clitoaaa']));
+    expect(heard(gb)).toEqual(new Set(['api_key:tg_fromgwbb', 'api_key:tg_clitobbb']));
+  }, 30_000);
+
+  it("keep their sign-in throttles' Redis keys under their own prefix", async () => {
+    const failed = await postJson(`${gateways[0]!.url}/api/v1/session`, { email: 'nobody@example.com', password: 'wrong-password' }, undefined, { origin: gateways[0]!.url });
+    expect(failed.status).toBe(401);
+    const redis = new Redis('redis://127.0.0.1:6379');
+    try {
+      expect((await redis.keys(`${prefixes[0]}login:*`)).length).toBeGreaterThan(0);
+      expect(await redis.keys(`${prefixes[1]}*`)).toEqual([]); // gateway b saw no sign-in, and a wrote nothing under b's prefix
+      const all = await redis.keys(`tgtest-${run}-*`);
+      await redis.del(...all);
+    } finally {
+      redis.disconnect();
+    }
+  });
 });
 
 describe('PostgreSQL bus (no Redis)', () => {

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { useOrgGateway } from './fixtures.js';
 import { postJson } from './harness.js';
 import { addUser, type Api, code, type Obj, rows, signIn } from './management-helpers.js';
@@ -59,6 +59,34 @@ describe('limits in the management API', () => {
     expect(p.body.usage).toMatchObject({ rpm: { limit: 100, used: 2 }, budget: { spent_usd: budget.spent_usd, period: 'month', resets_at: '2026-12-01T00:00:00.000Z' } });
   });
 
+  it('lists carry the usage of the active keys with limits as GET of the key shows it, read at once for the page', async () => {
+    const projectKeys = `${org()}/projects/${project.id as string}/keys`;
+    const second = (await owner.post(projectKeys, { name: 'second', limits: { rpm: 7 } })).body;
+    const gone = (await owner.post(projectKeys, { name: 'gone', limits: { rpm: 9 } })).body;
+    expect((await owner.delete(`${org()}/keys/${gone.id as string}`)).status).toBe(200);
+    const one = vi.spyOn(t.gateway.limiter, 'usage');
+    const many = vi.spyOn(t.gateway.limiter, 'usageOf');
+    const lists: Obj[][] = [];
+    try {
+      for (const path of [`${org()}/keys`, projectKeys]) lists.push(rows(await member.get(path)));
+      expect(one).not.toHaveBeenCalled();
+      expect(many).toHaveBeenCalledTimes(2); // one read per page, not one per key
+      expect(many.mock.calls.map(([scopes]) => scopes.map((s) => s.id).sort())).toEqual(new Array(2).fill([`key:${key.id as string}`, `key:${second.id as string}`].sort()));
+    } finally {
+      one.mockRestore();
+      many.mockRestore();
+    }
+    const detail = async (id: unknown): Promise<unknown> => (await member.get(`${org()}/keys/${id as string}`)).body.usage;
+    for (const listed of lists) {
+      const byId = new Map(listed.map((k) => [k.id, k]));
+      expect(byId.get(key.id)?.usage).toEqual(await detail(key.id));
+      expect((byId.get(key.id)?.usage as Obj).rpm).toMatchObject({ limit: 3, used: 2 });
+      expect(byId.get(second.id)?.usage).toMatchObject({ rpm: { limit: 7, used: 0 }, budget: null });
+      expect(byId.get(gone.id)).not.toHaveProperty('usage'); // revoked: its counts are no one's concern
+    }
+    expect(lists[0]!.find((k) => k.prefix === t.key.slice(0, 11))).not.toHaveProperty('usage'); // no limits
+  });
+
   it('PATCH changes only the fields given, null removes a limit, and the gateway applies it within a second', async () => {
     expect((await chat(key.key as string)).status).toBe(200);
     expect((await chat(key.key as string)).status).toBe(429); // rpm 3 reached
@@ -108,5 +136,8 @@ describe('limits in the management API', () => {
     expect(Object.keys(doc.paths['/api/v1/orgs/{org}/keys/{key}'] ?? {}).sort()).toEqual(['delete', 'get', 'patch']);
     expect(Object.keys(doc.paths['/api/v1/orgs/{org}/projects/{project}'] ?? {}).sort()).toEqual(['get', 'patch']);
     expect(JSON.stringify(doc.paths['/api/v1/orgs/{org}/projects/{project}/keys']?.post?.requestBody)).toContain('budget_period');
+    for (const path of ['/api/v1/orgs/{org}/keys', '/api/v1/orgs/{org}/projects/{project}/keys']) {
+      expect(JSON.stringify(doc.paths[path]?.get)).toContain('Present for active keys with limits');
+    }
   });
 });

@@ -25,7 +25,7 @@ describe('plugins and stages', () => {
         for (const stage of STAGES) api.hook(stage, (ex) => { if (ex.modality === 'chat') seen.push(stage); });
       },
     };
-    const t = await startTestGateway({ extraPlugins: [recorder] });
+    const t = await startTestGateway({ extraPlugins: [recorder], checkLedgersAfterClose: true });
     opened.push(t);
     const { key } = await t.org('stages', '1');
     const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, key);

@@ -5,7 +5,7 @@ import { openStore } from '../src/store/index.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { chat, cli, killAll, sleep } from './cli-helpers.js';
 import { pgQuery, roundRobin, sharedPostgresSchema, startFleet, startPrivateRedis, type Fleet, type PrivateRedis } from './fleet.js';
-import { tempDir } from './harness.js';
+import { expectLedgersExactAt, tempDir } from './harness.js';
 import { Api, PASSWORD, sessionCookieOf, type Obj } from './management-helpers.js';
 
 /*
@@ -36,12 +36,16 @@ export function revocationSuite(name: string, withRedis: boolean): void {
       fleet = await startFleet({ n: 3, dir: tempDir(), simUrl: sim.url, databaseUrl: schema.url, redisUrl: redis?.url, yaml: { cache: { ttl_ms: TTL_MS } }, env });
     }, 120_000); // the first fleet file after a source change builds dist/
     afterAll(async () => {
-      await fleet?.stop();
-      await killAll();
-      await redis?.stop();
-      await schema.drop();
-      await sim?.close();
-    });
+      try {
+        await fleet?.stop();
+        await killAll();
+        if (fleet) await expectLedgersExactAt(schema.url); // every org, once every instance has stopped
+      } finally {
+        await redis?.stop();
+        await schema.drop();
+        await sim?.close();
+      }
+    }, 30_000);
 
     it('every instance refuses a key as soon as the CLI or the management API has revoked it', async () => {
       const cfg = ['--config', fleet.config];

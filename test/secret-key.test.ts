@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
-import { createGateway } from '../src/gateway.js';
+import { createGateway, type Gateway } from '../src/gateway.js';
 import { selectPlugins } from '../plugins/index.js';
 import { startSimulator } from '../simulator/server.js';
 import { query } from './cli-helpers.js';
-import { simulatorOverrides, tempDir } from './harness.js';
+import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
 
 /** Where the key that seals provider keys comes from, and what a gateway does when it is missing or wrong. */
 const dir = tempDir('tollgate-secret-');
@@ -27,6 +27,12 @@ function configFile(name: string, extra: Record<string, unknown> = {}): string {
   return file;
 }
 
+/** Closes a gateway booted from `configFile(name)`, then checks every org's ledger in its database. */
+async function closeChecked(g: Gateway, name: string): Promise<void> {
+  await g.close();
+  await expectLedgersExactAt(`sqlite:${join(dir, name, 'g.db')}`);
+}
+
 const boot = (file: string, env: NodeJS.ProcessEnv = {}) => {
   const config = loadGatewayConfig(file, compileSchemas(), { ...process.env, ...env });
   return createGateway({ config, plugins: selectPlugins(config), env: { ...process.env, TOLLGATE_SECRET_KEY: '', ...env } });
@@ -38,12 +44,12 @@ describe('the secret key of provider keys', () => {
     const g = await boot(file);
     const org = await g.store.createOrg('o', 0, 'standard');
     await g.store.providerKeys.set(org.id, 'openai', 'sk-embedded-0000000000000');
-    await g.close();
+    await closeChecked(g, 'embedded');
     const keyFile = join(dir, 'embedded', 'secret.key');
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     const again = await boot(file);
     expect(await again.store.providerKeys.keysOf(org.id)).toEqual(new Map([['openai', 'sk-embedded-0000000000000']]));
-    await again.close();
+    await closeChecked(again, 'embedded');
   });
 
   it('refuses to start when the stored keys do not decrypt with the configured key, naming the problem', async () => {
@@ -51,7 +57,7 @@ describe('the secret key of provider keys', () => {
     const first = await boot(file, { TOLLGATE_SECRET_KEY: randomBytes(32).toString('base64') });
     const org = await first.store.createOrg('o', 0, 'standard');
     await first.store.providerKeys.set(org.id, 'openai', 'sk-rotated-00000000000000');
-    await first.close();
+    await closeChecked(first, 'rotated');
     expect(existsSync(join(dir, 'rotated', 'secret.key'))).toBe(false); // the environment's key was used, no file made
     await expect(boot(file, { TOLLGATE_SECRET_KEY: randomBytes(32).toString('base64') })).rejects.toThrow(/do not decrypt with the configured secret key/);
     await expect(boot(file, { TOLLGATE_SECRET_KEY: 'not base64 of 32 bytes' })).rejects.toThrow(/TOLLGATE_SECRET_KEY must hold the base64 of 32 bytes/);
@@ -63,7 +69,7 @@ describe('the secret key of provider keys', () => {
     const g = await boot(configFile('filed', { secrets: { key_file: keyFile } }));
     const org = await g.store.createOrg('o', 0, 'standard');
     await g.store.providerKeys.set(org.id, 'groq', 'gsk-filed-000000000000000');
-    await g.close();
+    await closeChecked(g, 'filed');
     expect(JSON.stringify(query(join(dir, 'filed', 'g.db'), 'SELECT * FROM provider_keys'))).not.toContain('gsk-filed');
     await expect(boot(configFile('missing', { secrets: { key_file: join(dir, 'nope.key') } }))).rejects.toThrow(/secrets\.key_file .*nope\.key does not exist/);
   });

@@ -76,7 +76,7 @@ function parseResponses(raw: string): Array<{ status: number; headers: Record<st
 
 describe('shutdown', () => {
   it('a request arriving while the gateway drains gets 503 service_unavailable with x-request-id and x-should-retry: true', async () => {
-    const { t: g, key } = await startOrgGateway('draining', '1', { sim: t.sim });
+    const { t: g, key } = await startOrgGateway('draining', '1', { sim: t.sim, checkLedgersAfterClose: true });
     try {
       const { port } = new URL(g.url);
       const socket = connect(Number(port), '127.0.0.1');

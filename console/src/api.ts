@@ -79,6 +79,8 @@ export interface ApiKey {
   id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';
   created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; allowed_models: string[] | null;
   limits: Limits;
+  /** In the key lists: the current counts of an active key with limits (null: the limits store did not answer); absent otherwise. */
+  usage?: LimitUsage | null;
 }
 export interface KeyDetail extends ApiKey { usage: LimitUsage | null }
 export interface LogItem {

@@ -32,6 +32,13 @@ export interface OtlpConfig {
 }
 
 /** gateway.yaml after validation, with defaults applied and paths made absolute. */
+/**
+ * The default start of every Redis name (`redis.key_prefix`): the limits' keys
+ * (`tollgate:limits:…`), the sign-in throttle's (`tollgate:login:…`) and the invalidation
+ * channel (`tollgate:invalidate`). Deployments sharing one Redis set different prefixes.
+ */
+export const DEFAULT_REDIS_KEY_PREFIX = 'tollgate:';
+
 export interface GatewayConfig {
   file: string;
   /** Line of a setting in the file (for problems found later, e.g. an override of an unknown provider). */
@@ -46,7 +53,7 @@ export interface GatewayConfig {
    * request reserves on the org's row; see src/store/postgres-slices.ts).
    */
   database: { url: string; poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; spillDir: string; balanceSliceMicros: number };
-  /** `keyPrefix`: start of the limits' Redis keys (default `tollgate:`). */
+  /** `keyPrefix`: start of every Redis name the gateway uses — limits, sign-in throttle, invalidation channel (default `tollgate:`). */
   redis: { url: string; keyPrefix: string } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
   cache: { ttlMs: number };
@@ -116,7 +123,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       spillDir: at(raw.database?.spill_dir ?? './data'),
       balanceSliceMicros: parseUsdToMicros(raw.database?.balance_slice_usd ?? '1'),
     },
-    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? 'tollgate:' },
+    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
     storage: {

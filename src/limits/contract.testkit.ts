@@ -182,6 +182,13 @@ export function limiterContract(name: string, setup: () => Promise<ContractEnv> 
       expect((await limiter.usage(keyA)).rpm?.used).toBe(4);
       expect((await limiter.usage(keyB)).rpm?.used).toBe(6);
       expect((await limiter.usage(project)).rpm?.used).toBe(10);
+      // Many scopes read at once (a list page) say what each read alone says, in order, and an unseeded budget is seeded.
+      const budgeted = scope({ budget: { micros: 1_000, period: 'day' } });
+      const many = await limiter.usageOf([keyB, budgeted, keyA, project]);
+      expect(many.map((u) => u.rpm?.used ?? null)).toEqual([6, null, 4, 10]);
+      expect(many[1]!.budget).toMatchObject({ spentMicros: 0, remainingMicros: 1_000 });
+      expect(many.map((u) => ({ ...u, at: 0 }))).toEqual((await Promise.all([keyB, budgeted, keyA, project].map((s) => limiter.usage(s)))).map((u) => ({ ...u, at: 0 })));
+      expect(await limiter.usageOf([])).toEqual([]);
       const last = await limiter.admit(request([keyB, project]));
       expect(last.headers).toMatchObject({ 'x-ratelimit-limit-requests': '10', 'x-ratelimit-remaining-requests': '0' });
     });

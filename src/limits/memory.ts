@@ -137,17 +137,21 @@ export class MemoryLimiter implements Limiter {
   }
 
   async usage(scope: LimitScope): Promise<ScopeUsage> {
-    validateLimitSpec(scope.limits);
+    return (await this.usageOf([scope]))[0]!;
+  }
+
+  async usageOf(scopes: readonly LimitScope[]): Promise<ScopeUsage[]> {
+    for (const scope of scopes) validateLimitSpec(scope.limits);
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        await this.seedMissing([scope]);
+        await this.seedMissing(scopes);
         const now = this.now();
-        const reading = this.state(scope.id).read(scope, now, this.windowMs, 0, 0);
-        if (!Number.isNaN(reading.budget?.spent)) return usageFromReading(scope, reading, { now, windowMs: this.windowMs });
+        const readings = scopes.map((s) => this.state(s.id).read(s, now, this.windowMs, 0, 0));
+        if (readings.every((r) => !Number.isNaN(r.budget?.spent))) return scopes.map((s, i) => usageFromReading(s, readings[i]!, { now, windowMs: this.windowMs }));
       }
       throw new Error('the budget period changed while it was being read');
     } catch {
-      throw unavailable([scope], SEED_FAILED).error;
+      throw unavailable(scopes, SEED_FAILED).error;
     }
   }
 

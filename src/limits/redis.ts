@@ -129,18 +129,24 @@ export class RedisLimiter implements Limiter {
   }
 
   async usage(scope: LimitScope): Promise<ScopeUsage> {
-    validateLimitSpec(scope.limits);
-    const req = { requestId: 'usage', scopes: [scope], tokens: 0, costMicros: 0 };
+    return (await this.usageOf([scope]))[0]!;
+  }
+
+  async usageOf(scopes: readonly LimitScope[]): Promise<ScopeUsage[]> {
+    for (const scope of scopes) validateLimitSpec(scope.limits);
+    if (scopes.length === 0) return [];
+    // One peek of the admit script reads every scope (as an admit checks a key and its project at once).
+    const req = { requestId: 'usage', scopes: [...scopes], tokens: 0, costMicros: 0 };
     let seeds: Seeds = NO_SEEDS;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const reply = await this.readOrAdmit('peek', req, '', seeds.values).finally(() => this.forgetSeeds(seeds.carried));
-        if (reply.status !== STATUS.needsSeed) return usageFromReading(scope, reply.readings[0] ?? {}, { now: reply.now, windowMs: this.windowMs });
-        seeds = await this.seedsFor([scope], reply.readings);
+        if (reply.status !== STATUS.needsSeed) return scopes.map((s, i) => usageFromReading(s, reply.readings[i] ?? {}, { now: reply.now, windowMs: this.windowMs }));
+        seeds = await this.seedsFor(scopes, reply.readings);
       }
       throw new Error('the budget period changed while it was being read');
     } catch (err) {
-      throw unavailable([scope], err instanceof StoreUnavailable ? err.publicReason : SEED_FAILED).error;
+      throw unavailable(scopes, err instanceof StoreUnavailable ? err.publicReason : SEED_FAILED).error;
     } finally {
       this.forgetSeeds(seeds.carried);
     }

@@ -165,6 +165,8 @@ export interface Limiter {
   release(hold: Hold): Promise<void>;
   /** The scope's counters now (seeding its budget spend if needed). Rejects with 503 `limits_unavailable` if the store does not answer. */
   usage(scope: LimitScope): Promise<ScopeUsage>;
+  /** `usage` of several scopes, in their order, read in one store call (a list page's keys); rejects as `usage` does. */
+  usageOf(scopes: readonly LimitScope[]): Promise<ScopeUsage[]>;
   stats(): LimiterStats;
   /** Waits for background work (replays, seeds) to finish. Does not close the Redis client, which the caller owns. */
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { DEFAULT_REDIS_KEY_PREFIX } from '../config/gateway-config.js';
 import { packageVersion } from '../paths.js';
 import type { Invalidator } from '../invalidation.js';
 import type { OrgRouteDef } from '../plugin.js';
@@ -25,6 +26,8 @@ export interface ManagementOptions {
   invalidation: Invalidator;
   /** With Redis, sign-in throttling counts across instances. */
   redis: RedisLike | undefined;
+  /** `redis.key_prefix`: the throttle's keys are `<prefix>login:…`. */
+  redisKeyPrefix?: string | undefined;
   /** Plugin routes under /api/v1/orgs/:org (PluginApi.orgRoute); read when the app loads, so plugins may add to it after this call. */
   orgRoutes: readonly OrgRouteDef[];
   /** The gateway's limits engine (key and project reads show its counts). */
@@ -43,7 +46,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
   let dummy: Promise<string> | undefined;
   const deps: ManagementDeps = {
     store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation, limiter: opts.limiter,
-    throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis) : new MemoryLoginThrottle(undefined, opts.now)),
+    throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis, undefined, `${opts.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX}login:`) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),
   };

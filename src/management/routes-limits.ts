@@ -4,6 +4,7 @@ import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
+import { keyScope } from './key-usage.js';
 import { projectOf } from './routes-orgs.js';
 import { input, params, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
@@ -31,7 +32,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   const keyDetail = async (orgId: string, id: string) => {
     const key = await keyOf(orgId, id);
-    const usage = await readUsage(d.limiter, { id: `key:${key.id}`, limits: key.limits, label: `key ${key.prefix}` });
+    const usage = await readUsage(d.limiter, keyScope(key));
     return { ...keyView(key, d.now()), usage: usageView(usage) };
   };
   const projectDetail = async (orgId: string, id: string) => {

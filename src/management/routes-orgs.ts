@@ -10,6 +10,7 @@ import { usdInput } from './usd.js';
 export { usdInput };
 import { LIMITS_INPUT, limitsFromBody, type LimitsBody } from './limits-api.js';
 import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from './schemas.js';
+import { keyListView, KEY_LIST_ITEM } from './key-usage.js';
 import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
 
 /** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
@@ -110,18 +111,20 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/keys', tag: 'keys', summary: 'Every API key of the org, newest first (never the keys themselves).',
-      schema: { params: params('org'), response: { 200: list(API_KEY) } },
+      method: 'GET', url: '/api/v1/orgs/:org/keys', tag: 'keys',
+      summary: 'Every API key of the org, newest first (never the keys themselves); active keys with limits carry their current `usage`.',
+      schema: { params: params('org'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
-        return { data: (await store.tenancy.listKeys(scopeOf(request).org.id)).map((k) => keyView(k, d.now())) };
+        return { data: await keyListView(d.limiter, await store.tenancy.listKeys(scopeOf(request).org.id), d.now()) };
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys', summary: 'The API keys of one project, newest first.',
-      schema: { params: params('org', 'project'), response: { 200: list(API_KEY) } },
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+      summary: 'The API keys of one project, newest first; active keys with limits carry their current `usage`.',
+      schema: { params: params('org', 'project'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
         const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
-        return { data: (await store.tenancy.listKeys(project.orgId, project.id)).map((k) => keyView(k, d.now())) };
+        return { data: await keyListView(d.limiter, await store.tenancy.listKeys(project.orgId, project.id), d.now()) };
       },
     },
     {

@@ -1,3 +1,4 @@
+import { DEFAULT_REDIS_KEY_PREFIX } from '../config/gateway-config.js';
 import { createLimiter, type Limiter, type RedisLike } from '../limits/index.js';
 import { TtlCache } from '../ttl-cache.js';
 
@@ -74,7 +75,7 @@ export class MemoryLoginThrottle implements LoginThrottle {
 export class RedisLoginThrottle implements LoginThrottle {
   private readonly limiter: Limiter;
 
-  constructor(redis: RedisLike, private readonly limits: ThrottleLimits = DEFAULT_THROTTLE, keyPrefix = 'tollgate:login:') {
+  constructor(redis: RedisLike, private readonly limits: ThrottleLimits = DEFAULT_THROTTLE, keyPrefix = `${DEFAULT_REDIS_KEY_PREFIX}login:`) {
     this.limiter = createLimiter({ redis, seed: async () => 0, keyPrefix });
   }
 

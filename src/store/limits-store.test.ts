@@ -64,6 +64,38 @@ describe.each(drivers)('$name limits of keys and projects', ({ setup }) => {
     expect(await other.limits.spentSince(`project:${project.id}`, T0 + 10)).toBe(0);
     expect(await other.limits.spentSince('key:key_nobody', 0)).toBe(0);
   });
+
+  it('reads the same spend from the hourly sums as the request log holds, for whole hours and any start inside an hour', async () => {
+    const HOUR = 3_600_000;
+    const h0 = Math.ceil(T0 / HOUR) * HOUR + 5 * HOUR; // a UTC hour, as every budget period starts on one
+    const org = await newOrg();
+    const [p1, p2] = [await store.tenancy.createProject(org.id, 'one'), await store.tenancy.createProject(org.id, 'two')];
+    const [a, b, c] = [await newKey(org, p1.id), await newKey(org, p1.id), await newKey(org, p2.id)];
+    const row = (key: { id: string; projectId: string }, cost: number, at: number, over: Partial<LogRow> = {}): LogRow => ({
+      requestId: newId('req'), orgId: org.id, projectId: key.projectId, apiKeyId: key.id, modality: 'chat', requestedModel: 'm', usedModel: 'm',
+      usedProvider: 'p', status: 200, errorCode: null, costMicros: cost, promptTokens: 1, completionTokens: 1, costEstimated: false, byok: false,
+      durationMs: 1, ttfbMs: null, prompt: null, attempts: [], createdAt: at, extra: null, ...over,
+    });
+    const moved = row(a, 50, h0 + 10);
+    const rows = [
+      row(a, 1, h0 - HOUR), row(a, 2, h0 - 1), row(a, 4, h0), row(b, 8, h0 + 1), row(c, 16, h0 + HOUR / 2, { byok: true }),
+      row(a, 32, h0 + HOUR - 1, { requestedModel: 'other' }), row(b, 64, h0 + HOUR), row(c, 128, h0 + 2 * HOUR + 5, { status: 502, errorCode: 'upstream_error' }),
+      moved,
+    ];
+    await store.insertLogs(rows);
+    const rewritten = { ...moved, costMicros: 80, createdAt: h0 + 2 * HOUR + 7 }; // the same request logged again, in a later hour
+    await store.insertLogs([rewritten]);
+    const logged = [...rows.filter((r) => r !== moved), rewritten];
+    const sinces = [0, h0 - HOUR, h0 - 1, h0, h0 + 1, h0 + HOUR / 2, h0 + HOUR - 1, h0 + HOUR, h0 + 2 * HOUR + 6, h0 + 3 * HOUR];
+    const scopes = [...[a, b, c].map((k) => ({ id: `key:${k.id}`, has: (r: LogRow) => r.apiKeyId === k.id })),
+      ...[p1, p2].map((p) => ({ id: `project:${p.id}`, has: (r: LogRow) => r.projectId === p.id }))];
+    for (const scope of scopes) {
+      const expected = sinces.map((since) => logged.filter((r) => scope.has(r) && r.createdAt >= since).reduce((sum, r) => sum + r.costMicros, 0));
+      const read = await Promise.all(sinces.map((since) => other.limits.spentSince(scope.id, since)));
+      expect({ scope: scope.id, read }).toEqual({ scope: scope.id, read: expected });
+    }
+    expect(await other.limits.spentSince(`project:${p1.id}`, h0)).toBe(4 + 8 + 32 + 64 + 80);
+  });
 });
 
 describe('limit scope ids', () => {

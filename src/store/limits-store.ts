@@ -36,14 +36,15 @@ export interface LimitsStore {
   setProjectLimits(orgId: string, projectId: string, spec: LimitSpec): Promise<boolean>;
   /**
    * Micro-USD logged for a scope (`key:<id>` or `project:<id>`) by requests that started
-   * at or after `since` (ms), BYOK requests included: what a budget counts. Served by
-   * the (api_key_id | project_id, created_at) indexes of the request log.
+   * at or after `since` (ms), BYOK requests included: what a budget counts. Read from the
+   * hourly sums of `usage_hourly`, with the request log for a `since` inside an hour.
    */
   spentSince(scopeId: string, since: number): Promise<Micros>;
 }
 
 /** The limit columns in the order `limitValues` gives them. */
 export const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, limit_concurrent, budget_micros, budget_period';
+const HOUR_MS = 3_600_000;
 const SET = 'SET limit_rpm = ?, limit_tpm = ?, limit_concurrent = ?, budget_micros = ?, budget_period = ?';
 
 export class SqlLimitsStore implements LimitsStore {
@@ -57,12 +58,26 @@ export class SqlLimitsStore implements LimitsStore {
     return (await this.db.run(`UPDATE projects ${SET} WHERE id = ? AND org_id = ?`, [...limitValues(spec), projectId, orgId])) > 0;
   }
 
+  /*
+   * `usage_hourly` holds the same cost sums as the log, per org, UTC hour, project and key,
+   * written in the transaction that writes the log rows (migration 3), so it agrees with
+   * the log at every commit. A budget period starts on a UTC hour (midnight of a UTC day or
+   * month, or 0 for `total`: src/limits/periods.ts), so a seed reads whole hours only: a
+   * few hundred rows for a month instead of every request. Any other `since` still sums
+   * exactly: the whole hours from `usage_hourly`, the part of an hour before the first
+   * whole one from the request log's (api_key_id | project_id, created_at) index (an empty
+   * range when `since` is on the hour). The org id, looked up by the key's or project's
+   * primary key, puts the sums on usage_hourly's (org_id, hour, …) primary key.
+   */
   async spentSince(scopeId: string, since: number): Promise<Micros> {
     const { kind, id } = parseScopeId(scopeId);
-    const column = kind === 'key' ? 'api_key_id' : 'project_id';
-    const [row] = await this.db.all<{ spent: number | string | null }>(
-      `SELECT COALESCE(SUM(cost_micros), 0) AS spent FROM request_logs WHERE ${column} = ? AND created_at >= ?`, [id, since]);
-    return Number(row?.spent ?? 0);
+    const [column, owner] = kind === 'key' ? ['api_key_id', 'api_keys'] : ['project_id', 'projects'];
+    const firstHour = Math.ceil(since / HOUR_MS) * HOUR_MS;
+    const [row] = await this.db.all<{ hours: number | string | null; partial: number | string | null }>(`SELECT
+        (SELECT SUM(cost_micros) FROM usage_hourly WHERE org_id = (SELECT org_id FROM ${owner} WHERE id = ?) AND hour >= ? AND ${column} = ?) AS hours,
+        (SELECT SUM(cost_micros) FROM request_logs WHERE ${column} = ? AND created_at >= ? AND created_at < ?) AS partial`,
+    [id, firstHour, id, id, since, firstHour]);
+    return Number(row?.hours ?? 0) + Number(row?.partial ?? 0);
   }
 }
 

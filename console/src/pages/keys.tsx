@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, del, get, post, type ApiKey, type KeyDetail, type Limits, type ListOf, type Project } from '../api';
+import { ApiError, del, get, post, type ApiKey, type Limits, type ListOf, type Project } from '../api';
 import type { PageProps } from '../app';
 import { ago, when } from '../format';
 import { navigate } from '../router';
@@ -25,12 +25,6 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
   const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
   const [editing, setEditing] = useState<{ key: ApiKey; limits: Limits } | undefined>(undefined);
   const [tick, setTick] = useState(0);
-  // The spend of a budget is in the key's detail (GET …/keys/{key} `usage`), not in the list: read it only for live keys with a budget.
-  const budgeted = (keys.data?.data ?? []).filter((k) => k.status === 'active' && k.limits.budget_usd !== null);
-  const usage = useLoad(
-    async (signal) => new Map((await Promise.all(budgeted.map((k) => get<KeyDetail>(`/orgs/${org.id}/keys/${k.id}`, undefined, signal)))).map((d) => [d.id, d.usage])),
-    [keys.data],
-  );
   const [error, setError] = useState<unknown>(undefined);
   useEffect(() => {
     setCreated(undefined);
@@ -98,7 +92,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                     <td title={x.last_used_at ?? undefined}>{ago(x.last_used_at)}</td>
                     <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
                     <td><LimitsList limits={x.limits} /></td>
-                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={usage.data?.get(x.id)} failed={usage.error !== undefined} /> : <span class="muted">—</span>}</td>
+                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={x.usage} /> : <span class="muted">—</span>}</td>
                     {admin ? (
                       <td>
                         {x.status === 'active' ? (
