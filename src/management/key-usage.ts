@@ -1,3 +1,4 @@
+import { keyScope } from '../limits/admission.js';
 import { isLimited } from '../limits/spec.js';
 import type { Limiter, LimitScope, ScopeUsage } from '../limits/types.js';
 import type { KeyListItem } from '../store/tenancy.js';
@@ -11,9 +12,6 @@ import { API_KEY, keyView } from './views.js';
  * read of the limits store), as the single key's read shows it, so that a client (the
  * console's Keys page) need not read each budgeted key on its own.
  */
-
-/** The limits scope of an API key, as the pipeline admits its requests. */
-export const keyScope = (k: Pick<KeyListItem, 'id' | 'prefix' | 'limits'>): LimitScope => ({ id: `key:${k.id}`, limits: k.limits, label: `key ${k.prefix}` });
 
 /** A key list item: the key's view, with `usage` when it is active and has limits. */
 export const KEY_LIST_ITEM: JsonSchema = {

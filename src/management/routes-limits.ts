@@ -4,7 +4,7 @@ import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
-import { keyScope } from './key-usage.js';
+import { keyScope } from '../limits/admission.js';
 import { projectOf } from './routes-orgs.js';
 import { input, params, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
