@@ -17,7 +17,7 @@ import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
 import { pgScenario } from './lib/pg.mjs';
-import { gatewayVariants, redisAnswers } from './lib/production.mjs';
+import { forgetRedisKeys, gatewayVariants, redisAnswers } from './lib/production.mjs';
 import { CONNECTIONS, DURATION_S, LOG_ROWS, MUSIC_COUNT, MUSIC_SIZE_MB, opt, QUICK, ROUNDS, scenarios, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './lib/options.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
@@ -306,6 +306,7 @@ async function main() {
     if (['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream'].some((s) => scenarios.has(s))) await trafficScenarios(tmp, children, results, date);
   } finally {
     for (const c of children.reverse()) await c.stop();
+    await forgetRedisKeys();
     cleanup();
   }
   await finish(results, date);

@@ -10,8 +10,11 @@
 import { connect } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 
 export const REDIS_URL = process.env.TOLLGATE_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** This run's Redis keys (limits counters, the sign-in throttle) start with it; they are deleted at the end. */
+export const REDIS_PREFIX = `tollgate-bench-${process.pid}:`;
 
 /** The key's limits in the production configuration: each is checked and counted on every request, none is reached. */
 export const LIMIT_FLAGS = ['--rpm', '100000000', '--tpm', '1000000000000', '--max-concurrent', '100000', '--budget-usd', '1000000', '--budget-period', 'month'];
@@ -46,11 +49,27 @@ export function gatewayVariants({ tmp, base, redis, costs }) {
   const where = redis ? `on Redis (${REDIS_URL}, its own key prefix)` : 'in process (no Redis answered)';
   const variants = [{
     name: 'gateway', limitFlags: LIMIT_FLAGS, describe: `production: metrics listener on, rpm + tpm + concurrency + monthly budget on the key, counted ${where}`,
-    file: write('production', { ...metrics, ...(redis ? { redis: { url: REDIS_URL, key_prefix: `tollgate-bench-${process.pid}:` } } : {}) }),
+    file: write('production', { ...metrics, ...(redis ? { redis: { url: REDIS_URL, key_prefix: REDIS_PREFIX } } : {}) }),
   }];
   if (costs) {
     variants.push({ name: 'metrics', limitFlags: [], describe: 'metrics listener on, no limits', file: write('metrics', metrics) });
     variants.push({ name: 'plain', limitFlags: [], describe: 'the embedded defaults: no metrics, no limits', file: write('plain', {}) });
   }
   return variants;
+}
+
+/** Deletes this run's keys from Redis (SCAN, never KEYS: the server may be shared); a Redis that does not answer is left alone. */
+export async function forgetRedisKeys() {
+  if (!(await redisAnswers())) return;
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
