@@ -14,9 +14,14 @@ export class HookRegistry {
     this.hooks.get(stage)?.push(hook);
   }
 
-  async run(stage: Stage, ex: Exchange): Promise<void> {
+  /** The stage's hooks in order; nothing to await (no promise made) when the stage has none, as on most requests. */
+  run(stage: Stage, ex: Exchange): Promise<void> | undefined {
     const list = this.hooks.get(stage);
-    if (!list || list.length === 0) return;
-    for (const hook of list) await hook(ex);
+    if (!list || list.length === 0) return undefined;
+    return runAll(list, ex);
   }
+}
+
+async function runAll(list: readonly StageHook[], ex: Exchange): Promise<void> {
+  for (const hook of list) await hook(ex);
 }

@@ -166,7 +166,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
       const logClosed = (): void => {
         if (!ex.billed || ex.logged) return;
         logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
-        void deps.hooks.run('post-billing', ex).catch((err: unknown) => request.log.error({ err }, 'post-billing hook failed'));
+        void deps.hooks.run('post-billing', ex)?.catch((err: unknown) => request.log.error({ err }, 'post-billing hook failed'));
       };
       // A reply that finished is logged by onResponse (fastify runs it on 'finish', before 'close').
       reply.raw.once('close', logClosed);
