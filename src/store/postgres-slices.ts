@@ -102,7 +102,7 @@ export class BalanceSlices {
 
   /** Settled: what was reserved and not charged is free again (if the slice is still this instance's); false when it is not. */
   refund(slice: Slice, amount: Micros): boolean {
-    if (this.slices.get(slice.orgId) !== slice) return false;
+    if (!this.holds(slice)) return false;
     slice.free += amount;
     return true;
   }
@@ -138,11 +138,6 @@ export class BalanceSlices {
   async returnAll(): Promise<void> {
     this.slices.clear();
     await this.run(returnSlices('instance_id = $1'), [this.opts.instanceId]);
-  }
-
-  /** Free micro-USD held here for an org (tests, metrics). */
-  freeFor(orgId: string): Micros {
-    return this.slices.get(orgId)?.free ?? 0;
   }
 
   private startTopUp(orgId: string, need: Micros): Promise<void> {
