@@ -5,7 +5,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { PG_URL } from '../src/store/drivers.testkit.js';
+import { PG_URL, pgQuery } from '../src/store/drivers.testkit.js';
+
+export { pgQuery, sharedPostgresSchema } from '../src/store/drivers.testkit.js';
 import { buildOnce, serve, sleep, writeConfig, type Server } from './cli-helpers.js';
 
 /*
@@ -26,32 +28,6 @@ export async function freePort(): Promise<number> {
       srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
     });
   });
-}
-
-/** One query on a PostgreSQL url (a `?schema=` parameter sets the search path, as the store does). */
-export async function pgQuery<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const u = new URL(url);
-  const schema = u.searchParams.get('schema');
-  u.searchParams.delete('schema');
-  const client = new pg.Client({ connectionString: u.toString() });
-  await client.connect();
-  try {
-    if (schema) await client.query(`SET search_path TO ${pg.escapeIdentifier(schema)}`);
-    return (await client.query(sql, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
-/** A fresh schema on the machine's shared PostgreSQL; `drop()` removes it. */
-export function sharedPostgresSchema(name: string): { url: string; drop(): Promise<void> } {
-  const schema = `tollgate_fleet_${name}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const u = new URL(PG_URL);
-  u.searchParams.set('schema', schema);
-  return {
-    url: u.toString(),
-    drop: async () => void (await pgQuery(PG_URL, `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
-  };
 }
 
 function pgBin(tool: string): string {

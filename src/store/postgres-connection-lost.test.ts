@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PG_URL } from './drivers.testkit.js';
+import { PG_URL, pgQuery, sharedPostgresSchema } from './drivers.testkit.js';
 import { PostgresStore } from './postgres.js';
 import type { LogRow } from './types.js';
 
@@ -15,30 +15,16 @@ import type { LogRow } from './types.js';
  * "Uncaught Exception: Connection terminated unexpectedly" (exit code 1).
  */
 
-const schema = `tollgate_ledger_restart_${process.pid}_${randomBytes(3).toString('hex')}`;
-const url = (() => {
-  const u = new URL(PG_URL);
-  u.searchParams.set('schema', schema);
-  return u.toString();
-})();
+const db = sharedPostgresSchema('restart');
+const { url } = db;
 
-async function admin<T extends object>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    return (await c.query(sql, params)).rows as T[];
-  } finally {
-    await c.end();
-  }
-}
-
-afterAll(() => admin(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`));
+afterAll(() => db.drop());
 
 describe('PostgreSQL: a connection cut inside a log batch transaction', () => {
   it('fails the batch (no process exit), keeps rows and settlements, and the next flush writes each once', async () => {
     const store = new PostgresStore(url, Date.now, { ledger: { instanceTimeoutMs: 60_000, reservationMaxAgeMs: 3_600_000 } });
     // The locker, on its own connection: holds the reservation row so the batch's transaction waits inside it.
-    const locker = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    const locker = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${new URL(url).searchParams.get('schema')}` });
     try {
       const org = await store.createOrg('cut', 1_000_000, 'standard');
       const requestId = `req_${randomBytes(12).toString('hex')}`;
@@ -58,12 +44,12 @@ describe('PostgreSQL: a connection cut inside a log batch transaction', () => {
       // The batch's backend, waiting on the locker inside its transaction (bounded wait: it queues at once).
       let blocked: number | undefined;
       for (let i = 0; i < 200 && blocked === undefined; i++) {
-        blocked = (await admin<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid]))[0]?.pid;
+        blocked = (await pgQuery<{ pid: number }>(url, 'SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid]))[0]?.pid;
         if (blocked === undefined) await new Promise((r) => setTimeout(r, 10));
       }
       expect(blocked).toBeDefined();
       // What a restart does to it: the backend is terminated (FATAL 57P01, then the socket closes).
-      await admin('SELECT pg_terminate_backend($1)', [blocked]);
+      await pgQuery(url, 'SELECT pg_terminate_backend($1)', [blocked]);
       expect(await batch).toMatch(/^failed: /);
       await locker.query('ROLLBACK');
       expect(store.ledger?.pendingCount).toBe(1);

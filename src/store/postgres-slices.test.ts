@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PG_URL } from './drivers.testkit.js';
+import { pgQuery, sharedPostgresSchema } from './drivers.testkit.js';
 import { PostgresStore } from './postgres.js';
 import type { LogRow } from './types.js';
 
@@ -13,24 +12,10 @@ import type { LogRow } from './types.js';
  * exact: credited − balance − held = Σ charges = Σ logged costs.
  */
 
-const schema = `tollgate_slices_${process.pid}_${randomBytes(3).toString('hex')}`;
-const url = (() => {
-  const u = new URL(PG_URL);
-  u.searchParams.set('schema', schema);
-  return u.toString();
-})();
+const db = sharedPostgresSchema('slices');
+const { url } = db;
 
-async function admin<T extends object>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
-  await c.connect();
-  try {
-    return (await c.query(sql, params)).rows as T[];
-  } finally {
-    await c.end();
-  }
-}
-
-afterAll(() => admin(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`));
+afterAll(() => db.drop());
 
 const SLICE = 10_000;
 const TIMEOUT = 60_000;
@@ -51,11 +36,11 @@ const rowFor = (requestId: string, orgId: string, costMicros: number): LogRow =>
 const ids = (n: number, tag: string): string[] => Array.from({ length: n }, (_, i) => `req_${tag}_${i}_${randomBytes(4).toString('hex')}`);
 
 const slicesOf = async (orgId: string): Promise<Array<{ instance_id: string; amount: number }>> =>
-  (await admin<{ instance_id: string; amount: string }>('SELECT instance_id, amount_micros AS amount FROM balance_slices WHERE org_id = $1 ORDER BY instance_id', [orgId]))
+  (await pgQuery<{ instance_id: string; amount: string }>(url, 'SELECT instance_id, amount_micros AS amount FROM balance_slices WHERE org_id = $1 ORDER BY instance_id', [orgId]))
     .map((r) => ({ instance_id: r.instance_id, amount: Number(r.amount) }));
 
 const orgRow = async (orgId: string): Promise<number> =>
-  Number((await admin<{ b: string }>('SELECT balance_micros AS b FROM orgs WHERE id = $1', [orgId]))[0]?.b);
+  Number((await pgQuery<{ b: string }>(url, 'SELECT balance_micros AS b FROM orgs WHERE id = $1', [orgId]))[0]?.b);
 
 /** Reserves, settles at `cost` and writes the row of each request; returns what was charged. */
 async function serve(store: PostgresStore, orgId: string, requests: string[], reserve: number, cost: number): Promise<number> {
@@ -90,7 +75,7 @@ describe('PostgreSQL balance slices', () => {
       await store.close();
     }
     // Shutdown gives the slice back.
-    expect(await admin('SELECT 1 FROM balance_slices')).toEqual([]);
+    expect(await pgQuery(url, 'SELECT 1 FROM balance_slices')).toEqual([]);
   });
 
   it('counts what is reserved from a slice as held while the request is in flight', async () => {
@@ -147,7 +132,7 @@ describe('PostgreSQL balance slices', () => {
       await a.close();
       await b.close();
     }
-    expect(await admin('SELECT 1 FROM balance_slices')).toEqual([]);
+    expect(await pgQuery(url, 'SELECT 1 FROM balance_slices')).toEqual([]);
   });
 
   it('gives the free part of a slice back at a heartbeat when it went unused since the last one', async () => {
@@ -180,7 +165,7 @@ describe('PostgreSQL balance slices', () => {
       expect((await Promise.all(requests.map((id) => silent.reserve(org.id, id, 1000)))).every(Boolean)).toBe(true);
       for (const id of requests) await silent.settle(id, 600);
       // The silent instance's heartbeat stops: the reaper returns its whole slice to the org.
-      await admin('DELETE FROM gateway_instances WHERE id = $1', [silent.ledger!.instanceId]);
+      await pgQuery(url, 'DELETE FROM gateway_instances WHERE id = $1', [silent.ledger!.instanceId]);
       expect(await reaper.ledger!.reap()).toBeGreaterThan(0);
       expect(await slicesOf(org.id)).toEqual([]);
       expect(await orgRow(org.id)).toBe(1_000_000);
