@@ -3,6 +3,7 @@ import type { Exchange } from '../exchange.js';
 import { picosToMicrosCeil, type Micros } from '../money.js';
 import type { ModalityHandler, ModelRequest } from '../plugin.js';
 import type { ModelRoute } from '../providers/types.js';
+import type { Project } from '../store/tenancy.js';
 import type { ApiKeyRecord } from '../store/types.js';
 import type { ExchangeObserver } from '../telemetry/events.js';
 import { isLimited } from './spec.js';
@@ -23,13 +24,15 @@ export interface AdmissionServices {
 
 /** The limits scope of an API key (its counters in the limits store). */
 export const keyScope = (k: Pick<ApiKeyRecord, 'id' | 'prefix' | 'limits'>): LimitScope => ({ id: `key:${k.id}`, limits: k.limits, label: `key ${k.prefix}` });
+/** The limits scope of a project, shared by its keys. */
+export const projectScope = (p: Pick<Project, 'id' | 'name' | 'limits'>): LimitScope => ({ id: `project:${p.id}`, limits: p.limits, label: `project ${p.name}` });
 
 /** The scopes a request counts against: its key and its key's project, those that limit something. */
 export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
   // Checked before anything is built: most keys have no limits, and this runs on every request.
   const scopes: LimitScope[] = [];
   if (ex.apiKey && isLimited(ex.apiKey)) scopes.push(keyScope(ex.apiKey));
-  if (ex.project && isLimited(ex.project)) scopes.push({ id: `project:${ex.project.id}`, limits: ex.project.limits, label: `project ${ex.project.name}` });
+  if (ex.project && isLimited(ex.project)) scopes.push(projectScope(ex.project));
   return scopes;
 }
 

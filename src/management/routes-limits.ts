@@ -4,7 +4,7 @@ import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
-import { keyScope } from '../limits/admission.js';
+import { keyScope, projectScope } from '../limits/admission.js';
 import { projectOf } from './routes-orgs.js';
 import { input, params, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
@@ -37,7 +37,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   const projectDetail = async (orgId: string, id: string) => {
     const project = await projectSummary(orgId, id);
-    const usage = await readUsage(d.limiter, { id: `project:${project.id}`, limits: project.limits, label: `project ${project.name}` });
+    const usage = await readUsage(d.limiter, projectScope(project));
     return { ...projectView(project), usage: usageView(usage) };
   };
   const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
