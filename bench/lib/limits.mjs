@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deletePrefix, REDIS_URL } from './production.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (p) => import(join(ROOT, 'dist', p));
-const REDIS_URL = process.env.TOLLGATE_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -150,12 +150,7 @@ export async function limitsScenario({ say, results, quick }) {
     out.endToEnd = await endToEnd({ say, redisUrl: REDIS_URL, prefix, n: quick ? 300 : 2_000 });
   } finally {
     // The bench's own keys only (its prefix); never anything else on the shared Redis.
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deletePrefix(redis, prefix);
     redis.disconnect();
   }
 }

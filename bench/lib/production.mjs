@@ -63,13 +63,18 @@ export async function forgetRedisKeys() {
   if (!(await redisAnswers())) return;
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    await deletePrefix(redis, REDIS_PREFIX);
   } finally {
     redis.disconnect();
   }
+}
+
+/** Deletes every key under `prefix` (SCAN, never KEYS, on a server that may be shared). */
+export async function deletePrefix(redis, prefix) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    if (keys.length) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
 }
