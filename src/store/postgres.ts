@@ -110,7 +110,7 @@ export class PostgresStore implements Store {
       const r = await this.pool.query(text, params.map(storable));
       return { rows: r.rows as object[], rowCount: r.rowCount };
     });
-    this.tenancy = new SqlTenancyStore(sql, now, (orgId) => this.ledger?.heldFor(orgId) ?? 0);
+    this.tenancy = new SqlTenancyStore(sql, now, { heldFor: (orgId) => this.ledger?.heldFor(orgId) ?? 0, steady: async () => undefined });
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);

@@ -48,6 +48,28 @@ describe('buffered SQLite ledger', () => {
     expect(await server.sumCharges(org.id)).toBe(250);
   });
 
+  it('keeps a charge held while its batch is on the writer thread, and after a failed batch writes it with the next, once', async () => {
+    const path = file();
+    const server = open(path, true, 0);
+    const org = await server.createOrg('o', 1000, 'standard');
+    const req = newId('req');
+    expect(await server.reserve(org.id, req, 600)).toBe(true);
+    expect(await server.settle(req, 250)).toBe(250);
+    // A row the table refuses (status is NOT NULL): the whole batch rolls back, the charge with it.
+    const bad = { requestId: newId('req'), status: null } as unknown as Parameters<SqliteStore['insertLogs']>[0][number];
+    await expect(server.insertLogs([bad])).rejects.toThrow(/NOT NULL/);
+    expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 1000 }]);
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(750);
+    expect(await server.reserve(org.id, newId('req'), 751)).toBe(false);
+    const writing = server.insertLogs([]);
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(750); // in flight: neither dropped nor counted twice
+    await writing;
+    expect((await server.getOrg(org.id))?.balanceMicros).toBe(750);
+    expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 750 }]);
+    expect(raw(path, "SELECT amount_micros FROM ledger WHERE kind = 'charge'")).toEqual([{ amount_micros: -250 }]);
+    expect(await server.reserve(org.id, newId('req'), 750)).toBe(true);
+  });
+
   it('sees credits an admin command adds to the file while it runs (once its cached balance expires)', async () => {
     const path = file();
     const server = open(path, true, 0);

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import type { Micros } from '../money.js';
 import { TtlCache } from '../ttl-cache.js';
+import type { WriteStep } from './sqlite-writer.js';
 
 interface Reservation { orgId: string; amount: Micros; createdAt: number }
 interface Charge { orgId: string; requestId: string; amount: Micros }
@@ -10,6 +11,16 @@ const LEASE = 'sqlite-ledger';
 const LEASE_TTL_MS = 15_000;
 /** Orgs whose stored balance is kept; past it the least recently used is read again. */
 const MAX_CACHED_BALANCES = 10_000;
+
+/** The statements a charge is written with (run by the store's batch writer, with the log rows). */
+export const CHARGE_STATEMENTS = {
+  charge: 'UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?',
+  chargeEntry: "INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, 'charge', ?, NULL, ?)",
+} as const;
+export type ChargeStep = WriteStep<keyof typeof CHARGE_STATEMENTS>;
+
+/** Charges taken to be written: `written()` once their batch committed, `unwritten()` if it did not (they are kept for the next). */
+export interface TakenCharges { steps: ChargeStep[]; written(): void; unwritten(): void }
 
 /**
  * The credit ledger of a gateway that owns its SQLite file. Reservations live in
@@ -31,19 +42,24 @@ export class BufferedSqliteLedger {
   /** Stored balances read recently: credits another process adds count within `balanceTtlMs`. */
   private readonly balances;
   private timer: NodeJS.Timeout | undefined;
+  /** Batches of charges taken and not yet written or handed back. */
+  private writing = 0;
+  private batchEnded: { promise: Promise<void>; resolve: () => void } | undefined;
   private readonly renewTimer: NodeJS.Timeout;
   private readonly holder = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   private readonly stmt;
 
+  /**
+   * @param write runs a batch of statements in one transaction (the store's writer, which
+   * may run it on another thread): charges with no log batch to ride are written with it.
+   */
   constructor(
-    private readonly db: Database.Database, private readonly now: () => number, private readonly flushMs = 100,
-    balanceTtlMs = 1000,
+    private readonly db: Database.Database, private readonly now: () => number,
+    private readonly write: (steps: ChargeStep[]) => Promise<void>, private readonly flushMs = 100, balanceTtlMs = 1000,
   ) {
     this.balances = new TtlCache<string, { micros: Micros }>({ max: MAX_CACHED_BALANCES, ttlMs: balanceTtlMs, now: Date.now });
     this.stmt = {
       balance: db.prepare<[string], { balance_micros: number }>('SELECT balance_micros FROM orgs WHERE id = ?'),
-      charge: db.prepare('UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?'),
-      ledger: db.prepare("INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, 'charge', ?, NULL, ?)"),
       lease: db.prepare(`INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
         WHERE leases.expires_at <= ? OR leases.holder = excluded.holder OR leases.holder = ?`),
@@ -75,7 +91,8 @@ export class BufferedSqliteLedger {
     else this.held.set(orgId, v);
   }
 
-  reserve(orgId: string, requestId: string, amount: Micros): boolean {
+  async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
+    if (this.writing > 0 && !this.balances.get(orgId)) await this.steady();
     if (this.reservations.has(requestId)) throw new Error(`request ${requestId} already holds a reservation`);
     const stored = this.storedBalance(orgId);
     if (stored === undefined || stored - this.heldFor(orgId) < amount) return false;
@@ -107,7 +124,7 @@ export class BufferedSqliteLedger {
     this.adjust(r.orgId, charged - r.amount);
     if (charged > 0) {
       this.pending.push({ orgId: r.orgId, requestId, amount: charged });
-      this.timer ??= setTimeout(() => this.db.transaction(() => this.writePending())(), this.flushMs).unref();
+      this.arm();
     }
     return charged;
   }
@@ -118,25 +135,82 @@ export class BufferedSqliteLedger {
     return stale.length;
   }
 
-  /** Writes the unwritten charges; call inside a transaction (with the log rows they belong to). */
-  writePending(): void {
+  /** Charges not taken by a log batch within `flushMs` are written on their own. */
+  private arm(): void {
+    this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), this.flushMs).unref();
+  }
+
+  /**
+   * Takes the unwritten charges as statements for a batch (the log rows they belong to
+   * go in the same transaction). They stay held until `written()`: the stored balance
+   * does not show them yet.
+   */
+  take(): TakenCharges {
     clearTimeout(this.timer);
     this.timer = undefined;
     const batch = this.pending;
     this.pending = [];
     const at = this.now();
-    for (const c of batch) {
-      this.stmt.charge.run(c.amount, c.orgId);
-      this.stmt.ledger.run(c.orgId, c.requestId, -c.amount, at);
-      this.adjust(c.orgId, -c.amount);
-      const cached = this.balances.peek(c.orgId);
-      if (cached) cached.micros = Math.max(cached.micros - c.amount, 0);
+    const steps = batch.flatMap((c): ChargeStep[] => [['charge', [c.amount, c.orgId]], ['chargeEntry', [c.orgId, c.requestId, -c.amount, at]]]);
+    if (batch.length > 0) this.writing++;
+    const ended = (): void => {
+      this.writing--;
+      const waiters = this.batchEnded;
+      this.batchEnded = undefined;
+      waiters?.resolve();
+    };
+    return {
+      steps,
+      written: () => {
+        if (batch.length === 0) return;
+        for (const c of batch) {
+          this.adjust(c.orgId, -c.amount);
+          this.balances.delete(c.orgId); // read again once no batch is being written
+        }
+        ended();
+      },
+      unwritten: () => {
+        if (batch.length === 0) return;
+        this.pending = batch.concat(this.pending);
+        ended();
+        this.arm();
+      },
+    };
+  }
+
+  /**
+   * Resolves when no batch of charges is being written. A balance read from the file
+   * agrees with `heldFor` only then: while a batch commits on the writer thread, a read
+   * may already show its charges, which are still held here until the batch reports back.
+   */
+  async steady(): Promise<void> {
+    while (this.writing > 0) {
+      if (!this.batchEnded) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.batchEnded = { promise, resolve };
+      }
+      await this.batchEnded.promise;
     }
   }
 
+  /** Writes the unwritten charges now (before an audit, at shutdown); a failed write keeps them for the next. */
+  async flush(): Promise<void> {
+    const taken = this.take();
+    if (taken.steps.length === 0) return;
+    try {
+      await this.write(taken.steps);
+    } catch (err) {
+      taken.unwritten();
+      throw err;
+    }
+    taken.written();
+  }
+
+  /** Releases the file (call after the last `flush`). */
   close(): void {
     clearInterval(this.renewTimer);
-    this.db.transaction(() => this.writePending())();
+    clearTimeout(this.timer);
     this.stmt.release.run(LEASE, this.holder);
   }
 }

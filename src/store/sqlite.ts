@@ -5,7 +5,8 @@ import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { SqliteRecordStore, type RecordStore } from './records.js';
-import { BufferedSqliteLedger } from './sqlite-ledger.js';
+import { BufferedSqliteLedger, CHARGE_STATEMENTS } from './sqlite-ledger.js';
+import { InlineWriter, ThreadWriter, type BatchWriter, type WriteStep } from './sqlite-writer.js';
 import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
 import type { SecretBox } from '../secrets.js';
@@ -13,11 +14,26 @@ import { SqlAccountStore } from './accounts.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
-import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { sqliteDb } from './sql.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { SqliteUsageRollup } from './usage-rollup.js';
+import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
 import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+
+/** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
+const WRITES = {
+  ...CHARGE_STATEMENTS,
+  ...USAGE_STATEMENTS,
+  insertLog: `INSERT OR REPLACE INTO request_logs (${LOG_COLUMNS.map(([c]) => c).join(', ')}) VALUES (${LOG_COLUMNS.map(() => '?').join(', ')})`,
+} as const;
+
+/** When charges that no log batch took are written on their own (every charged request logs a row, flushed sooner). */
+const CHARGE_BACKSTOP_MS = 5_000;
+
+/** A log row's values in LOG_COLUMNS order, booleans as SQLite's 0/1. */
+function logParams(row: LogDbRow): unknown[] {
+  return LOG_COLUMNS.map(([c]) => (typeof row[c] === 'boolean' ? (row[c] ? 1 : 0) : row[c]));
+}
 
 /**
  * The embedded store: one SQLite file in WAL mode, so the CLI can change orgs, keys
@@ -37,7 +53,9 @@ export class SqliteStore implements Store {
   readonly limits: SqlLimitsStore;
   private readonly db: Database.Database;
   private readonly stmt;
-  private readonly usage: SqliteUsageRollup;
+  /** Runs the log and charge batches: on a thread of its own for the gateway on a file, else inline. */
+  private readonly writer: BatchWriter<keyof typeof WRITES>;
+  private closing: Promise<void> | undefined;
   /** Set when this process owns the file's ledger (the gateway); the CLI writes through. */
   private readonly buffered: BufferedSqliteLedger | undefined;
 
@@ -56,12 +74,13 @@ export class SqliteStore implements Store {
     this.leases = new SqliteLeaseStore(this.db);
     this.records = new SqliteRecordStore(this.db);
     const sql = sqliteDb(this.db);
-    this.tenancy = new SqlTenancyStore(sql, now, (orgId) => this.buffered?.heldFor(orgId) ?? 0);
+    this.tenancy = new SqlTenancyStore(sql, now, {
+      heldFor: (orgId) => this.buffered?.heldFor(orgId) ?? 0, steady: async () => this.buffered?.steady(),
+    });
     this.accounts = new SqlAccountStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
-    this.usage = new SqliteUsageRollup(this.db);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),
@@ -73,10 +92,13 @@ export class SqliteStore implements Store {
       reservation: db.prepare<[string], { org_id: string; amount_micros: number }>('SELECT org_id, amount_micros FROM reservations WHERE request_id = ?'),
       deleteReservation: db.prepare('DELETE FROM reservations WHERE request_id = ?'),
       ledger: db.prepare('INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      insertLog: db.prepare(`INSERT OR REPLACE INTO request_logs (${LOG_COLUMNS.map(([c]) => c).join(', ')})
-        VALUES (${LOG_COLUMNS.map(([c]) => `@${c}`).join(', ')})`),
     };
-    this.buffered = opts.ownLedger ? new BufferedSqliteLedger(db, now, 100, opts.balanceTtlMs) : undefined;
+    const inline = new InlineWriter(db, WRITES);
+    this.writer = opts.ownLedger && path !== ':memory:' ? new ThreadWriter(path, WRITES, inline) : inline;
+    // Charges ride with the log batch of their rows (the log's flush interval); the ledger's own
+    // timer only writes what no batch took, so a crash cannot leave a charge without its row.
+    this.buffered = opts.ownLedger
+      ? new BufferedSqliteLedger(db, now, (steps) => this.writer.run(steps), CHARGE_BACKSTOP_MS, opts.balanceTtlMs) : undefined;
   }
 
   /** The stored balance less what this process holds in memory (reserved, or charged and not yet written). */
@@ -87,8 +109,8 @@ export class SqliteStore implements Store {
   }
 
   /** Writes charges buffered in memory (the audit sums must see them). */
-  private writeBuffered(): void {
-    if (this.buffered) this.db.transaction(() => this.buffered?.writePending())();
+  private async writeBuffered(): Promise<void> {
+    await this.buffered?.flush();
   }
 
   async ping(): Promise<void> {
@@ -96,9 +118,16 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (!this.db.open) return;
-    this.buffered?.close();
-    this.db.close();
+    this.closing ??= (async () => {
+      try {
+        await this.writeBuffered();
+      } finally {
+        await this.writer.close();
+        this.buffered?.close();
+        this.db.close();
+      }
+    })();
+    return this.closing;
   }
 
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
@@ -118,11 +147,13 @@ export class SqliteStore implements Store {
   }
 
   async getOrg(id: string): Promise<Org | undefined> {
+    await this.buffered?.steady();
     const row = this.stmt.orgById.get(id);
     return row && this.toOrg(row);
   }
 
   async findOrgByName(name: string): Promise<Org | undefined> {
+    await this.buffered?.steady();
     const row = this.stmt.orgByName.get(name);
     return row && this.toOrg(row);
   }
@@ -136,6 +167,7 @@ export class SqliteStore implements Store {
   }
 
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
+    await this.buffered?.steady();
     return this.db.transaction(() => {
       const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
       if (changed === 0) throw new RangeError('the balance cannot go below zero');
@@ -194,12 +226,17 @@ export class SqliteStore implements Store {
 
   async insertLogs(rows: readonly LogRow[]): Promise<void> {
     // Buffered charges go in the same transaction as the log rows: ledger and log agree even after a crash.
-    this.db.transaction(() => {
-      this.buffered?.writePending();
-      const dbRows = rows.map(toLogDb);
-      this.usage.record(dbRows); // the hourly usage sums, in the same transaction as the rows
-      for (const row of dbRows) this.stmt.insertLog.run({ ...row, cost_estimated: row.cost_estimated ? 1 : 0, byok: row.byok ? 1 : 0 });
-    })();
+    const charges = this.buffered?.take();
+    const dbRows = rows.map(toLogDb);
+    const steps: WriteStep<keyof typeof WRITES>[] = [...(charges?.steps ?? []), ...usageSteps(dbRows)];
+    for (const row of dbRows) steps.push(['insertLog', logParams(row)]);
+    try {
+      await this.writer.run(steps);
+    } catch (err) {
+      charges?.unwritten();
+      throw err;
+    }
+    charges?.written();
   }
 
   async getLog(requestId: string): Promise<LogRow | undefined> {
@@ -208,13 +245,13 @@ export class SqliteStore implements Store {
   }
 
   async sumCharges(orgId: string): Promise<Micros> {
-    this.writeBuffered();
+    await this.writeBuffered();
     const row = this.db.prepare("SELECT COALESCE(SUM(-amount_micros), 0) AS s FROM ledger WHERE org_id = ? AND kind = 'charge'").get(orgId) as { s: number };
     return row.s;
   }
 
   async audit(orgId: string): Promise<LedgerAudit> {
-    this.writeBuffered();
+    await this.writeBuffered();
     const row = this.db.prepare(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = @org), 0) AS balance,
         (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'credit') AS credited,
         (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'charge') AS charged,
@@ -226,7 +263,7 @@ export class SqliteStore implements Store {
   }
 
   async sumLoggedCosts(orgId: string): Promise<Micros> {
-    this.writeBuffered();
+    await this.writeBuffered();
     const row = this.db.prepare('SELECT COALESCE(SUM(cost_micros), 0) AS s FROM request_logs WHERE org_id = ? AND byok = 0').get(orgId) as { s: number };
     return row.s;
   }

@@ -91,17 +91,21 @@ export class SqlTenancyStore implements TenancyStore {
   constructor(
     private readonly db: SqlDb,
     private readonly now: () => number,
-    /** What this process holds of an org's balance (reservations and charges not written, in its memory); 0 elsewhere. */
-    private readonly heldFor: (orgId: string) => Micros = () => 0,
+    /**
+     * What this process holds of an org's balance (reservations and charges not written, in
+     * its memory; 0 elsewhere), and a wait for the moment a read of the stored balance agrees with it.
+     */
+    private readonly held: { heldFor(orgId: string): Micros; steady(): Promise<void> } = { heldFor: () => 0, steady: async () => undefined },
   ) {}
 
   async listOrgs(userId: string | null): Promise<OrgWithRole[]> {
+    await this.held.steady();
     const rows = userId === null
       ? await this.db.all<OrgRow & { role: null }>(`SELECT ${ORG_COLUMNS}, NULL AS role FROM orgs o ORDER BY o.name`)
       : await this.db.all<OrgRow & { role: OrgRole }>(`SELECT ${ORG_COLUMNS}, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.name`, [userId]);
     return rows.map((r) => {
       const org = toOrg(r);
-      org.balanceMicros -= this.heldFor(org.id);
+      org.balanceMicros -= this.held.heldFor(org.id);
       return { org, role: r.role };
     });
   }
