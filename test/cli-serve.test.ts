@@ -173,6 +173,27 @@ describe('graceful shutdown', () => {
   });
 });
 
+describe('a crash (SIGKILL) on SQLite', () => {
+  it('loses a charge only with its log row: the ledger equals the logged costs after a kill between log flushes', async () => {
+    // Rows are written when 3 are queued, never by the timer; the kill comes long after the ledger's old 100 ms charge timer.
+    config = writeConfig(dir, sim.url, { log: { level: 'silent', flush_interval_ms: 600_000, batch_size: 3 } });
+    const key = await orgWithKey('acme', '5');
+    const server = await serve(config);
+    for (let i = 0; i < 3; i++) expect((await chat(server.url, key)).status).toBe(200);
+    for (let i = 0; i < 100 && query(db, 'SELECT 1 FROM request_logs').length < 3; i++) await sleep(20);
+    for (let i = 0; i < 2; i++) expect((await chat(server.url, key)).status).toBe(200);
+    await sleep(1000);
+    server.child.kill('SIGKILL');
+    await server.exited;
+    const [logged] = query<{ n: number; cost: number }>(db, 'SELECT COUNT(*) AS n, SUM(cost_micros) AS cost FROM request_logs');
+    expect(logged?.n).toBe(3);
+    expect(logged?.cost).toBeGreaterThan(0);
+    // The two unwritten requests are gone from both, the three written ones are in both (afterEach checks every org too).
+    expect(query(db, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 5_000_000 - logged!.cost }]);
+    expect(query(db, "SELECT COUNT(*) AS n FROM ledger WHERE kind = 'charge'")).toEqual([{ n: 3 }]);
+  });
+});
+
 describe('first start (bootstrap)', () => {
   it('prints a working key once on an empty database, and no new key on the next start', async () => {
     config = writeConfig(dir, sim.url, { bootstrap: { org: 'demo', credits_usd: '10.00' } });
