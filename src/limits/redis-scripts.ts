@@ -14,11 +14,28 @@
  * Windows are pruned from their old end on each use; a running total is decreased by the
  * entries that leave, so no call re-sums a window. Every key has a TTL.
  *
+ * The ARGV each script documents is sent as one argument, its values joined by newlines.
+ *
  * Keys are built inside the scripts (the spend key depends on Redis TIME), so this runs on
  * a single Redis server (or a primary with replicas), not a Redis Cluster.
  */
 
 const COMMON = `
+-- The arguments come as one, joined by newlines (empty values kept): split into the ARGV the script reads.
+local function split_args(s)
+  local out, from = {}, 1
+  while true do
+    local at = string.find(s, '\\n', from, true)
+    if not at then
+      out[#out + 1] = string.sub(s, from)
+      return out
+    end
+    out[#out + 1] = string.sub(s, from, at - 1)
+    from = at + 1
+  end
+end
+local ARGV = split_args(ARGV[1])
+
 local NA = -1
 local NEVER = -2
 local DAY = 86400000

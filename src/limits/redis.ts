@@ -75,6 +75,7 @@ export class RedisLimiter implements Limiter {
   constructor(private readonly opts: RedisLimiterOptions) {
     this.runner = new ScriptRunner(opts.redis, opts.timeoutMs ?? 500);
     this.prefix = opts.keyPrefix ?? 'tollgate:limits:';
+    if (this.prefix.includes('\n')) throw new RangeError('the limits key prefix must not contain a newline');
     this.holdTtlMs = opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
     this.windowMs = opts.windowMs ?? WINDOW_MS;
     this.totalSpendTtlMs = opts.totalSpendTtlMs ?? 30 * 86_400_000;
@@ -269,7 +270,9 @@ export class RedisLimiter implements Limiter {
 
   /** Every successful call is the sign Redis is back: replay what waits, in order, one at a time. */
   private async call(script: string, args: ReadonlyArray<string | number>): Promise<unknown> {
-    const result = await this.runner.run(script, args);
+    // One argument, the values joined by newlines (the scripts split it): a client encodes a
+    // few arguments per call instead of some forty, which was most of what it allocated.
+    const result = await this.runner.run(script, [args.join('\n')]);
     if (this.replays.length && !this.draining) {
       this.draining = this.drain().finally(() => (this.draining = undefined));
     }
