@@ -108,9 +108,10 @@ export class SqliteStore implements Store {
     return org;
   }
 
-  /** Writes charges buffered in memory (the audit sums must see them). */
+  /** Writes charges buffered in memory (the audit sums must see them), and waits out a log batch being written. */
   private async writeBuffered(): Promise<void> {
     await this.buffered?.flush();
+    await this.buffered?.steady();
   }
 
   async ping(): Promise<void> {
