@@ -20,7 +20,7 @@ export class InlineWriter<Name extends string> implements BatchWriter<Name> {
   constructor(db: Database.Database, statements: Readonly<Record<Name, string>>) {
     const stmts = new Map(Object.entries<string>(statements).map(([name, sql]) => [name, db.prepare(sql)]));
     this.tx = db.transaction((steps: readonly WriteStep<Name>[]) => {
-      for (const [name, params] of steps) stmts.get(name)!.run(...params);
+      for (const [name, params] of steps) stmts.get(name)!.run(params);
     });
   }
 
@@ -45,7 +45,7 @@ db.pragma('busy_timeout = 5000');
 db.pragma('synchronous = NORMAL');
 db.pragma('foreign_keys = ON');
 const stmts = new Map(Object.entries(workerData.statements).map(([name, sql]) => [name, db.prepare(sql)]));
-const tx = db.transaction((steps) => { for (const [name, params] of steps) stmts.get(name).run(...params); });
+const tx = db.transaction((steps) => { for (const [name, params] of steps) stmts.get(name).run(params); });
 parentPort.on('message', (m) => {
   if (m.close) { db.close(); parentPort.close(); return; }
   try { tx(m.steps); parentPort.postMessage({ id: m.id }); }
