@@ -55,8 +55,9 @@ export async function runModelRequest<P extends ModelRequest>(
     ex.prompt = parsed.prompt;
     const routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
     for (const r of routes) handler.checkRoute?.(parsed, r);
-    limits = await admitLimits(svc, ex, reply, handler, parsed, routes);
-    const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), handler, parsed);
+    const costBound = costBounds(handler, parsed);
+    limits = await admitLimits(svc, ex, reply, handler, parsed, routes, costBound);
+    const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), costBound);
     await svc.hooks.run('pre-upstream', ex);
     const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
     ex.byok = planned.byok;
@@ -112,6 +113,16 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
   return active;
 }
 
+/** Each route's cost bound (picoUSD), computed once per request: the limits' budget check and the credit reservation both use it. */
+function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P): (route: ModelRoute) => bigint {
+  const known = new Map<ModelRoute, bigint>();
+  return (route) => {
+    let bound = known.get(route);
+    if (bound === undefined) known.set(route, (bound = handler.maxCostPicos(parsed, route)));
+    return bound;
+  };
+}
+
 /** The route with the endpoint the handler picks for this request, when it is not the modality's own. */
 function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P, route: ModelRoute): ModelRoute {
   const endpoint = handler.endpoint?.(parsed, route);
@@ -140,8 +151,8 @@ async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: 
  * cannot cover it, the request may still go through the routes where the org's own
  * provider key is used (spec §5); otherwise it is refused with 402.
  */
-async function reserveCredit<P extends ModelRequest>(
-  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], handler: ModalityHandler<P>, parsed: P,
+async function reserveCredit(
+  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], costBound: (route: ModelRoute) => bigint,
 ): Promise<PlannedRoute[]> {
   const org = ex.org;
   if (!org) throw new GatewayError('missing_api_key');
@@ -149,7 +160,7 @@ async function reserveCredit<P extends ModelRequest>(
   if (paid.length === 0) return plan;
   let max = 0n;
   for (const p of paid) {
-    const c = handler.maxCostPicos(parsed, p.route);
+    const c = costBound(p.route);
     if (c > max) max = c;
   }
   const amount = Math.max(picosToMicrosCeil(max), 0);

@@ -52,6 +52,7 @@ export interface Admission {
  */
 export async function admitLimits<P extends ModelRequest>(
   svc: AdmissionServices, ex: Exchange, reply: FastifyReply, handler: ModalityHandler<P>, parsed: P, routes: readonly ModelRoute[],
+  costBound: (route: ModelRoute) => bigint,
 ): Promise<Admission | undefined> {
   const scopes = scopesOf(ex);
   if (!svc.limiter || scopes.length === 0) return undefined;
@@ -60,7 +61,7 @@ export async function admitLimits<P extends ModelRequest>(
   // The bounds of the dearest route it may take: the same cost bound as the credit reservation (BYOK routes too: a budget counts their cost).
   for (const route of routes) {
     tokens = Math.max(tokens, handler.maxTokens?.(parsed, route) ?? 0);
-    costMicros = Math.max(costMicros, picosToMicrosCeil(handler.maxCostPicos(parsed, route)));
+    costMicros = Math.max(costMicros, picosToMicrosCeil(costBound(route)));
   }
   const verdict = await svc.limiter.admit({ requestId: ex.id, scopes, tokens, costMicros });
   void reply.headers(verdict.headers);
