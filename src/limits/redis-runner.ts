@@ -66,6 +66,7 @@ const DOWN = new Set(['reconnecting', 'close', 'end']);
 export class ScriptRunner {
   private readonly shas = new Map<string, string>();
   private queue: Queued[] = [];
+  private connecting: Promise<void> | undefined;
 
   constructor(private readonly redis: RedisLike, private readonly timeoutMs: number) {}
 
@@ -83,8 +84,16 @@ export class ScriptRunner {
     }
   }
 
-  /** Still connecting (a client just created): waits for it, at most `timeoutMs`, rather than fail or queue blind. */
-  private async ready(): Promise<void> {
+  /**
+   * Still connecting (a client just created): waits for it, at most `timeoutMs`, rather than
+   * fail or queue blind. The requests that arrive meanwhile share one wait (one listener).
+   */
+  private ready(): Promise<void> {
+    this.connecting ??= this.waitReady().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async waitReady(): Promise<void> {
     let onReady: (() => void) | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {

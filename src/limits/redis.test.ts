@@ -217,6 +217,20 @@ describe('Redis driver', () => {
     }
   });
 
+  it('waits once for a client still connecting: the requests that arrive meanwhile share the wait', async () => {
+    const connecting = client(REDIS_URL);
+    try {
+      const counting = new CountingRedis(connecting);
+      const limiter = new RedisLimiter({ redis: counting, seed: async () => 0, keyPrefix: prefix });
+      expect(connecting.status).not.toBe('ready');
+      const results = await Promise.all(Array.from({ length: 20 }, () => limiter.admit(request([scope({ rpm: 100 })]))));
+      expect(okCount(results)).toBe(20);
+      expect(counting.readyWaits).toBe(1);
+    } finally {
+      await connecting.quit();
+    }
+  });
+
   it('accepts an ioredis client as it is, through createLimiter', async () => {
     const redis: RedisLike = admin; // compile-time: the interface fits ioredis
     const limiter = createLimiter({ redis, seed: async () => 0, keyPrefix: prefix });

@@ -26,6 +26,7 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
 export class CountingRedis implements RedisLike {
   calls = 0;
   pipelines = 0;
+  readyWaits = 0;
   constructor(private readonly redis: Redis) {}
   pipeline(): RedisBatch {
     const batch = this.redis.pipeline();
@@ -52,6 +53,7 @@ export class CountingRedis implements RedisLike {
     return this.redis.eval(script, numKeys, ...args);
   }
   once(event: 'ready', listener: () => void): this {
+    this.readyWaits++;
     this.redis.once(event, listener);
     return this;
   }
