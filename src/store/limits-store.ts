@@ -66,17 +66,17 @@ export class SqlLimitsStore implements LimitsStore {
    * few hundred rows for a month instead of every request. Any other `since` still sums
    * exactly: the whole hours from `usage_hourly`, the part of an hour before the first
    * whole one from the request log's (api_key_id | project_id, created_at) index (an empty
-   * range when `since` is on the hour). The org id, looked up by the key's or project's
-   * primary key, puts the sums on usage_hourly's (org_id, hour, …) primary key.
+   * range when `since` is on the hour). The hours come from usage_hourly's (api_key_id |
+   * project_id, hour) index (migration 8): that key's or project's rows only.
    */
   async spentSince(scopeId: string, since: number): Promise<Micros> {
     const { kind, id } = parseScopeId(scopeId);
-    const [column, owner] = kind === 'key' ? ['api_key_id', 'api_keys'] : ['project_id', 'projects'];
+    const column = kind === 'key' ? 'api_key_id' : 'project_id';
     const firstHour = Math.ceil(since / HOUR_MS) * HOUR_MS;
     const [row] = await this.db.all<{ hours: number | string | null; partial: number | string | null }>(`SELECT
-        (SELECT SUM(cost_micros) FROM usage_hourly WHERE org_id = (SELECT org_id FROM ${owner} WHERE id = ?) AND hour >= ? AND ${column} = ?) AS hours,
+        (SELECT SUM(cost_micros) FROM usage_hourly WHERE ${column} = ? AND hour >= ?) AS hours,
         (SELECT SUM(cost_micros) FROM request_logs WHERE ${column} = ? AND created_at >= ? AND created_at < ?) AS partial`,
-    [id, firstHour, id, id, since, firstHour]);
+    [id, firstHour, id, since, firstHour]);
     return Number(row?.hours ?? 0) + Number(row?.partial ?? 0);
   }
 }
