@@ -58,6 +58,24 @@ async function expectExact(store: PostgresStore, orgId: string): Promise<void> {
 }
 
 describe('PostgreSQL balance slices', () => {
+  it('an admin credit change returns the balance as shown (slices counted); a debit the row cannot cover says what the slices hold', async () => {
+    const store = await instance();
+    try {
+      const org = await store.createOrg('slice-admin', 200_000, 'standard');
+      const charged = await serve(store, org.id, ids(10, 'admin'), 200, 150);
+      expect(await orgRow(org.id)).toBe(200_000 - SLICE);
+      expect(await store.addCredits(org.id, 5_000, 'top-up')).toBe(205_000 - charged);
+      expect(await store.addCredits(org.id, 5_000, 'top-up')).toBe((await store.getOrg(org.id))?.balanceMicros);
+      // The row holds 200,000 − SLICE; the slice holds the rest, out of the debit's reach.
+      await expect(store.addCredits(org.id, -(await orgRow(org.id)) - 1, 'correction'))
+        .rejects.toThrow(`the balance cannot go below zero: $${((SLICE - charged) / 1e6).toFixed(6)} of it is held by running gateway instances (balance slices)`);
+      expect(await store.addCredits(org.id, -(await orgRow(org.id)), 'correction')).toBe(SLICE - charged);
+      await expectExact(store, org.id);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('reserves a busy org\'s requests against one slice: the org row moves once, charges are written against the slice', async () => {
     const store = await instance();
     try {
