@@ -39,10 +39,8 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
     throw portInUse(err, 'The gateway', `${config.server.host}:${port}`, 'server.port', '--port', config.file);
   });
   gateway.startTasks();
-  console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
-  console.log(`Web console: ${url}/console`);
-  if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
-  if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
+  // Signals are handled before the address is printed: a supervisor (or a test) may stop the
+  // process as soon as it reads that line.
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -65,6 +63,10 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
+  console.log(`Web console: ${url}/console`);
+  if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
+  if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
 }
 
 /** How long after the drain deadline the process is stopped anyway. */
