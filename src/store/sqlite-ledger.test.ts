@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newId } from '../ids.js';
+import { migrateSqlite } from './migrations/index.js';
 import { SqliteStore } from './sqlite.js';
+import { BufferedSqliteLedger, CHARGE_STATEMENTS } from './sqlite-ledger.js';
+import { InlineWriter } from './sqlite-writer.js';
 
 /** The gateway's own SQLite ledger: in-memory reservations, batched charges, one server process per file. */
 const opened: SqliteStore[] = [];
@@ -116,6 +119,28 @@ describe('buffered SQLite ledger', () => {
     await server.settle(req, 123);
     await server.close();
     expect(raw(path, 'SELECT balance_micros FROM orgs')).toEqual([{ balance_micros: 877 }]);
+  });
+
+  it('charges once when a batch runs twice (its answer lost after the commit)', async () => {
+    const db = new Database(file());
+    try {
+      migrateSqlite(db);
+      db.prepare("INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ('org_x', 'x', 1000, 'standard', 0)").run();
+      const writer = new InlineWriter(db, CHARGE_STATEMENTS);
+      const ledger = new BufferedSqliteLedger(db, Date.now, async (steps) => {
+        await writer.run(steps);
+        await writer.run(steps); // the replay
+      });
+      expect(await ledger.reserve('org_x', 'req_a', 500)).toBe(true);
+      expect(ledger.settle('req_a', 300)).toBe(300);
+      await ledger.flush();
+      expect(db.prepare('SELECT balance_micros FROM orgs').all()).toEqual([{ balance_micros: 700 }]);
+      expect(db.prepare("SELECT request_id, amount_micros FROM ledger WHERE kind = 'charge'").all()).toEqual([{ request_id: 'req_a', amount_micros: -300 }]);
+      expect(ledger.heldFor('org_x')).toBe(0);
+      ledger.close();
+    } finally {
+      db.close();
+    }
   });
 
   it('refuses a second server process on the same file, and allows one after the first closed', async () => {

@@ -12,10 +12,15 @@ const LEASE_TTL_MS = 15_000;
 /** Orgs whose stored balance is kept; past it the least recently used is read again. */
 const MAX_CACHED_BALANCES = 10_000;
 
-/** The statements a charge is written with (run by the store's batch writer, with the log rows). */
+/**
+ * The statements a charge is written with (run by the store's batch writer, with the log
+ * rows). Each charges once: a batch run again (its answer lost with a writer thread that
+ * died after the commit) finds the request's ledger row and changes nothing.
+ */
 export const CHARGE_STATEMENTS = {
-  charge: 'UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?',
-  chargeEntry: "INSERT INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, 'charge', ?, NULL, ?)",
+  charge: `UPDATE orgs SET balance_micros = MAX(balance_micros - ?, 0) WHERE id = ?
+    AND NOT EXISTS (SELECT 1 FROM ledger WHERE request_id = ? AND kind = 'charge')`,
+  chargeEntry: "INSERT OR IGNORE INTO ledger (org_id, request_id, kind, amount_micros, note, created_at) VALUES (?, ?, 'charge', ?, NULL, ?)",
 } as const;
 export type ChargeStep = WriteStep<keyof typeof CHARGE_STATEMENTS>;
 
@@ -151,7 +156,7 @@ export class BufferedSqliteLedger {
     const batch = this.pending;
     this.pending = [];
     const at = this.now();
-    const steps = batch.flatMap((c): ChargeStep[] => [['charge', [c.amount, c.orgId]], ['chargeEntry', [c.orgId, c.requestId, -c.amount, at]]]);
+    const steps = batch.flatMap((c): ChargeStep[] => [['charge', [c.amount, c.orgId, c.requestId]], ['chargeEntry', [c.orgId, c.requestId, -c.amount, at]]]);
     if (batch.length > 0) this.writing++;
     const ended = (): void => {
       this.writing--;
