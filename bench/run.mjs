@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summariseProfile } from './lib/cpuprofile.mjs';
 import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
-import { Child, CpuMeter, killAll, RssSampler } from './lib/procs.mjs';
+import { Child, CpuMeter, gatewayArgs, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
 import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
@@ -159,7 +159,7 @@ async function streamScenario(targets, results) {
 }
 
 async function musicScenario(configFile, key, bare, storage, results) {
-  const child = await Child.start({ name: 'gateway-music', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+  const child = await Child.start({ name: 'gateway-music', args: gatewayArgs(ROOT, configFile), cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
   allChildren.push(child);
   say(`music gateway ${child.url} (pid ${child.pid}; default configuration${storage ? ' + S3 storage on s3rver' : ', no S3 (s3rver did not start)'})`);
   try {
@@ -254,7 +254,7 @@ async function profileScenario(configFile, key, simUrl, tmp, date, results, stre
   say(`profile: the gateway, then the bare proxy, under --cpu-prof at 32 ${streamed ? 'streams' : 'connections'} for ${durationS} s each`);
   try {
     const gw = await profileOne({
-      name: 'gateway', args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', configFile], path: '/v1/chat/completions',
+      name: 'gateway', args: gatewayArgs(ROOT, configFile), path: '/v1/chat/completions',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, dir, durationS, streamed,
     });
     const bare = await profileOne({
@@ -364,7 +364,7 @@ async function trafficScenarios(tmp, children, results, date) {
   const gatewayTargets = [];
   for (const [i, v] of variants.entries()) {
     const vKey = i === 0 ? key : keyFor(v.file, v.limitFlags);
-    const child = await Child.start({ name: v.name, args: ['--max-semi-space-size=4', join(ROOT, 'bin', 'gateway.js'), 'serve', '--config', v.file], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
+    const child = await Child.start({ name: v.name, args: gatewayArgs(ROOT, v.file), cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
     allChildren.push(child);
     say(`${v.name} ${child.url} (pid ${child.pid}; SQLite, auth, billing, request log, log.level warn; ${v.describe})`);
@@ -382,7 +382,7 @@ async function trafficScenarios(tmp, children, results, date) {
     const production = JSON.parse(readFileSync(variants[0].file, 'utf8'));
     writeFileSync(compareConfigFile, JSON.stringify({ ...production, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
     const compareKey = keyFor(compareConfigFile, variants[0].limitFlags);
-    const child = await Child.start({ name: 'baseline', args: ['--max-semi-space-size=4', join(opt.compare, 'bin', 'gateway.js'), 'serve', '--config', compareConfigFile], cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
+    const child = await Child.start({ name: 'baseline', args: gatewayArgs(opt.compare, compareConfigFile), cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
     allChildren.push(child);
     say(`baseline gateway ${child.url} (pid ${child.pid}; the code of ${opt.compare})`);

@@ -2,12 +2,27 @@
 // its own CPU time and its own RSS (read from /proc/<pid>/status and /proc/<pid>/stat).
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const live = new Set();
 const ANSI = /\x1b\[[0-9;]*m/g;
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** A server process started by the benchmark; stopped by `stop()` or when the benchmark exits. */
+/**
+ * The V8 flags of the `bin/gateway.js` shebang of the checkout at `root` (as `npm start` and
+ * the installed command run it), so that a `--compare` baseline runs with its own flags.
+ */
+export function gatewayNodeFlags(root) {
+  const shebang = readFileSync(join(root, 'bin', 'gateway.js'), 'utf8').split('\n', 1)[0];
+  return shebang.startsWith('#!') ? shebang.split(/\s+/).filter((w) => /^--[a-z-]+(=\S+)?$/.test(w)) : [];
+}
+
+/** The node arguments that run `gateway serve` from the checkout at `root`, with its own V8 flags. */
+export function gatewayArgs(root, configFile) {
+  return [...gatewayNodeFlags(root), join(root, 'bin', 'gateway.js'), 'serve', '--config', configFile];
+}
+
 export class Child {
   constructor(name, proc) {
     this.name = name;

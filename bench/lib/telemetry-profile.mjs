@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runAutocannon } from './load.mjs';
-import { Child } from './procs.mjs';
+import { Child, gatewayArgs } from './procs.mjs';
 
 const TELEMETRY_CODE = ['/dist/src/telemetry/', '/node_modules/prom-client/', '/node_modules/@opentelemetry/'];
 
@@ -51,7 +51,7 @@ export async function profiledShare(ctx, name, extra, scrapeEveryMs) {
   writeFileSync(file, JSON.stringify({ ...ctx.baseConfig, database: { url: `sqlite:${join(ctx.tmp, `gateway-profile-${name}.db`)}` }, ...extra }, null, 2));
   const key = ctx.keyFor(file);
   const child = await Child.start({
-    name: `profile-${name}`, args: ['--max-semi-space-size=4', join(ctx.root, 'bin', 'gateway.js'), 'serve', '--config', file], cwd: ctx.root,
+    name: `profile-${name}`, args: gatewayArgs(ctx.root, file), cwd: ctx.root,
     ready: /listening on (http:\/\/\S+)/, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
   });
   try {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { requestOnce, runAutocannon } from './load.mjs';
 import { observerCost } from './observer-cost.mjs';
 import { profiledShare } from './telemetry-profile.mjs';
-import { Child, CpuMeter, RssSampler } from './procs.mjs';
+import { Child, CpuMeter, gatewayArgs, RssSampler } from './procs.mjs';
 
 const CONNECTIONS = 32;
 const SCRAPE_EVERY_MS = 1000;
@@ -92,7 +92,7 @@ async function startServers(ctx, sinkUrl, track) {
     writeFileSync(file, JSON.stringify({ ...ctx.baseConfig, database: { url: `sqlite:${join(ctx.tmp, `gateway-telemetry-${c.name}.db`)}` }, ...extra }, null, 2));
     const key = ctx.keyFor(file);
     const child = track(await Child.start({
-      name: `gw-${c.name}`, args: ['--max-semi-space-size=4', join(ctx.root, 'bin', 'gateway.js'), 'serve', '--config', file], cwd: ctx.root, ready: /listening on (http:\/\/\S+)/,
+      name: `gw-${c.name}`, args: gatewayArgs(ctx.root, file), cwd: ctx.root, ready: /listening on (http:\/\/\S+)/,
     }));
     const metricsUrl = extra.metrics ? await metricsUrlOf(child) : undefined;
     servers.push({ ...c, child, metricsUrl, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, sent: 0 });
