@@ -138,6 +138,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const limiter = createLimiter({
     redis, now,
     keyPrefix: config.redis ? `${config.redis.keyPrefix}limits:` : undefined,
+    timeoutMs: config.redis?.timeoutMs,
     // A budget's spend so far, when the engine has no counter: the request log, with the rows still queued here written first.
     seed: async (scopeId, since) => {
       await log.flush();

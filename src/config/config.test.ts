@@ -45,9 +45,10 @@ describe('gateway.yaml loading', () => {
     expect(full.telemetry.otlp).toEqual({ endpoint: 'https://c.example', headers: { authorization: 'Bearer t' }, includePrompts: true, serviceName: 'gw', sampleRatio: 0.1 });
   });
 
-  it('reads redis with the limits key prefix (default tollgate:)', () => {
-    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379" }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'tollgate:' });
-    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379", key_prefix: "gw-eu:" }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'gw-eu:' });
+  it('reads redis with the limits key prefix (default tollgate:) and call timeout (default 500 ms)', () => {
+    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379" }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'tollgate:', timeoutMs: 500 });
+    expect(loadGatewayConfig(write('redis: { url: "redis://r:6379", key_prefix: "gw-eu:", timeout_ms: 2000 }\n'), schemas, {}).redis).toEqual({ url: 'redis://r:6379', keyPrefix: 'gw-eu:', timeoutMs: 2000 });
+    expect(problems('redis: { url: "redis://r", timeout_ms: 0 }\n')[0]).toMatch(/\/redis\/timeout_ms: must be >= 10/);
     expect(problems('redis: { url: "redis://r", key_prefix: "" }\n')[0]).toMatch(/\/redis\/key_prefix: must NOT have fewer than 1 characters/);
   });
 

@@ -53,8 +53,11 @@ export interface GatewayConfig {
    * request reserves on the org's row; see src/store/postgres-slices.ts).
    */
   database: { url: string; poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; spillDir: string; balanceSliceMicros: number };
-  /** `keyPrefix`: start of every Redis name the gateway uses — limits, sign-in throttle, invalidation channel (default `tollgate:`). */
-  redis: { url: string; keyPrefix: string } | undefined;
+  /**
+   * `keyPrefix`: start of every Redis name the gateway uses — limits, sign-in throttle, invalidation channel (default `tollgate:`).
+   * `timeoutMs`: bound on each limits call; past it Redis counts as down for that request (default 500).
+   */
+  redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
   cache: { ttlMs: number };
   /** `secrets.key_file`, absolute; see src/secrets.ts for the order of key sources. */
@@ -77,7 +80,7 @@ interface RawGatewayConfig {
   extends?: string;
   server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
   database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string; balance_slice_usd?: string };
-  redis?: { url: string; key_prefix?: string };
+  redis?: { url: string; key_prefix?: string; timeout_ms?: number };
   cache?: { ttl_ms?: number };
   secrets?: { key_file?: string };
   storage?: { s3?: { bucket: string; endpoint?: string; region?: string; access_key_id?: string; secret_access_key?: string; force_path_style?: boolean } };
@@ -123,7 +126,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       spillDir: at(raw.database?.spill_dir ?? './data'),
       balanceSliceMicros: parseUsdToMicros(raw.database?.balance_slice_usd ?? '1'),
     },
-    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX },
+    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX, timeoutMs: raw.redis.timeout_ms ?? 500 },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
     storage: {
