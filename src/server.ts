@@ -18,6 +18,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The gateway's per-request state (see Exchange). */
     exchange: Exchange;
+    /** The text of a JSON body as received (before parsing); undefined for other bodies. */
+    jsonText: string | undefined;
   }
   interface FastifyContextConfig {
     modality?: string;
@@ -68,6 +70,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     onConstructorPoisoning: 'error',
   });
   app.decorateRequest('exchange', null as unknown as Exchange);
+  app.decorateRequest('jsonText', undefined);
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -83,6 +86,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
       done(new GatewayError('invalid_request', [`The request body nests JSON deeper than ${MAX_JSON_DEPTH} levels`]), undefined);
       return;
     }
+    request.jsonText = body as string;
     parseJson(request, body as string, done);
   });
   app.addHook('onRequest', async (request, reply) => {

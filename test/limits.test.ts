@@ -89,27 +89,30 @@ describe('limits in one process', () => {
   });
 
   it('tpm: reserves the token bound, keeps the metered count after the request, refuses once they would pass the limit', async () => {
-    const { org, key } = await orgWithKey({ tpm: 100 });
+    const tpm = 200; // above the bound of one request (a bound above the limit is capped at it)
+    const { org, key } = await orgWithKey({ tpm });
     const first = await postJson(chatUrl(), body('tokens [[sim:tokens=5]]'), key);
     expect(first.status).toBe(200);
-    expect(first.headers.get('x-ratelimit-limit-tokens')).toBe('100');
-    const bound = 100 - Number(first.headers.get('x-ratelimit-remaining-tokens'));
+    expect(first.headers.get('x-ratelimit-limit-tokens')).toBe(String(tpm));
+    const bound = tpm - Number(first.headers.get('x-ratelimit-remaining-tokens'));
     const used = (r: { body: unknown }): number => (r.body as { usage: { total_tokens: number } }).usage.total_tokens;
     expect(bound).toBeGreaterThan(used(first)); // the bound (prompt bound + max_tokens 20) is above the metered count (5 completion tokens)
+    // The prompt bound is the size of the body's JSON as sent (+ 3), not of the messages serialised again.
+    expect(bound).toBe(Buffer.byteLength(JSON.stringify(body('tokens [[sim:tokens=5]]'))) + 3 + 20);
     let counted = used(first);
     for (let i = 0; i < 20; i++) {
       const r = await postJson(chatUrl(), body('tokens [[sim:tokens=5]]'), key);
-      if (counted + bound > 100) {
+      if (counted + bound > tpm) {
         expect(r.status).toBe(429);
-        expect(errorOf(r).message).toMatch(new RegExp(`tokens per minute: limit 100, used ${counted}, requested ${bound}`));
+        expect(errorOf(r).message).toMatch(new RegExp(`tokens per minute: limit ${tpm}, used ${counted}, requested ${bound}`));
         break;
       }
       expect(r.status).toBe(200);
       // Remaining counts the earlier requests at their metered tokens and this one at its bound.
-      expect(Number(r.headers.get('x-ratelimit-remaining-tokens'))).toBe(100 - counted - bound);
+      expect(Number(r.headers.get('x-ratelimit-remaining-tokens'))).toBe(tpm - counted - bound);
       counted += used(r);
     }
-    expect(counted + bound).toBeGreaterThan(100);
+    expect(counted + bound).toBeGreaterThan(tpm);
     await expectLedgerMatchesLog(t, org.id);
   });
 

@@ -30,7 +30,7 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
   return {
     modality: 'chat',
     parse: (body, request) => format.parse({
-      body, headers: request.headers, params: (request.params ?? {}) as Record<string, string>,
+      body, text: request.jsonText, headers: request.headers, params: (request.params ?? {}) as Record<string, string>,
       query: (request.query ?? {}) as Record<string, unknown>, orgId: request.exchange.org?.id ?? '',
     }),
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),

@@ -104,6 +104,35 @@ describe('promptTokenBound', () => {
     expect(promptTokenBound([[]], tools)).toBeGreaterThan(500 + TOOLS_TOKEN_BOUND);
     expect(promptTokenBound([[]], [])).toBeLessThan(20);
   });
+
+  describe('from the JSON text of the request that holds the parts', () => {
+    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
+    it.each([
+      ['compact', (b: object) => JSON.stringify(b)],
+      ['pretty-printed', (b: object) => JSON.stringify(b, null, 2)],
+      ['with \\u escapes for every non-ASCII character', (b: object) => JSON.stringify(b).replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)],
+    ])('%s: its UTF-8 size, never below the bound of the parsed parts', (_n, serialise) => {
+      const body = { model: 'm', messages: [{ role: 'user', content: 'héllo "wörld" — 東京' }], tools };
+      const text = serialise(body);
+      const parsed = JSON.parse(text) as typeof body;
+      const bound = promptTokenBound([parsed.messages, null], parsed.tools, text);
+      expect(bound).toBe(Buffer.byteLength(text) + TOOLS_TOKEN_BOUND + 3);
+      expect(bound).toBeGreaterThanOrEqual(promptTokenBound([parsed.messages, null], parsed.tools));
+    });
+
+    it('a key given twice: the text holds both copies, the parse keeps the last', () => {
+      const text = `{"model":"m","messages":[{"role":"user","content":"${'long '.repeat(200)}"}],"messages":[{"role":"user","content":"hi"}]}`;
+      const parsed = JSON.parse(text) as { messages: unknown[] };
+      expect(promptTokenBound([parsed.messages, null], null, text)).toBeGreaterThan(1000);
+      expect(promptTokenBound([parsed.messages, null], null)).toBeLessThan(100);
+    });
+
+    it('a text that may hold media is bounded from the parts, media bytes left out', () => {
+      const messages = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(100_000)}` } }] }];
+      const text = JSON.stringify({ model: 'm', messages });
+      expect(promptTokenBound([messages, null], null, text)).toBe(promptTokenBound([messages, null], null));
+    });
+  });
 });
 
 describe('tokenCounts', () => {

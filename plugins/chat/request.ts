@@ -75,9 +75,16 @@ const MAYBE_MEDIA = /"(?:data|file_data"|inlineData"|image|input_|document"|file
  * text only adds bytes, so the UTF-8 size of the JSON without media bytes bounds the
  * text; each media part adds MEDIA_TOKEN_BOUND (or its base64 size for documents),
  * and declared tools add TOOLS_TOKEN_BOUND for the prompt providers wrap around them.
+ *
+ * `bodyText`, the JSON text of the whole request that holds these parts and tools as the
+ * client sent it, is taken as that serialisation when it has no media: it holds each of
+ * them in at least as many bytes as `JSON.stringify` writes (escapes and whitespace only
+ * add; a duplicated key adds both copies) plus the request's other fields, so its size
+ * is a bound too, without serialising a long conversation again.
  */
-export function promptTokenBound(parts: readonly unknown[], tools: unknown = null): number {
+export function promptTokenBound(parts: readonly unknown[], tools: unknown = null, bodyText?: string): number {
   const toolPrompt = Array.isArray(tools) && tools.length > 0 ? TOOLS_TOKEN_BOUND : 0;
+  if (bodyText !== undefined && !MAYBE_MEDIA.test(bodyText)) return Buffer.byteLength(bodyText, 'utf8') + toolPrompt + 3;
   // Plain text (no media part, no `data` string) is what the replacer below would give unchanged:
   // stringified once without it (V8's fast path), the same bound.
   const plain = JSON.stringify([parts, tools]) ?? '';

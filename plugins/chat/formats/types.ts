@@ -49,6 +49,8 @@ export interface ChatCodec {
 /** A request as it reached a format's route. */
 export interface ParseInput {
   body: unknown;
+  /** The body's JSON text as the client sent it (undefined when it was not JSON). */
+  text?: string | undefined;
   headers: IncomingHttpHeaders;
   /** Route parameters (the Gemini format reads the model from the path). */
   params: Record<string, string>;

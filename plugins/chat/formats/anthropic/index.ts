@@ -41,7 +41,7 @@ export const anthropicFormat: ClientFormat = {
   keyHeaders: ['x-api-key'],
   formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
-  parse: (input) => parseMessagesRequest(input.body, input.headers),
+  parse: (input) => parseMessagesRequest(input.body, input.headers, input.text),
   clientParam: (p) => (p.startsWith('messages[') ? 'messages' : p),
   codec(dialect, req, ctx) {
     if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);

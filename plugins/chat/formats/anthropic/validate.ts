@@ -16,7 +16,7 @@ const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
  * (400). `max_tokens` is optional here: a provider that needs it refuses the request
  * itself, and that refusal reaches the client (spec §7).
  */
-export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders): ChatRequest {
+export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders, text?: string): ChatRequest {
   if (!isObject(body)) throw invalidField('', 'The request body must be a JSON object');
   const { model, messages, system, stream } = body;
   if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');
@@ -39,7 +39,7 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
     includeUsage: false,
     maxTokens,
     prompt: promptText([systemText, ...typed.map((m) => m.content)]),
-    promptBound: promptTokenBound([system ?? null, messages], body.tools ?? null),
+    promptBound: promptTokenBound([system ?? null, messages], body.tools ?? null, text),
     native: { format: 'anthropic', body, headers: forwardedHeaders(headers) },
     untranslatable: untranslatable(body, typed),
   };

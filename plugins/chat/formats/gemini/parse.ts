@@ -169,7 +169,7 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
     includeUsage: false,
     maxTokens: typeof max === 'number' ? max : undefined,
     prompt: promptText([system, ...body.contents.map((c) => c.parts)]),
-    promptBound: promptTokenBound([body.systemInstruction ?? null, body.contents], body.tools ?? null),
+    promptBound: promptTokenBound([body.systemInstruction ?? null, body.contents], body.tools ?? null, input.text),
     native: { format: 'gemini', body, headers: {} },
     untranslatable: untranslatable(body, body.contents),
   };

@@ -16,7 +16,7 @@ export const openaiFormat: ClientFormat = {
   name: 'openai',
   urls: ['/v1/chat/completions'],
   nativeDialect: 'openai',
-  parse: (input) => parseChatRequest(input.body),
+  parse: (input) => parseChatRequest(input.body, input.text),
   codec(dialect, req, ctx) {
     return {
       response(body) {

@@ -5,8 +5,12 @@ import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequ
 export const MAX_CHOICES = 128;
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
-/** Validates an OpenAI chat completion request; every failure names its field (400). */
-export function parseChatRequest(body: unknown): ChatRequest {
+/**
+ * Validates an OpenAI chat completion request; every failure names its field (400).
+ * `text`, the body's JSON as the client sent it, bounds the prompt without serialising
+ * the messages again (see `promptTokenBound`).
+ */
+export function parseChatRequest(body: unknown, text?: string): ChatRequest {
   if (!isObject(body)) throw invalidField('', 'The request body must be a JSON object');
   const { model, messages, stream, stream_options: streamOptions } = body;
   if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');
@@ -26,7 +30,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     maxTokens,
     choices: choices ?? 1,
     prompt: promptText(typed.map((m) => m.content)),
-    promptBound: promptTokenBound([messages, body.functions ?? null], body.tools ?? null),
+    promptBound: promptTokenBound([messages, body.functions ?? null], body.tools ?? null, text),
   };
 }
 
