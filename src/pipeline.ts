@@ -51,6 +51,7 @@ export async function runModelRequest<P extends ModelRequest>(
   let owed = 0;
   try {
     const parsed = await handler.parse(request.body, request);
+    request.jsonText = undefined; // read by the parse only: not held while the request runs
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
     const routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
