@@ -2,9 +2,9 @@
 // The `gateway` command. The TypeScript sources are compiled to dist/ by `npm install` (prepare).
 // --max-semi-space-size=8: a gateway allocates ~80 KB of short-lived objects per request. V8's
 // default young generation (16 MB) lets RSS float ~40 MB higher under load; 4 MB scavenged so
-// often that the main thread spent ~11 % more CPU per request; 8 MB keeps the CPU of 16 at the
-// RSS of 4 (docs/benchmarks.md). `npm start` and the bench pass the same flag; `node
-// bin/gateway.js` alone does not.
+// often that the main thread spent ~10 % more CPU per request; 8 MB measured the CPU of 16,
+// with no RSS difference from 4 that the bench resolves (docs/benchmarks.md). `npm start` and
+// the bench pass the same flag; `node bin/gateway.js` alone does not.
 
 import('../dist/cli/index.js').then((m) => m.main(process.argv)).catch((err) => {
   if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli/index.js')) {

@@ -8,7 +8,6 @@ const live = new Set();
 const ANSI = /\x1b\[[0-9;]*m/g;
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
-/** A server process started by the benchmark; stopped by `stop()` or when the benchmark exits. */
 /**
  * The V8 flags of the `bin/gateway.js` shebang of the checkout at `root` (as `npm start` and
  * the installed command run it), so that a `--compare` baseline runs with its own flags.
@@ -23,6 +22,7 @@ export function gatewayArgs(root, configFile) {
   return [...gatewayNodeFlags(root), join(root, 'bin', 'gateway.js'), 'serve', '--config', configFile];
 }
 
+/** A server process started by the benchmark; stopped by `stop()` or when the benchmark exits. */
 export class Child {
   constructor(name, proc) {
     this.name = name;
