@@ -63,10 +63,13 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  console.log(`Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`);
-  console.log(`Web console: ${url}/console`);
-  if (gateway.metricsUrl) console.log(`Prometheus metrics on ${gateway.metricsUrl}`);
-  if (config.telemetry.otlp) console.log(`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`);
+  // One write: whoever waits for "listening on" (a supervisor, a test) has the addresses below it too.
+  console.log([
+    `Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`,
+    `Web console: ${url}/console`,
+    ...(gateway.metricsUrl ? [`Prometheus metrics on ${gateway.metricsUrl}`] : []),
+    ...(config.telemetry.otlp ? [`OpenTelemetry traces to ${config.telemetry.otlp.endpoint}/v1/traces`] : []),
+  ].join('\n'));
 }
 
 /** How long after the drain deadline the process is stopped anyway. */
