@@ -70,12 +70,12 @@ export function limitedKinds(scopes: readonly LimitScope[]): LimitKind[] {
 export function limitHeaders(req: AdmitRequest, readings: readonly ScopeReading[], at: Moment, admitted: boolean): LimitHeaders {
   const headers: LimitHeaders = {};
   const requests = tightest(req.scopes.map((s, i) => window(s.limits.rpm, readings[i]?.rpm, admitted ? 1 : 0, at, admitted)));
-  if (requests) Object.assign(headers, windowHeaders('requests', requests));
+  if (requests) setWindowHeaders(headers, REQUEST_HEADERS, requests);
   const tokens = tightest(req.scopes.map((s, i) => {
     const tpm = s.limits.tpm;
     return window(tpm, readings[i]?.tpm, admitted && tpm !== undefined ? tokenReservation(req.tokens, tpm) : 0, at, admitted);
   }));
-  if (tokens) Object.assign(headers, windowHeaders('tokens', tokens));
+  if (tokens) setWindowHeaders(headers, TOKEN_HEADERS, tokens);
   return headers;
 }
 
@@ -99,12 +99,15 @@ function tightest(states: Array<WindowState | undefined>): WindowState | undefin
   return best;
 }
 
-function windowHeaders(name: 'requests' | 'tokens', s: WindowState): LimitHeaders {
-  return {
-    [`x-ratelimit-limit-${name}`]: String(s.limit),
-    [`x-ratelimit-remaining-${name}`]: String(s.remaining),
-    [`x-ratelimit-reset-${name}`]: formatDuration(s.resetMs),
-  };
+/** The limit, remaining and reset header names of one window (built once, not per request). */
+const windowHeaderNames = (name: 'requests' | 'tokens') => [`x-ratelimit-limit-${name}`, `x-ratelimit-remaining-${name}`, `x-ratelimit-reset-${name}`] as const;
+const REQUEST_HEADERS = windowHeaderNames('requests');
+const TOKEN_HEADERS = windowHeaderNames('tokens');
+
+function setWindowHeaders(headers: LimitHeaders, [limit, remaining, reset]: ReturnType<typeof windowHeaderNames>, s: WindowState): void {
+  headers[limit] = String(s.limit);
+  headers[remaining] = String(s.remaining);
+  headers[reset] = formatDuration(s.resetMs);
 }
 
 /** Headers when the store did not answer: the limits are known, the counts are not. */
