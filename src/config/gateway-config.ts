@@ -1,4 +1,5 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
 import { parseUsdToMicros, type Micros } from '../money.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
 import { ConfigError, readYamlFile, type YamlFile } from './yaml-file.js';
@@ -126,7 +127,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       spillDir: at(raw.database?.spill_dir ?? './data'),
       balanceSliceMicros: parseUsdToMicros(raw.database?.balance_slice_usd ?? '1'),
     },
-    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX, timeoutMs: raw.redis.timeout_ms ?? 500 },
+    redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX, timeoutMs: raw.redis.timeout_ms ?? DEFAULT_CALL_TIMEOUT_MS },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
     storage: {

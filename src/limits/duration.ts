@@ -11,7 +11,7 @@ export function formatDuration(ms: number): string {
   const minutes = Math.floor((total % 3_600_000) / 60_000);
   const milli = total % 1000;
   // Whole seconds, then the milliseconds without their trailing zeros (`8.64s`, not `8.640s`).
-  const fraction = milli === 0 ? '' : milli % 100 === 0 ? `.${milli / 100}` : milli % 10 === 0 ? `.${String(milli / 10).padStart(2, '0')}` : `.${String(milli).padStart(3, '0')}`;
+  const fraction = milli === 0 ? '' : `.${String(milli).padStart(3, '0').replace(/0+$/, '')}`;
   const seconds = `${Math.floor((total % 60_000) / 1000)}${fraction}`;
   return `${hours ? `${hours}h` : ''}${hours || minutes ? `${minutes}m` : ''}${seconds}s`;
 }

@@ -51,6 +51,9 @@ export class StoreUnavailable extends Error {
 
 const DOWN = new Set(['reconnecting', 'close', 'end']);
 
+/** The bound on each call when none is given (`redis.timeout_ms`). */
+export const DEFAULT_CALL_TIMEOUT_MS = 500;
+
 /**
  * Runs the engine's scripts by SHA (one round trip), falling back to sending the source
  * when Redis has forgotten it (a restarted Redis keeps no scripts). Every script is

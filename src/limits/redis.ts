@@ -1,7 +1,7 @@
 import { IdPool } from '../ids.js';
 import { DEFAULT_HOLD_TTL_MS, WINDOW_MS } from './memory.js';
 import { ADMIT_SCRIPT, SETTLE_SCRIPT } from './redis-scripts.js';
-import { ScriptRunner, StoreUnavailable, type RedisLike } from './redis-runner.js';
+import { DEFAULT_CALL_TIMEOUT_MS, ScriptRunner, StoreUnavailable, type RedisLike } from './redis-runner.js';
 import { spendCounterName } from './periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
 import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from './types.js';
@@ -73,7 +73,7 @@ export class RedisLimiter implements Limiter {
   private readonly degraded: Record<LimitKind, number> = { rpm: 0, tpm: 0, concurrency: 0, budget: 0 };
 
   constructor(private readonly opts: RedisLimiterOptions) {
-    this.runner = new ScriptRunner(opts.redis, opts.timeoutMs ?? 500);
+    this.runner = new ScriptRunner(opts.redis, opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
     this.prefix = opts.keyPrefix ?? 'tollgate:limits:';
     if (this.prefix.includes('\n')) throw new RangeError('the limits key prefix must not contain a newline');
     this.holdTtlMs = opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
