@@ -17,6 +17,8 @@ export interface Directives {
   readonly delayMs?: number;
   /** Wait this long between stream events (0 = write the whole stream at once). */
   readonly chunkDelayMs?: number;
+  /** Write a stream in slices of this many bytes, cutting across events (`chunk_bytes`). */
+  readonly chunkBytes?: number;
   /** Completion length in words (1 word = 1 token). */
   readonly tokens?: number;
   /** Lyria: make the MP3 about this many megabytes (10^6 bytes). */
@@ -65,6 +67,7 @@ const NUMERIC: Readonly<Record<string, { key: keyof Directives; min: number; max
   status: { key: 'status', min: 200, max: 599 },
   delay_ms: { key: 'delayMs', min: 0, max: 600_000 },
   chunk_delay_ms: { key: 'chunkDelayMs', min: 0, max: 60_000 },
+  chunk_bytes: { key: 'chunkBytes', min: 1, max: 16 * 1024 * 1024 },
   tokens: { key: 'tokens', min: 0, max: 100_000 },
   size_mb: { key: 'sizeMb', min: 0, max: 64 },
   usage: { key: 'usage', min: -1e18, max: 1e18 },
@@ -156,6 +159,7 @@ export function withoutFaults(d: Directives): Directives {
   if (d.sizeMb !== undefined) out.sizeMb = d.sizeMb;
   if (d.usage !== undefined) out.usage = d.usage;
   if (d.chunkDelayMs !== undefined) out.chunkDelayMs = d.chunkDelayMs;
+  if (d.chunkBytes !== undefined) out.chunkBytes = d.chunkBytes;
   if (d.toolCalls !== undefined) out.toolCalls = d.toolCalls;
   out.flagged = d.flagged;
   return out;

@@ -167,6 +167,8 @@ export interface StreamPlan {
   readonly bodyDelayMs?: number;
   /** Pause between events; 0 writes the stream in one go (cheap for benchmarks). */
   readonly chunkDelayMs: number;
+  /** Write the stream's bytes in slices of this size, whatever the event boundaries (`chunk_bytes`), pausing `chunkDelayMs` between them. */
+  readonly chunkBytes?: number;
   /** Send about half the events, then destroy the socket. */
   readonly drop: boolean;
   /** Send about half the events, then this provider error event, then end. */
@@ -174,7 +176,7 @@ export interface StreamPlan {
 }
 
 export function streamPlan(d: Directives, contentType: string, errorEvent: string): StreamPlan {
-  const base = { contentType, chunkDelayMs: d.chunkDelayMs ?? 0, drop: d.dropMidStream, bodyDelayMs: d.bodyDelayMs };
+  const base = { contentType, chunkDelayMs: d.chunkDelayMs ?? 0, chunkBytes: d.chunkBytes, drop: d.dropMidStream, bodyDelayMs: d.bodyDelayMs };
   return d.streamError ? { ...base, errorEvent } : base;
 }
 
@@ -193,6 +195,10 @@ export async function writeEvents(
     res.flushHeaders();
     if (!(await pause(res, plan.bodyDelayMs))) return;
   }
+  if (plan.chunkBytes !== undefined) {
+    await writeSlices(res, Buffer.from(list.join('')), plan);
+    return;
+  }
   if (plan.chunkDelayMs <= 0) {
     finish(res, list.join(''), plan.drop);
     return;
@@ -202,6 +208,24 @@ export async function writeEvents(
     if (!(await pause(res, plan.chunkDelayMs))) return;
   }
   finish(res, list[list.length - 1] ?? '', plan.drop);
+}
+
+/**
+ * The stream's bytes in slices of `chunkBytes`, each its own socket write: split inside
+ * events and inside UTF-8 characters, as TCP may deliver them. Between slices the
+ * simulator waits `chunkDelayMs`, or one turn of the event loop and the client's drain.
+ */
+async function writeSlices(res: ServerResponse, bytes: Buffer, plan: StreamPlan): Promise<void> {
+  const size = plan.chunkBytes ?? bytes.length;
+  for (let at = 0; at + size < bytes.length; at += size) {
+    const drained = res.write(bytes.subarray(at, at + size));
+    if (!drained) await new Promise((r) => res.once('drain', r));
+    if (!(await pause(res, plan.chunkDelayMs))) return;
+    if (plan.chunkDelayMs <= 0) await new Promise((r) => setImmediate(r));
+  }
+  const tail = bytes.subarray(Math.floor(Math.max(0, bytes.length - 1) / size) * size);
+  if (plan.drop) res.write(tail, () => res.destroy());
+  else res.end(tail);
 }
 
 function finish(res: ServerResponse, last: string, drop: boolean): void {

@@ -53,6 +53,7 @@ export const ERRORS = {
   budget_exceeded: define('budget_exceeded', 429, 'insufficient_quota', 'Budget reached for %s: this request may cost up to $%s and $%s of the %s budget of $%s is left; %s'),
   limits_unavailable: define('limits_unavailable', 503, 'server_error', 'The budget of %s cannot be checked right now (%s); nothing was charged, retry shortly'),
   drain_timeout: define('drain_timeout', 503, 'server_error', 'The gateway shut down before this reply was complete (server.shutdown_timeout_ms); what was delivered is billed'),
+  stream_stalled: define('stream_stalled', 504, 'server_error', 'The client took none of this reply for %s ms (server.stream_stall_timeout_ms); the stream was cut and what was delivered is billed'),
   service_unavailable: define('service_unavailable', 503, 'server_error', 'The gateway is shutting down; retry on another instance'),
   internal_error: define('internal_error', 500, 'server_error', 'Internal gateway error (request %s)'),
 } as const satisfies Record<string, ErrorDefinition>;

@@ -169,7 +169,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('limits', () => auth.evict(null));
   const inFlightExchanges = new Set<Exchange>();
   const unlogged = new Set<Exchange>();
-  const deps: ServerDeps = { config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys, inFlight: inFlightExchanges, unlogged };
+  const deps: ServerDeps = { streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys, inFlight: inFlightExchanges, unlogged };
   const app = createServer(deps, opts.logStream);
   reportTo = app;
   registerHealthRoute(app, { store, redis });

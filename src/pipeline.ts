@@ -11,6 +11,7 @@ import type { ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
+import { StreamedReply } from './streamed-reply.js';
 import type { ExchangeObserver } from './telemetry/events.js';
 import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 
@@ -25,6 +26,8 @@ export interface PipelineServices {
   telemetry: ExchangeObserver | undefined;
   /** Limits and budgets per key and project (docs/limits.md); undefined: none are applied. */
   limiter?: Limiter | undefined;
+  /** server.stream_stall_timeout_ms: a streamed reply the client takes nothing of for this long is cut. */
+  streamStallMs: number;
 }
 
 /** A route chosen for this request, with the key the gateway will send upstream. */
@@ -64,7 +67,8 @@ export async function runModelRequest<P extends ModelRequest>(
     ex.byok = planned.byok;
     await svc.hooks.run('upstream', ex);
     await svc.hooks.run('post-upstream', ex);
-    const metered = await handler.respond({ ex, parsed, route: planned.route, upstream: response, request, reply });
+    const openStream = (headers: Record<string, string>): StreamedReply => new StreamedReply(ex, reply, svc.streamStallMs).start(headers);
+    const metered = await handler.respond({ ex, parsed, route: planned.route, upstream: response, request, reply, openStream });
     ex.costMicros = picosToMicros(metered.costPicos);
     ex.costEstimated = metered.estimated ?? false;
     owed = ex.costMicros;

@@ -8,6 +8,7 @@ import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
 import type { EndpointDef, ModelRoute } from './providers/types.js';
 import type { ObjectStore } from './storage/object-store.js';
 import type { Org, Store } from './store/types.js';
+import type { StreamedReply } from './streamed-reply.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
 
 /** What every model request tells the core once its plugin has validated it. */
@@ -32,6 +33,8 @@ export interface RespondContext<P extends ModelRequest> {
   upstream: UpstreamResponse;
   request: FastifyRequest;
   reply: FastifyReply;
+  /** Starts a streamed 200 reply with these headers: backpressure, the stall watchdog, and whether its end reached the client. */
+  openStream(headers: Record<string, string>): StreamedReply;
 }
 
 /**

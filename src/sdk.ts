@@ -50,3 +50,4 @@ export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDe
 export { newId } from './ids.js';
 export { stringEnd } from './json-depth.js';
 export { Semaphore } from './semaphore.js';
+export type { StreamedReply } from './streamed-reply.js';

@@ -1,6 +1,4 @@
-import { once } from 'node:events';
-import { PassThrough } from 'node:stream';
-import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, serverCut, type UpstreamRequest } from '../../src/sdk.js';
 import { isAudioContentType, looksLikeText } from './audio-format.js';
 import { applyRequestTransform } from './transform-request.js';
 
@@ -79,25 +77,23 @@ async function respondSpeech(ctx: RespondContext<SpeechRequest>): Promise<Metere
   const chunks = upstream.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const first = await firstAudio(ex, chunks, contentType, () => upstream.body.destroy());
   const cost = costPicos(route.model, { input_character: parsed.characters });
-  const out = new PassThrough();
-  void reply.code(200).header('content-type', contentType ?? 'audio/mpeg').send(out);
+  const out = ctx.openStream({ 'content-type': contentType ?? 'audio/mpeg' });
   ex.ttfbMs = elapsedMs(ex);
   try {
     for (let chunk: Buffer | undefined = first; chunk !== undefined; chunk = await nextChunk(chunks)) {
-      if (ex.abort.signal.aborted) break;
-      if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
+      if (!(await out.write(chunk))) break;
     }
   } catch {
     if (!ex.abort.signal.aborted) {
       // The client already has a 200 and part of the audio: all that is left is to cut its connection.
       // Cut it here, not through the stream, so the reply counts as gone before the exchange is logged.
       ex.errorCode = 'upstream_error';
-      out.destroy();
       reply.raw.destroy();
       return { costPicos: cost };
     }
   }
-  out.end();
+  // Billed in full whether or not the end reaches the client (above); a cut says why in the log.
+  if (!(await out.end())) ex.errorCode = serverCut(ex)?.code ?? 'client_closed_request';
   return { costPicos: cost };
 }
 

@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
-import { PassThrough } from 'node:stream';
 import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import type { TokenUsage } from './dialects/types.js';
@@ -16,96 +13,97 @@ interface StreamOutcome {
   /** Frames read once the upstream said it was done, written with the closing frames in one write (and their tokens). */
   held: string[];
   heldTokens: number;
+  /** The closing frames carry the usage: the reply is complete if they reach the client. */
+  finished: boolean;
 }
 
+const SSE_HEADERS: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
+
 /**
- * Streams a reply to the client as upstream events arrive: each event is translated
- * and written at once, waiting for the client to drain (backpressure) — the reply is
- * never buffered whole. Billing uses the upstream's usage when the reply completed;
- * when the client aborts or the upstream breaks first, it bills the prompt and the
- * tokens delivered (estimated; nothing when nothing was delivered). A broken upstream
- * ends with an explicit error event, never a silent end; so does a stream the gateway
- * cuts at its drain deadline (`drain_timeout`), billed like a client that left.
+ * Streams a reply to the client as upstream events arrive: each upstream read is
+ * translated and written at once, waiting for the client to read (backpressure) — the
+ * reply is never buffered whole. A broken upstream ends with an explicit error event,
+ * never a silent end; so does a stream the gateway cuts (`drain_timeout` at its drain
+ * deadline, `stream_stalled` when the client takes nothing for
+ * `server.stream_stall_timeout_ms`).
+ *
+ * Billing waits for the end: the upstream's usage only when the client's socket took the
+ * whole reply — its last tokens, the usage and the terminator. A client that left, a
+ * stream that broke or was cut, or an end that never got out, is billed the prompt and
+ * the tokens delivered (estimated; nothing when nothing was delivered) and logged with
+ * its error code, never as a success.
  */
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
-  const { ex, parsed, route, upstream, reply } = ctx;
+  const { ex } = ctx;
   ex.streamed = true;
-  const out = new PassThrough();
-  void reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache')
-    .header('x-accel-buffering', 'no').send(out);
+  const body = ctx.openStream(SSE_HEADERS);
   // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
     if (frames.length === 0) return;
     if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
-    if (!out.write(frames.length === 1 ? frames[0] : frames.join('')) && !ex.abort.signal.aborted) {
-      await Promise.race([once(out, 'drain'), once(ex.abort.signal, 'abort')]);
-    }
+    await body.write(frames.length === 1 ? (frames[0] as string) : frames.join(''));
   };
   let last: string[] = [];
+  let outcome: StreamOutcome | undefined;
+  let reached = false;
   try {
-    const outcome = await pump(ex, upstream.body, stream, write);
+    outcome = await pump(ex, ctx.upstream.body, stream, write);
     last = outcome.held;
-    const { metered, frames } = await finishStream(ctx, stream, outcome);
-    last = frames;
-    return metered;
+    last = await closingFrames(ctx, stream, outcome);
   } finally {
     // Ended whatever happened, so a reply whose closing frames failed (a store error) does not hang.
     if (last.length > 0 && ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
-    endCorked(reply.raw, out, last);
+    reached = await body.end(last.join(''));
   }
+  return bill(ctx, outcome, reached);
 }
 
 /**
- * Writes the last frames and ends the reply in one socket write: the response is corked
- * until the PassThrough closes, so its last chunk and the end of the chunked body (which
- * the pipe writes a tick later) go out together instead of in two writes.
+ * What is left to write once the upstream is done: the frames held back after its end,
+ * then the usage and cost (a complete reply) or the error event (a cut or broken one).
+ * Nothing when the client left.
  */
-function endCorked(res: ServerResponse, out: PassThrough, frames: string[]): void {
-  if (res.destroyed || frames.length === 0) {
-    out.end();
-    return;
-  }
-  res.cork();
-  out.once('close', () => res.uncork());
-  out.end(frames.join(''));
-}
-
-/**
- * Bills the stream by how it went; returns what is left to write: the frames held back
- * after the upstream's end and the closing frames (the usage, or an error event).
- */
-async function finishStream(ctx: RespondContext<ChatRequest>, stream: ClientStream, outcome: StreamOutcome): Promise<{ metered: Metered; frames: string[] }> {
+async function closingFrames(ctx: RespondContext<ChatRequest>, stream: ClientStream, o: StreamOutcome): Promise<string[]> {
   const { ex, parsed, route } = ctx;
   const cut = serverCut(ex);
-  const clientGone = ex.abort.signal.aborted && !cut;
-  // Held frames reach the client unless it left: only then are their tokens delivered.
-  const frames = clientGone ? [] : outcome.held;
-  if (!clientGone) outcome.delivered += outcome.heldTokens;
-  if (!outcome.done && !outcome.error && !clientGone && !cut) outcome.error = 'the upstream stream ended before the reply was complete';
-  const complete = outcome.done && !outcome.error && !ex.abort.signal.aborted;
-  const billed = billedUsage(outcome, complete, parsed.prompt ?? '');
+  if (ex.abort.signal.aborted && !cut) return [];
+  if (!o.done && !o.error && !cut) o.error = 'the upstream stream ended before the reply was complete';
+  const frames = [...o.held];
+  if (o.done && !o.error && !ex.abort.signal.aborted) {
+    o.finished = true;
+    // The bill if the end reaches the client (see bill): what the closing frames state.
+    const billed = billedUsage(o, true, o.delivered + o.heldTokens, parsed.prompt ?? '') ?? { promptTokens: 0, completionTokens: 0 };
+    frames.push(...(await stream.finish(billed, chatCost(route.model, billed))));
+  } else {
+    const err = cut ?? new GatewayError('upstream_error', [o.error ?? '']);
+    frames.push(...stream.fail(err.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
+  }
+  return frames;
+}
+
+/**
+ * Bills the stream by how it ended. Complete only when the upstream finished, nothing cut
+ * it and the client's socket took the whole end; otherwise the log row gets the reason —
+ * the client left (`client_closed_request`), the gateway cut it (`drain_timeout`,
+ * `stream_stalled`), the upstream broke (`upstream_error`) — and the bill covers the
+ * tokens delivered: the held ones only if the end got out.
+ */
+function bill(ctx: RespondContext<ChatRequest>, o: StreamOutcome | undefined, reached: boolean): Metered {
+  const { ex, parsed, route } = ctx;
+  if (!o) return { costPicos: 0n, estimated: true };
+  const complete = o.finished && reached;
+  const delivered = o.delivered + (reached ? o.heldTokens : 0);
+  const billed = billedUsage(o, complete, delivered, parsed.prompt ?? '');
   const cost = billed ? chatCost(route.model, billed) : ZERO_COST;
   ex.extra = { ...ex.extra, usage: usageRecord(billed) };
   ex.usage = tokenCounts(billed);
-  if (clientGone && !complete) ex.errorCode = 'client_closed_request';
-  if (cut && !complete) {
-    ex.errorCode = cut.code;
-    frames.push(...stream.fail(cut.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
-  } else if (!clientGone) {
-    if (outcome.error) {
-      ex.errorCode = 'upstream_error';
-      const err = new GatewayError('upstream_error', [outcome.error]).withContext({ requestedModel: parsed.model, usedProvider: route.provider.id });
-      frames.push(...stream.fail(err));
-    } else {
-      frames.push(...(await stream.finish(billed ?? { promptTokens: 0, completionTokens: 0 }, cost)));
-    }
-  }
-  return { metered: { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !outcome.usage }, frames };
+  if (!complete) ex.errorCode = serverCut(ex)?.code ?? (ex.abort.signal.aborted || !reached ? 'client_closed_request' : 'upstream_error');
+  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !o.usage };
 }
 
 /** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */
 async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>): Promise<StreamOutcome> {
-  const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined, held: [], heldTokens: 0 };
+  const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined, held: [], heldTokens: 0, finished: false };
   const reader = stream.bytes ?? eventReader(stream);
   const apply = async (step: StreamStep): Promise<boolean> => {
     if (o.done || step.done) {
@@ -170,8 +168,8 @@ function eventReader(stream: ClientStream): { push(chunk: Uint8Array): StreamSte
  * prompt (as reported, or estimated) and the delivered completion tokens — or nothing
  * when no token reached the client.
  */
-function billedUsage(o: StreamOutcome, complete: boolean, prompt: string): TokenUsage | undefined {
+function billedUsage(o: StreamOutcome, complete: boolean, delivered: number, prompt: string): TokenUsage | undefined {
   if (complete && o.usage) return o.usage;
-  if (!complete && o.delivered === 0) return undefined;
-  return { ...o.usage, promptTokens: o.usage?.promptTokens ?? estimateTokens(prompt), completionTokens: o.delivered };
+  if (!complete && delivered === 0) return undefined;
+  return { ...o.usage, promptTokens: o.usage?.promptTokens ?? estimateTokens(prompt), completionTokens: delivered };
 }

@@ -44,7 +44,7 @@ export interface GatewayConfig {
   file: string;
   /** Line of a setting in the file (for problems found later, e.g. an override of an unknown provider). */
   lineOf(pointer: string): number | undefined;
-  server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; trustProxy: boolean };
+  server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; streamStallTimeoutMs: number; trustProxy: boolean };
   /**
    * `pool_size`: PostgreSQL connections per instance. `instance_timeout_ms`: an instance silent
    * this long is dead and the reaper releases its reservations. `reservation_max_age_ms`: any
@@ -79,7 +79,7 @@ export interface GatewayConfig {
 
 interface RawGatewayConfig {
   extends?: string;
-  server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; trust_proxy?: boolean };
+  server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; stream_stall_timeout_ms?: number; trust_proxy?: boolean };
   database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string; balance_slice_usd?: string };
   redis?: { url: string; key_prefix?: string; timeout_ms?: number };
   cache?: { ttl_ms?: number };
@@ -116,6 +116,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       port: raw.server?.port ?? 8787,
       bodyLimitBytes: raw.server?.body_limit_bytes ?? 1024 * 1024,
       shutdownTimeoutMs: raw.server?.shutdown_timeout_ms ?? 30_000,
+      streamStallTimeoutMs: raw.server?.stream_stall_timeout_ms ?? 60_000,
       trustProxy: raw.server?.trust_proxy ?? false,
     },
     // A relative SQLite path is relative to the config file, like every other path in it.
