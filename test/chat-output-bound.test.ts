@@ -118,3 +118,24 @@ describe('a small bound field with a huge alternative, on a balance that covers 
     }
   }
 });
+
+describe('Gemini candidateCount: each candidate may write the whole bound', () => {
+  it.each([false, true])('candidateCount 8 × maxOutputTokens 2000 to an OpenAI-dialect model (n: 8), stream: %s → 402 on a balance that covers one candidate only', async (stream) => {
+    // One candidate's bound costs $0.0012 on gpt-4o-mini ($0.60/M out), eight cost $0.0096: $0.002 covers one.
+    const { org, key } = await t.org(`candidates-${String(stream)}`, CREDITS);
+    const r = await outcome(`${t.url}/v1beta/models/gpt-4o-mini:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`, {
+      contents: [{ role: 'user', parts: [{ text: 'Hello [[sim:tokens=2000]]' }] }], generationConfig: { maxOutputTokens: 2000, candidateCount: 8 },
+    }, key, stream, (j) => num((j.usageMetadata as Json | undefined)?.candidatesTokenCount));
+    expect(r).toEqual({ status: 402, code: 'insufficient_credits' });
+    expect(await t.balance(org.id)).toBe(START);
+    await expectLedgerMatchesLog(t, org.id);
+  });
+
+  it('a candidateCount that is not a whole number of at least 1 is a 400 naming it', async () => {
+    const { key } = await t.org('candidates-bad', CREDITS);
+    const r = await outcome(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent`, {
+      contents: [{ role: 'user', parts: [{ text: 'Hello' }] }], generationConfig: { maxOutputTokens: 3, candidateCount: 0 },
+    }, key, false, () => undefined);
+    expect(r).toEqual({ status: 400, code: 'invalid_request' });
+  });
+});

@@ -1,5 +1,5 @@
 import { GatewayError, invalidField } from '../../../../src/sdk.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import type { ParseInput } from '../types.js';
 
 /** The Gemini API methods this format serves. */
@@ -156,6 +156,11 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
   if (!isObject(config)) throw invalidField('generationConfig', 'generationConfig must be an object');
   const max = config.maxOutputTokens;
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidField('generationConfig.maxOutputTokens', 'maxOutputTokens must be an integer of at least 1');
+  // Each candidate may write the whole bound: the reservation is for all of them (`n` translated).
+  const candidates = config.candidateCount;
+  if (candidates !== undefined && (typeof candidates !== 'number' || !Number.isInteger(candidates) || candidates < 1 || candidates > MAX_CHOICES)) {
+    throw invalidField('generationConfig.candidateCount', `candidateCount must be an integer from 1 to ${MAX_CHOICES}`);
+  }
   if (body.tools !== undefined && !Array.isArray(body.tools)) throw invalidField('tools', 'tools must be an array');
   const system = isObject(body.systemInstruction) && Array.isArray(body.systemInstruction.parts) ? promptText([body.systemInstruction.parts]) : '';
   const ids = new CallIds();
@@ -168,6 +173,7 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
     stream,
     includeUsage: false,
     maxTokens: typeof max === 'number' ? max : undefined,
+    choices: typeof candidates === 'number' ? candidates : 1,
     prompt: promptText([system, ...body.contents.map((c) => c.parts)]),
     promptBound: promptTokenBound([body.systemInstruction ?? null, body.contents], body.tools ?? null, input.text),
     native: { format: 'gemini', body, headers: {} },

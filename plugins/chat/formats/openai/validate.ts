@@ -1,8 +1,6 @@
 import { invalidField } from '../../../../src/sdk.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
+import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
 
-/** OpenAI's own bound on `n`. */
-export const MAX_CHOICES = 128;
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
 /**
