@@ -131,6 +131,22 @@ describe('Gemini candidateCount: each candidate may write the whole bound', () =
     await expectLedgerMatchesLog(t, org.id);
   });
 
+  it.each([
+    ['generation_config', { generationConfig: { maxOutputTokens: SMALL }, generation_config: { max_output_tokens: HUGE } }],
+    ['generationConfig.max_output_tokens', { generationConfig: { maxOutputTokens: SMALL, max_output_tokens: HUGE } }],
+    ['generationConfig.candidate_count', { generationConfig: { maxOutputTokens: SMALL, candidate_count: 8 } }],
+  ])('the proto name %s (Google reads it too, the gateway does not) to a Gemini model is a 400 naming it, nothing sent', async (param, config) => {
+    const { org, key } = await t.org(`proto-${param}`, CREDITS);
+    const calls = (): number => Object.values(t.sim.calls()).reduce((n, c) => n + c, 0);
+    const before = calls();
+    const res = await post(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent`, { contents: [{ role: 'user', parts: [{ text: PROMPT }] }], ...config }, key);
+    const detail = ((await res.json()) as { error?: { details?: Array<{ reason: string; metadata: { param?: string } }> } }).error?.details?.[0];
+    expect({ status: res.status, reason: detail?.reason, param: detail?.metadata.param }).toEqual({ status: 400, reason: 'invalid_request', param });
+    expect(calls()).toBe(before);
+    expect(await t.balance(org.id)).toBe(START);
+    await expectLedgerMatchesLog(t, org.id);
+  });
+
   it('a candidateCount that is not a whole number of at least 1 is a 400 naming it', async () => {
     const { key } = await t.org('candidates-bad', CREDITS);
     const r = await outcome(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent`, {

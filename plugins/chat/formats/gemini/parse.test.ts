@@ -68,6 +68,9 @@ describe('Gemini request → canonical chat', () => {
   it.each([
     ['no contents', {}, 'contents'], ['a bad role', { contents: [{ role: 'system', parts: [] }] }, 'contents[0].role'],
     ['parts missing', { contents: [{ role: 'user' }] }, 'contents[0]'], ['maxOutputTokens 0', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 0 } }, 'generationConfig.maxOutputTokens'],
+    ['generation_config (the proto name)', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 3 }, generation_config: { max_output_tokens: 100000 } }, 'generation_config'],
+    ['max_output_tokens beside maxOutputTokens', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 3, max_output_tokens: 100000 } }, 'generationConfig.max_output_tokens'],
+    ['candidate_count', { contents: [user({ text: 'x' })], generationConfig: { candidate_count: 8 } }, 'generationConfig.candidate_count'],
     ['candidateCount 0', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 0 } }, 'generationConfig.candidateCount'],
     ['candidateCount 1.5', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 1.5 } }, 'generationConfig.candidateCount'],
   ])('refuses %s with 400 naming the field', (_n, body, param) => {
