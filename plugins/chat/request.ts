@@ -41,6 +41,9 @@ export interface NativeRequest {
   headers: Record<string, string>;
 }
 
+/** The most choices a request may ask for (OpenAI's own bound on `n`; Gemini's candidateCount too). */
+export const MAX_CHOICES = 128;
+
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Text of a content value: a string, or the `text` of each part/block. */

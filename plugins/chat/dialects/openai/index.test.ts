@@ -22,6 +22,11 @@ describe('openai dialect: request (pass-through)', () => {
     ['max_tokens → max_completion_tokens for a model that takes it there (o-series, gpt-5)', { max_tokens: 50 }, 'max_completion_tokens', { max_completion_tokens: 50 }, ['max_tokens']],
     ['the client\'s own max_completion_tokens wins', { max_tokens: 50, max_completion_tokens: 70 }, 'max_completion_tokens', { max_completion_tokens: 70 }, ['max_tokens']],
     ['max_tokens stays for other models', { max_tokens: 50 }, 'max_tokens', { max_tokens: 50 }, []],
+    ['a lone max_completion_tokens stays for other models', { max_completion_tokens: 50 }, 'max_tokens', { max_completion_tokens: 50 }, ['max_tokens']],
+    // Both sent: one bound goes, the larger (the one reserved for), never the other beside it.
+    ['both, larger max_completion_tokens: only max_tokens, the larger', { max_tokens: 1, max_completion_tokens: 100000 }, 'max_tokens', { max_tokens: 100000 }, ['max_completion_tokens']],
+    ['both, larger max_tokens: only max_tokens, the larger', { max_tokens: 100000, max_completion_tokens: 1 }, 'max_tokens', { max_tokens: 100000 }, ['max_completion_tokens']],
+    ['both, larger max_tokens, to a max_completion_tokens model: the larger under its name', { max_tokens: 100000, max_completion_tokens: 1 }, 'max_completion_tokens', { max_completion_tokens: 100000 }, ['max_tokens']],
   ] as const)('%s', (_n, extra, param, expected, absent) => {
     const out = JSON.parse(openaiDialect.requestBody(chatRequest({ messages: [{ role: 'user', content: 'hi' }], ...extra }), 'o4', { maxTokensParam: param })) as Record<string, unknown>;
     expect(out).toMatchObject(expected);

@@ -30,18 +30,25 @@ export function openaiUsage(u: OpenAIUsage | null | undefined): TokenUsage | und
 /**
  * The OpenAI dialect is a pass-through: the client's body goes upstream with only the
  * model id replaced (and usage always requested on streams, so billing never guesses).
- * A model whose YAML says `max_tokens_param: max_completion_tokens` (OpenAI's reasoning
- * models, which refuse max_tokens) gets the limit under that name. Chunks are forwarded
- * as the upstream serialised them.
+ * The output bound is the exception: exactly one bound field goes upstream, holding the
+ * request's `maxTokens` (the one reserved for, the larger when the client sent both
+ * max_tokens and max_completion_tokens), so no upstream can honour a larger one. A model
+ * whose YAML says `max_tokens_param: max_completion_tokens` (OpenAI's reasoning models,
+ * which refuse max_tokens) gets it under that name. Chunks are forwarded as the upstream
+ * serialised them.
  */
 export const openaiDialect: ChatDialect = {
   name: 'openai',
   requestBody(req: ChatRequest, upstreamModel: string, opts: UpstreamOptions = {}): string {
     const body: Record<string, unknown> = { ...req.body, model: upstreamModel };
     if (req.stream) body.stream_options = { ...(req.body.stream_options as object | undefined), include_usage: true };
-    if (opts.maxTokensParam === 'max_completion_tokens' && body.max_tokens !== undefined) {
-      body.max_completion_tokens ??= body.max_tokens;
+    if (req.maxTokens !== undefined) {
+      // Exactly one output bound goes upstream, the one reserved for: under the name the model
+      // takes, or, for a model that takes either, the client's own name when it sent one alone.
+      const name = opts.maxTokensParam === 'max_completion_tokens' || (body.max_completion_tokens != null && body.max_tokens == null) ? 'max_completion_tokens' : 'max_tokens';
       delete body.max_tokens;
+      delete body.max_completion_tokens;
+      body[name] = req.maxTokens;
     }
     return JSON.stringify(body);
   },

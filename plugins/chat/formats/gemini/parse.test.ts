@@ -47,6 +47,11 @@ describe('Gemini request → canonical chat', () => {
     expect(r.native).toEqual({ format: 'gemini', body, headers: {} });
   });
 
+  it('candidateCount is the number of choices the output bound is reserved for (each may write all of it)', () => {
+    expect(input({ contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 9, candidateCount: 4 } })).toMatchObject({ maxTokens: 9, choices: 4 });
+    expect(input({ contents: [user({ text: 'x' })] })).toMatchObject({ choices: 1 });
+  });
+
   it('streamGenerateContent with alt=sse is a stream; the model comes from the path (a models/ prefix is fine)', () => {
     expect(input({ contents: [user({ text: 'x' })] }, 'models%2Fgem-1:streamGenerateContent', { alt: 'sse' })).toMatchObject({ model: 'gem-1', stream: true });
   });
@@ -63,6 +68,11 @@ describe('Gemini request → canonical chat', () => {
   it.each([
     ['no contents', {}, 'contents'], ['a bad role', { contents: [{ role: 'system', parts: [] }] }, 'contents[0].role'],
     ['parts missing', { contents: [{ role: 'user' }] }, 'contents[0]'], ['maxOutputTokens 0', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 0 } }, 'generationConfig.maxOutputTokens'],
+    ['generation_config (the proto name)', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 3 }, generation_config: { max_output_tokens: 100000 } }, 'generation_config'],
+    ['max_output_tokens beside maxOutputTokens', { contents: [user({ text: 'x' })], generationConfig: { maxOutputTokens: 3, max_output_tokens: 100000 } }, 'generationConfig.max_output_tokens'],
+    ['candidate_count', { contents: [user({ text: 'x' })], generationConfig: { candidate_count: 8 } }, 'generationConfig.candidate_count'],
+    ['candidateCount 0', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 0 } }, 'generationConfig.candidateCount'],
+    ['candidateCount 1.5', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 1.5 } }, 'generationConfig.candidateCount'],
   ])('refuses %s with 400 naming the field', (_n, body, param) => {
     try {
       input(body);

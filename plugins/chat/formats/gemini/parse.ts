@@ -1,5 +1,5 @@
 import { GatewayError, invalidField } from '../../../../src/sdk.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import type { ParseInput } from '../types.js';
 
 /** The Gemini API methods this format serves. */
@@ -140,6 +140,22 @@ function validateContents(contents: unknown): asserts contents is Array<{ role?:
   });
 }
 
+/** Proto field names Google also accepts for the camelCase fields the output bound is read from. */
+const PROTO_NAMES: Readonly<Record<string, string>> = { max_output_tokens: 'maxOutputTokens', candidate_count: 'candidateCount' };
+
+/**
+ * Google's JSON parser takes a field's proto name (`generation_config`, `max_output_tokens`)
+ * as well as its camelCase one, and a Gemini model gets the body as sent: a bound the gateway
+ * did not read could reach it beside, or instead of, the one reserved for. Those spellings are
+ * refused (400 naming the field), so the bound read is the only one the upstream can honour.
+ */
+function refuseProtoNames(body: Record<string, unknown>, config: Record<string, unknown>): void {
+  if (body.generation_config !== undefined) throw invalidField('generation_config', 'write generation_config as generationConfig (the gateway reads the output bound from the camelCase fields)');
+  for (const [proto, camel] of Object.entries(PROTO_NAMES)) {
+    if (config[proto] !== undefined) throw invalidField(`generationConfig.${proto}`, `write ${proto} as ${camel} (the gateway reads the output bound from the camelCase fields)`);
+  }
+}
+
 /**
  * Validates a Gemini API generateContent request (model and method from the path) and
  * gives it in canonical form too, so any chat model can serve it. Every failure names
@@ -154,8 +170,14 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
   validateContents(body.contents);
   const config = body.generationConfig ?? {};
   if (!isObject(config)) throw invalidField('generationConfig', 'generationConfig must be an object');
+  refuseProtoNames(body, config);
   const max = config.maxOutputTokens;
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidField('generationConfig.maxOutputTokens', 'maxOutputTokens must be an integer of at least 1');
+  // Each candidate may write the whole bound: the reservation is for all of them (`n` translated).
+  const candidates = config.candidateCount;
+  if (candidates !== undefined && (typeof candidates !== 'number' || !Number.isInteger(candidates) || candidates < 1 || candidates > MAX_CHOICES)) {
+    throw invalidField('generationConfig.candidateCount', `candidateCount must be an integer from 1 to ${MAX_CHOICES}`);
+  }
   if (body.tools !== undefined && !Array.isArray(body.tools)) throw invalidField('tools', 'tools must be an array');
   const system = isObject(body.systemInstruction) && Array.isArray(body.systemInstruction.parts) ? promptText([body.systemInstruction.parts]) : '';
   const ids = new CallIds();
@@ -168,6 +190,7 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
     stream,
     includeUsage: false,
     maxTokens: typeof max === 'number' ? max : undefined,
+    choices: typeof candidates === 'number' ? candidates : 1,
     prompt: promptText([system, ...body.contents.map((c) => c.parts)]),
     promptBound: promptTokenBound([body.systemInstruction ?? null, body.contents], body.tools ?? null, input.text),
     native: { format: 'gemini', body, headers: {} },

@@ -16,6 +16,15 @@ describe('parseChatRequest', () => {
   });
 
   it.each([
+    ['max_completion_tokens alone', { max_completion_tokens: 7 }, 7],
+    ['both, max_completion_tokens larger', { max_tokens: 1, max_completion_tokens: 100000 }, 100000],
+    ['both, max_tokens larger', { max_tokens: 100000, max_completion_tokens: 1 }, 100000],
+    ['a null max_tokens beside max_completion_tokens', { max_tokens: null, max_completion_tokens: 9 }, 9],
+  ])('bounds the output by the larger bound field the client sent: %s', (_name, bounds, expected) => {
+    expect(parseChatRequest({ ...ok, ...bounds }).maxTokens).toBe(expected);
+  });
+
+  it.each([
     ['not an object', [], ''],
     ['missing model', { messages: ok.messages }, 'model'],
     ['empty model', { ...ok, model: '' }, 'model'],
@@ -29,6 +38,7 @@ describe('parseChatRequest', () => {
     ['max_tokens 0', { ...ok, max_tokens: 0 }, 'max_tokens'],
     ['max_tokens float', { ...ok, max_tokens: 1.5 }, 'max_tokens'],
     ['max_tokens string', { ...ok, max_tokens: '10' }, 'max_tokens'],
+    ['max_completion_tokens 0 beside a valid max_tokens', { ...ok, max_tokens: 5, max_completion_tokens: 0 }, 'max_completion_tokens'],
     ['stream string', { ...ok, stream: 'yes' }, 'stream'],
   ])('refuses %s naming the field', (_name, body, param) => {
     try {

@@ -1,8 +1,6 @@
 import { invalidField } from '../../../../src/sdk.js';
-import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
+import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
 
-/** OpenAI's own bound on `n`. */
-export const MAX_CHOICES = 128;
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
 /**
@@ -18,7 +16,10 @@ export function parseChatRequest(body: unknown, text?: string): ChatRequest {
   messages.forEach((m, i) => validateMessage(m, i));
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw invalidField('stream_options', 'stream_options must be an object');
-  const maxTokens = positiveInt(body, 'max_tokens') ?? positiveInt(body, 'max_completion_tokens');
+  // Upstreams differ in which of the two they honour (OpenAI takes max_completion_tokens over
+  // max_tokens): the bound reserved for is the larger, and it is the only one sent (dialects/openai).
+  const bounds = [positiveInt(body, 'max_tokens'), positiveInt(body, 'max_completion_tokens')].filter((v) => v !== undefined);
+  const maxTokens = bounds.length > 0 ? Math.max(...bounds) : undefined;
   const choices = positiveInt(body, 'n');
   if (choices !== undefined && choices > MAX_CHOICES) throw invalidField('n', `n must be an integer from 1 to ${MAX_CHOICES}`);
   const typed = messages as ChatMessage[];
