@@ -12,7 +12,7 @@ import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
-import { postgresDb } from './sql.js';
+import { postgresDb, type PgQuery } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
 import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
@@ -109,6 +109,16 @@ export class PostgresStore implements Store {
       await this.ensureSchema();
       const r = await this.pool.query(text, params.map(storable));
       return { rows: r.rows as object[], rowCount: r.rowCount };
+    }, async <T>(work: (q: PgQuery) => Promise<T>): Promise<T> => {
+      await this.ensureSchema();
+      let out: { value: T } | undefined;
+      await this.transaction(async (client) => {
+        out = { value: await work(async (text, params) => {
+          const r = await client.query(text, params.map(storable));
+          return { rows: r.rows as object[], rowCount: r.rowCount };
+        }) };
+      });
+      return (out as { value: T }).value;
     });
     this.tenancy = new SqlTenancyStore(sql, now, { heldFor: (orgId) => this.ledger?.heldFor(orgId) ?? 0, steady: async () => undefined });
     this.accounts = new SqlAccountStore(sql, now);
