@@ -15,7 +15,7 @@ import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow
 import { postgresDb, type PgQuery } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -189,12 +189,15 @@ export class PostgresStore implements Store {
       l AS (INSERT INTO ledger (org_id, kind, amount_micros, note, created_at, created_by) SELECT id, 'credit', $2, $3, $4, $5 FROM u)
       SELECT balance_micros FROM u`, [orgId, amount, note, this.now(), actor]);
     if (!row) {
-      const [held] = await this.query<{ micros: string }>('SELECT COALESCE(SUM(amount_micros), 0) AS micros FROM balance_slices WHERE org_id = $1', [orgId]);
-      const inSlices = Number(held?.micros ?? 0);
-      // Part of the balance may sit in running instances' balance slices (postgres-slices.ts), out of an admin debit's reach.
-      throw new RangeError(inSlices > 0
-        ? `the balance cannot go below zero: $${formatUsd(inSlices)} of it is held by running gateway instances (balance slices), and what they leave unused returns to the org within a heartbeat`
-        : 'the balance cannot go below zero');
+      // Reservations are already out of the org's row; part of the balance may also sit in running
+      // instances' balance slices (postgres-slices.ts): both are out of an admin debit's reach.
+      const [h] = await this.query<{ free: number; reserved: number; sliced: number }>(`SELECT
+          COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0) AS free,
+          COALESCE((SELECT SUM(amount_micros) FROM reservations WHERE org_id = $1), 0)::bigint AS reserved,
+          COALESCE((SELECT SUM(amount_micros) FROM balance_slices WHERE org_id = $1), 0)::bigint AS sliced`, [orgId]);
+      const refused = debitRefused(-amount, h?.free ?? 0, h?.reserved ?? 0);
+      if (h && h.sliced > 0) refused.message += `; $${formatUsd(h.sliced)} of it is held by running gateway instances (balance slices), and what they leave unused returns to the org within a heartbeat`;
+      throw refused;
     }
     // The balance as getOrg shows it (the slices counted), not the org's row alone.
     return (await this.getOrg(orgId))?.balanceMicros ?? row.balance_micros;

@@ -18,7 +18,7 @@ import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbR
 import { sqliteDb } from './sql.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
 const WRITES = {
@@ -170,8 +170,11 @@ export class SqliteStore implements Store {
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
     await this.buffered?.steady();
     return this.db.transaction(() => {
-      const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
-      if (changed === 0) throw new RangeError('the balance cannot go below zero');
+      // The gateway's reservations (and charges not yet written) are in memory and still in the
+      // stored balance: a debit takes only what they leave free, so their charges find it.
+      const held = this.buffered?.heldFor(orgId) ?? 0;
+      const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, held - amount).changes;
+      if (changed === 0) throw debitRefused(-amount, (this.stmt.orgById.get(orgId)?.balance_micros ?? 0) - held, held);
       this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now(), actor);
       this.buffered?.forget(orgId);
       return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;

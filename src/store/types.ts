@@ -1,5 +1,5 @@
 import type { LimitSpec } from '../limits/types.js';
-import type { Micros } from '../money.js';
+import { formatUsd, type Micros } from '../money.js';
 import type { AccountStore } from './accounts.js';
 import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
@@ -84,6 +84,19 @@ export interface LogRow {
 export class DuplicateError extends Error {}
 
 /**
+ * A credit change the store refused before writing anything: a debit past what is free
+ * (the balance less what requests in flight hold), or a credit past MAX_BALANCE_MICROS.
+ * The management API answers it 400 `invalid_request` with this message.
+ */
+export class CreditRefusedError extends RangeError {}
+
+/** The refusal of a debit of `amount` (positive) when `free` of the balance is not held; `held` is held by requests in flight. */
+export function debitRefused(amount: Micros, free: Micros, held: Micros): CreditRefusedError {
+  const why = held > 0 ? `: $${formatUsd(held)} of the balance is held by requests in flight, and at most $${formatUsd(Math.max(free, 0))} can be removed now` : '';
+  return new CreditRefusedError(`the balance cannot go below zero${why} (asked to remove $${formatUsd(amount)})`);
+}
+
+/**
  * Everything the gateway keeps in its database. One interface, two drivers (SQLite
  * embedded, PostgreSQL scale-out); methods are async so either can implement them.
  */
@@ -115,8 +128,10 @@ export interface Store {
   countOrgs(): Promise<number>;
   setRetention(orgId: string, retention: Retention): Promise<void>;
   /**
-   * Adds (or with a negative amount removes, never below zero) credits; returns the new
-   * balance. `actor` is the console user who did it (null: the CLI).
+   * Adds (or with a negative amount removes) credits; returns the new balance. A debit
+   * takes only what is free: the balance less what requests in flight hold (their
+   * reservations), so their charges always find it. CreditRefusedError, with nothing
+   * written, for a debit past that. `actor` is the console user who did it (null: the CLI).
    */
   addCredits(orgId: string, amount: Micros, note: string, actor?: string | null): Promise<Micros>;
 
