@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Pool, PoolClient } from 'pg';
-import { formatUsd, type Micros } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
@@ -15,7 +15,7 @@ import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow
 import { postgresDb, type PgQuery } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -149,6 +149,7 @@ export class PostgresStore implements Store {
   }
 
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+    if (credits > MAX_BALANCE_MICROS) throw creditRefused(credits, 0);
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
       await this.query(`WITH o AS (INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id),
@@ -184,10 +185,14 @@ export class PostgresStore implements Store {
   }
 
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
-    const [row] = await this.query<{ balance_micros: number }>(`WITH u AS (
-        UPDATE orgs SET balance_micros = balance_micros + $2::bigint WHERE id = $1 AND balance_micros + $2::bigint >= 0 RETURNING id, balance_micros),
+    const [row] = await this.query<{ id: string }>(`WITH u AS (
+        UPDATE orgs SET balance_micros = balance_micros + $2::bigint WHERE id = $1 AND balance_micros + $2::bigint >= 0
+          AND ($2::bigint <= 0 OR balance_micros + $2::bigint
+            + COALESCE((SELECT SUM(s.amount_micros) FROM balance_slices s WHERE s.org_id = $1), 0) <= ${MAX_BALANCE_MICROS})
+        RETURNING id),
       l AS (INSERT INTO ledger (org_id, kind, amount_micros, note, created_at, created_by) SELECT id, 'credit', $2, $3, $4, $5 FROM u)
-      SELECT balance_micros FROM u`, [orgId, amount, note, this.now(), actor]);
+      SELECT id FROM u`, [orgId, amount, note, this.now(), actor]);
+    if (!row && amount > 0) throw creditRefused(amount, (await this.getOrg(orgId))?.balanceMicros ?? 0);
     if (!row) {
       // Reservations are already out of the org's row; part of the balance may also sit in running
       // instances' balance slices (postgres-slices.ts): both are out of an admin debit's reach.
@@ -200,7 +205,7 @@ export class PostgresStore implements Store {
       throw refused;
     }
     // The balance as getOrg shows it (the slices counted), not the org's row alone.
-    return (await this.getOrg(orgId))?.balanceMicros ?? row.balance_micros;
+    return (await this.getOrg(orgId))?.balanceMicros ?? 0;
   }
 
   async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {

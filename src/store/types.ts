@@ -1,5 +1,5 @@
 import type { LimitSpec } from '../limits/types.js';
-import { formatUsd, type Micros } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { AccountStore } from './accounts.js';
 import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
@@ -90,6 +90,12 @@ export class DuplicateError extends Error {}
  */
 export class CreditRefusedError extends RangeError {}
 
+/** The refusal of a credit of `amount` that would take a balance of `balance` past MAX_BALANCE_MICROS. */
+export function creditRefused(amount: Micros, balance: Micros): CreditRefusedError {
+  return new CreditRefusedError(`a balance may hold at most $${formatUsd(MAX_BALANCE_MICROS)}: the balance is $${formatUsd(balance)}, `
+    + `so at most $${formatUsd(Math.max(MAX_BALANCE_MICROS - balance, 0))} can be added now (asked to add $${formatUsd(amount)})`);
+}
+
 /** The refusal of a debit of `amount` (positive) when `free` of the balance is not held; `held` is held by requests in flight. */
 export function debitRefused(amount: Micros, free: Micros, held: Micros): CreditRefusedError {
   const why = held > 0 ? `: $${formatUsd(held)} of the balance is held by requests in flight, and at most $${formatUsd(Math.max(free, 0))} can be removed now` : '';
@@ -121,7 +127,7 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 
-  /** Creates an org and its `default` project. */
+  /** Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS. */
   createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
   getOrg(id: string): Promise<Org | undefined>;
   findOrgByName(name: string): Promise<Org | undefined>;
@@ -130,8 +136,9 @@ export interface Store {
   /**
    * Adds (or with a negative amount removes) credits; returns the new balance. A debit
    * takes only what is free: the balance less what requests in flight hold (their
-   * reservations), so their charges always find it. CreditRefusedError, with nothing
-   * written, for a debit past that. `actor` is the console user who did it (null: the CLI).
+   * reservations), so their charges always find it; a credit may take the balance up to
+   * MAX_BALANCE_MICROS. CreditRefusedError, with nothing written, for either past its
+   * bound. `actor` is the console user who did it (null: the CLI).
    */
   addCredits(orgId: string, amount: Micros, note: string, actor?: string | null): Promise<Micros>;
 
