@@ -44,12 +44,22 @@ export function picosToMicros(picos: bigint): Micros {
   const r = picos % PICOS_PER_MICRO;
   const half = PICOS_PER_MICRO / 2n;
   const up = r > half || (r === half && q % 2n === 1n);
-  return Number(up ? q + 1n : q);
+  return safe(up ? q + 1n : q);
+}
+
+/**
+ * Micro-USD as a number, a value past 2^53 − 1 (a price × tokens no balance or budget,
+ * both at most MAX_BALANCE_MICROS, can ever cover) saturated there: still above every
+ * balance and budget, so it is refused (402, or the budget's 429), never a 500 for an
+ * unsafe integer, and a charge capped at a reservation never reaches it.
+ */
+function safe(micros: bigint): Micros {
+  return micros > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(micros);
 }
 
 /** Rounds pico-USD up to micro-USD: for reservations, which must never be below the cost. */
 export function picosToMicrosCeil(picos: bigint): Micros {
-  return Number((picos + PICOS_PER_MICRO - 1n) / PICOS_PER_MICRO);
+  return safe((picos + PICOS_PER_MICRO - 1n) / PICOS_PER_MICRO);
 }
 
 /** Micro-USD as the USD number the API shows (`usage.cost_usd`). */
