@@ -21,6 +21,13 @@ describe('money', () => {
     expect(picosToMicros(picos)).toBe(micros);
   });
 
+  it('keeps a cost bound past 2^53 µUSD (a price × tokens nothing can pay) a safe integer, above any balance', () => {
+    const huge = 10n ** 30n;
+    expect(Number.isSafeInteger(picosToMicrosCeil(huge))).toBe(true);
+    expect(picosToMicrosCeil(huge)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(Number.isSafeInteger(picosToMicros(huge))).toBe(true);
+  });
+
   it('rounds reservations up', () => {
     expect(picosToMicrosCeil(1n)).toBe(1);
     expect(picosToMicrosCeil(1_000_000n)).toBe(1);

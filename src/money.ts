@@ -6,6 +6,15 @@
 
 export type Micros = number;
 export const MICROS_PER_USD = 1_000_000;
+
+/**
+ * The most an org's balance may hold, and the largest USD amount the gateway takes in
+ * (a credit, a budget): 10^15 µUSD = $1,000,000,000. Far inside 2^53 (≈ 9.007 × 10^15),
+ * so balances, their sums and ledger arithmetic stay exact in a JS number, whatever
+ * SQLite or PostgreSQL compute. A credit that would take a balance past it is refused
+ * before anything is written.
+ */
+export const MAX_BALANCE_MICROS = 1_000_000_000_000_000;
 const PICOS_PER_MICRO = 1_000_000n;
 
 /** Parses a decimal USD string ("0.00000015") into pico-USD; refuses more than 12 decimals. */
@@ -17,14 +26,17 @@ export function parseUsdToPicos(usd: string): bigint {
   return whole * 1_000_000_000_000n + frac;
 }
 
-/** Parses a decimal USD string with at most 6 decimals into micro-USD (for credits). */
+/** Parses a decimal USD string with at most 6 decimals into micro-USD (for credits, budgets); at most MAX_BALANCE_MICROS. */
 export function parseUsdToMicros(usd: string): Micros {
   const m = /^(\d+)(?:\.(\d{1,6}))?$/.exec(usd.trim());
   if (!m) throw new RangeError(`not a USD amount with at most 6 decimals: ${JSON.stringify(usd)}`);
   const micros = BigInt(m[1] ?? '0') * 1_000_000n + BigInt((m[2] ?? '').padEnd(6, '0'));
-  if (micros > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`amount too large: ${usd}`);
+  if (micros > BigInt(MAX_BALANCE_MICROS)) throw new AmountTooLargeError(`amount too large: ${usd} (at most ${formatUsd(MAX_BALANCE_MICROS)} USD)`);
   return Number(micros);
 }
+
+/** A USD amount past MAX_BALANCE_MICROS. */
+export class AmountTooLargeError extends RangeError {}
 
 /** Rounds pico-USD to micro-USD, half to even, so that rounding errors do not drift one way. */
 export function picosToMicros(picos: bigint): Micros {
@@ -32,12 +44,22 @@ export function picosToMicros(picos: bigint): Micros {
   const r = picos % PICOS_PER_MICRO;
   const half = PICOS_PER_MICRO / 2n;
   const up = r > half || (r === half && q % 2n === 1n);
-  return Number(up ? q + 1n : q);
+  return safe(up ? q + 1n : q);
+}
+
+/**
+ * Micro-USD as a number, a value past 2^53 − 1 (a price × tokens no balance or budget,
+ * both at most MAX_BALANCE_MICROS, can ever cover) saturated there: still above every
+ * balance and budget, so it is refused (402, or the budget's 429), never a 500 for an
+ * unsafe integer, and a charge capped at a reservation never reaches it.
+ */
+function safe(micros: bigint): Micros {
+  return micros > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(micros);
 }
 
 /** Rounds pico-USD up to micro-USD: for reservations, which must never be below the cost. */
 export function picosToMicrosCeil(picos: bigint): Micros {
-  return Number((picos + PICOS_PER_MICRO - 1n) / PICOS_PER_MICRO);
+  return safe((picos + PICOS_PER_MICRO - 1n) / PICOS_PER_MICRO);
 }
 
 /** Micro-USD as the USD number the API shows (`usage.cost_usd`). */

@@ -1,3 +1,4 @@
+import { formatUsd, MAX_BALANCE_MICROS } from '../money.js';
 import { validateLimitSpec } from './spec.js';
 import type { BudgetPeriod, LimitSpec } from './types.js';
 
@@ -52,6 +53,7 @@ export function applyLimitsPatch(current: LimitSpec, patch: LimitsPatch): LimitS
     delete next.budget;
   } else if (micros !== undefined) {
     if (!Number.isSafeInteger(micros) || micros < 0) throw new LimitsInputError('budget_usd', 'budget_usd must be a USD amount of at least 0');
+    if (micros > MAX_BALANCE_MICROS) throw new LimitsInputError('budget_usd', `budget_usd may be at most ${formatUsd(MAX_BALANCE_MICROS)} USD`);
     const p = period ?? current.budget?.period;
     if (!p) throw new LimitsInputError('budget_period', 'a budget needs its period: budget_period day, month or total');
     next.budget = { micros, period: p };

@@ -2,6 +2,7 @@ import { GatewayError, invalidField } from '../errors.js';
 import { microsToUsd } from '../money.js';
 import { SecretKeyMissingError } from '../secrets.js';
 import type { OrgRole } from '../store/accounts.js';
+import { CreditRefusedError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -46,7 +47,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
         try {
           balance = await store.addCredits(org.id, amount, b.note ?? 'credits added in the console', callerOf(request).user.id);
         } catch (err) {
-          if (err instanceof RangeError) throw invalidField('amount_usd', `"amount_usd": ${err.message}`);
+          if (err instanceof CreditRefusedError) throw invalidField('amount_usd', `"amount_usd": ${err.message}`);
           throw err;
         }
         void reply.code(201);

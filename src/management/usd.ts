@@ -1,14 +1,15 @@
 import { invalidField } from '../errors.js';
-import { parseUsdToMicros, type Micros } from '../money.js';
+import { AmountTooLargeError, parseUsdToMicros, type Micros } from '../money.js';
 
-/** A USD amount from a request (number or decimal string, at most 6 decimals) as micro-USD. */
+/** A USD amount from a request (number or decimal string, at most 6 decimals, at most MAX_BALANCE_MICROS either way) as micro-USD. */
 export function usdInput(value: number | string, field: string): Micros {
   const text = typeof value === 'number' ? String(value) : value.trim();
   const negative = text.startsWith('-');
   try {
     const micros = parseUsdToMicros(negative ? text.slice(1) : text);
     return negative ? -micros : micros;
-  } catch {
+  } catch (err) {
+    if (err instanceof AmountTooLargeError) throw invalidField(field, `"${field}": ${err.message}`);
     throw invalidField(field, `"${field}" must be a USD amount with at most 6 decimals, e.g. 25 or 10.50`);
   }
 }

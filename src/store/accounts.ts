@@ -133,14 +133,32 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async changeRole(orgId: string, userId: string, role: OrgRole): Promise<MembershipChange> {
-    const keeps = role === 'owner' ? '1 = 1' : KEEPS_AN_OWNER;
-    const params = role === 'owner' ? [role, orgId, userId] : [role, orgId, userId, orgId];
-    if ((await this.db.run(`UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ? AND ${keeps}`, params)) > 0) return 'ok';
-    return (await this.roleIn(orgId, userId)) === undefined ? 'not_found' : 'last_owner';
+    if (role === 'owner') {
+      if ((await this.db.run('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?', [role, orgId, userId])) > 0) return 'ok';
+      return 'not_found';
+    }
+    return this.keepingAnOwner(orgId, userId, (db) => db.run(`UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ? AND ${KEEPS_AN_OWNER}`, [role, orgId, userId, orgId]));
   }
 
   async removeMember(orgId: string, userId: string): Promise<MembershipChange> {
-    if ((await this.db.run(`DELETE FROM memberships WHERE org_id = ? AND user_id = ? AND ${KEEPS_AN_OWNER}`, [orgId, userId, orgId])) > 0) return 'ok';
+    return this.keepingAnOwner(orgId, userId, (db) => db.run(`DELETE FROM memberships WHERE org_id = ? AND user_id = ? AND ${KEEPS_AN_OWNER}`, [orgId, userId, orgId]));
+  }
+
+  /**
+   * Runs a change that may take an owner away. SQLite serialises the statement, so its
+   * KEEPS_AN_OWNER count is exact. On PostgreSQL (READ COMMITTED) two such statements
+   * could each count the other's owner as still there and both commit, leaving none: the
+   * org's owner rows are locked first, so concurrent changes take turns and each counts
+   * what the previous one left (its statement starts after that commit).
+   */
+  private async keepingAnOwner(orgId: string, userId: string, write: (db: SqlDb) => Promise<number>): Promise<MembershipChange> {
+    const changed = this.db.transaction
+      ? await this.db.transaction(async (tx) => {
+        await tx.all("SELECT user_id FROM memberships WHERE org_id = ? AND role = 'owner' ORDER BY user_id FOR UPDATE", [orgId]);
+        return write(tx);
+      })
+      : await write(this.db);
+    if (changed > 0) return 'ok';
     return (await this.roleIn(orgId, userId)) === undefined ? 'not_found' : 'last_owner';
   }
 

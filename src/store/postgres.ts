@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Pool, PoolClient } from 'pg';
-import { formatUsd, type Micros } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
@@ -12,10 +12,10 @@ import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
-import { postgresDb } from './sql.js';
+import { postgresDb, type PgQuery } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -109,6 +109,16 @@ export class PostgresStore implements Store {
       await this.ensureSchema();
       const r = await this.pool.query(text, params.map(storable));
       return { rows: r.rows as object[], rowCount: r.rowCount };
+    }, async <T>(work: (q: PgQuery) => Promise<T>): Promise<T> => {
+      await this.ensureSchema();
+      let out: { value: T } | undefined;
+      await this.transaction(async (client) => {
+        out = { value: await work(async (text, params) => {
+          const r = await client.query(text, params.map(storable));
+          return { rows: r.rows as object[], rowCount: r.rowCount };
+        }) };
+      });
+      return (out as { value: T }).value;
     });
     this.tenancy = new SqlTenancyStore(sql, now, { heldFor: (orgId) => this.ledger?.heldFor(orgId) ?? 0, steady: async () => undefined });
     this.accounts = new SqlAccountStore(sql, now);
@@ -139,6 +149,7 @@ export class PostgresStore implements Store {
   }
 
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+    if (credits > MAX_BALANCE_MICROS) throw creditRefused(credits, 0);
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
       await this.query(`WITH o AS (INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id),
@@ -174,20 +185,27 @@ export class PostgresStore implements Store {
   }
 
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
-    const [row] = await this.query<{ balance_micros: number }>(`WITH u AS (
-        UPDATE orgs SET balance_micros = balance_micros + $2::bigint WHERE id = $1 AND balance_micros + $2::bigint >= 0 RETURNING id, balance_micros),
+    const [row] = await this.query<{ id: string }>(`WITH u AS (
+        UPDATE orgs SET balance_micros = balance_micros + $2::bigint WHERE id = $1 AND balance_micros + $2::bigint >= 0
+          AND ($2::bigint <= 0 OR balance_micros + $2::bigint
+            + COALESCE((SELECT SUM(s.amount_micros) FROM balance_slices s WHERE s.org_id = $1), 0) <= ${MAX_BALANCE_MICROS})
+        RETURNING id),
       l AS (INSERT INTO ledger (org_id, kind, amount_micros, note, created_at, created_by) SELECT id, 'credit', $2, $3, $4, $5 FROM u)
-      SELECT balance_micros FROM u`, [orgId, amount, note, this.now(), actor]);
+      SELECT id FROM u`, [orgId, amount, note, this.now(), actor]);
+    if (!row && amount > 0) throw creditRefused(amount, (await this.getOrg(orgId))?.balanceMicros ?? 0);
     if (!row) {
-      const [held] = await this.query<{ micros: string }>('SELECT COALESCE(SUM(amount_micros), 0) AS micros FROM balance_slices WHERE org_id = $1', [orgId]);
-      const inSlices = Number(held?.micros ?? 0);
-      // Part of the balance may sit in running instances' balance slices (postgres-slices.ts), out of an admin debit's reach.
-      throw new RangeError(inSlices > 0
-        ? `the balance cannot go below zero: $${formatUsd(inSlices)} of it is held by running gateway instances (balance slices), and what they leave unused returns to the org within a heartbeat`
-        : 'the balance cannot go below zero');
+      // Reservations are already out of the org's row; part of the balance may also sit in running
+      // instances' balance slices (postgres-slices.ts): both are out of an admin debit's reach.
+      const [h] = await this.query<{ free: number; reserved: number; sliced: number }>(`SELECT
+          COALESCE((SELECT balance_micros FROM orgs WHERE id = $1), 0) AS free,
+          COALESCE((SELECT SUM(amount_micros) FROM reservations WHERE org_id = $1), 0)::bigint AS reserved,
+          COALESCE((SELECT SUM(amount_micros) FROM balance_slices WHERE org_id = $1), 0)::bigint AS sliced`, [orgId]);
+      const refused = debitRefused(-amount, h?.free ?? 0, h?.reserved ?? 0);
+      if (h && h.sliced > 0) refused.message += `; $${formatUsd(h.sliced)} of it is held by running gateway instances (balance slices), and what they leave unused returns to the org within a heartbeat`;
+      throw refused;
     }
     // The balance as getOrg shows it (the slices counted), not the org's row alone.
-    return (await this.getOrg(orgId))?.balanceMicros ?? row.balance_micros;
+    return (await this.getOrg(orgId))?.balanceMicros ?? 0;
   }
 
   async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {

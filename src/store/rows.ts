@@ -20,10 +20,19 @@ export interface KeyRow extends LimitColumns {
  * An org's columns, its balance with what gateway instances hold of it in balance slices
  * (PostgreSQL; the table is empty on SQLite): the money not charged yet, wherever it sits.
  */
+const STORED_BALANCE = 'o.balance_micros + COALESCE((SELECT CAST(SUM(s.amount_micros) AS BIGINT) FROM balance_slices s WHERE s.org_id = o.id), 0)';
+/*
+ * A balance stored past 2^53 − 1 (written before MAX_BALANCE_MICROS bounded credits, or by
+ * hand) reads as 2^53 − 1 instead of failing every read of the org, and every org list,
+ * with a 500 (PostgreSQL's BIGINT parser refuses what a JS number cannot hold).
+ */
 export const ORG_COLUMNS = `o.id, o.name, o.retention, o.created_at,
-  o.balance_micros + COALESCE((SELECT CAST(SUM(s.amount_micros) AS BIGINT) FROM balance_slices s WHERE s.org_id = o.id), 0) AS balance_micros`;
+  CASE WHEN ${STORED_BALANCE} > ${Number.MAX_SAFE_INTEGER} THEN ${Number.MAX_SAFE_INTEGER} ELSE ${STORED_BALANCE} END AS balance_micros`;
 
-export const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, balanceMicros: r.balance_micros, retention: r.retention, createdAt: r.created_at });
+/** An org record; a balance past the safe range (SQLite hands it over rounded) is shown as 2^53 − 1. */
+export const toOrg = (r: OrgRow): Org => ({
+  id: r.id, name: r.name, balanceMicros: Math.min(r.balance_micros, Number.MAX_SAFE_INTEGER), retention: r.retention, createdAt: r.created_at,
+});
 export const toKey = (r: KeyRow): ApiKeyRecord => ({
   id: r.id, orgId: r.org_id, projectId: r.project_id, prefix: r.prefix, hash: r.hash, name: r.name, createdAt: r.created_at,
   revokedAt: r.revoked_at, expiresAt: r.expires_at, allowedModels: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),

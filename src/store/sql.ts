@@ -22,6 +22,13 @@ export interface SqlDb {
   run(sql: string, params?: readonly SqlParam[]): Promise<number>;
   /** The same write for each parameter list, all or none (one transaction). */
   runMany(sql: string, rows: ReadonlyArray<readonly SqlParam[]>): Promise<void>;
+  /**
+   * PostgreSQL only: runs `work` in one transaction on a connection of its own (its
+   * statements go through `tx`), for a check that one statement cannot make safely under
+   * READ COMMITTED (a row lock taken first, then the guarded write). SQLite has none: its
+   * one connection serialises statements, and a transaction there must not span an await.
+   */
+  transaction?: <T>(work: (tx: SqlDb) => Promise<T>) => Promise<T>;
 }
 
 /** What a unique-constraint violation looks like in either driver. */
@@ -83,26 +90,31 @@ export function numberPlaceholders(sql: string): string {
   return sql.replace(/\?/g, () => `$${++i}`);
 }
 
-export function postgresDb(query: PgQuery): SqlDb {
+/** Runs `work` in one transaction, its statements through the query function it is given. */
+export type PgTransaction = <T>(work: (query: PgQuery) => Promise<T>) => Promise<T>;
+
+export function postgresDb(query: PgQuery, transaction?: PgTransaction): SqlDb {
   const text = new Map<string, string>();
   const pg = (sql: string): string => {
     let t = text.get(sql);
     if (t === undefined) text.set(sql, (t = numberPlaceholders(sql)));
     return t;
   };
-  return {
+  const on = (q: PgQuery): SqlDb => ({
     dialect: 'postgres',
     async all<R extends object>(sql: string, params: readonly SqlParam[] = []) {
-      return (await query(pg(sql), params)).rows as R[];
+      return (await q(pg(sql), params)).rows as R[];
     },
     async run(sql, params = []) {
-      return (await query(pg(sql), params)).rowCount ?? 0;
+      return (await q(pg(sql), params)).rowCount ?? 0;
     },
     async runMany(sql, rows) {
       if (rows.length === 0) return;
       // One statement per row inside one transaction would need a dedicated client; the
       // callers' writes are idempotent (last-used times), so they go one by one.
-      for (const r of rows) await query(pg(sql), r);
+      for (const r of rows) await q(pg(sql), r);
     },
-  };
+    ...(transaction ? { transaction: <T>(work: (tx: SqlDb) => Promise<T>): Promise<T> => transaction((tq) => work(on(tq))) } : {}),
+  });
+  return on(query);
 }

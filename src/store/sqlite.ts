@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Micros } from '../money.js';
+import { MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { SqliteRecordStore, type RecordStore } from './records.js';
@@ -18,7 +18,7 @@ import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbR
 import { sqliteDb } from './sql.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
 const WRITES = {
@@ -88,6 +88,7 @@ export class SqliteStore implements Store {
       keyByPrefix: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE prefix = ?'),
       debit: db.prepare('UPDATE orgs SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ?'),
       credit: db.prepare('UPDATE orgs SET balance_micros = balance_micros + ? WHERE id = ?'),
+      topUp: db.prepare(`UPDATE orgs SET balance_micros = balance_micros + @amount WHERE id = @org AND balance_micros + @amount <= ${MAX_BALANCE_MICROS}`),
       insertReservation: db.prepare('INSERT INTO reservations (request_id, org_id, amount_micros, created_at) VALUES (?, ?, ?, ?)'),
       reservation: db.prepare<[string], { org_id: string; amount_micros: number }>('SELECT org_id, amount_micros FROM reservations WHERE request_id = ?'),
       deleteReservation: db.prepare('DELETE FROM reservations WHERE request_id = ?'),
@@ -132,6 +133,7 @@ export class SqliteStore implements Store {
   }
 
   async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+    if (credits > MAX_BALANCE_MICROS) throw creditRefused(credits, 0);
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
       this.db.transaction(() => {
@@ -170,8 +172,14 @@ export class SqliteStore implements Store {
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
     await this.buffered?.steady();
     return this.db.transaction(() => {
-      const changed = amount >= 0 ? this.stmt.credit.run(amount, orgId).changes : this.stmt.debit.run(-amount, orgId, -amount).changes;
-      if (changed === 0) throw new RangeError('the balance cannot go below zero');
+      // The gateway's reservations (and charges not yet written) are in memory and still in the
+      // stored balance: a debit takes only what they leave free, so their charges find it.
+      const held = this.buffered?.heldFor(orgId) ?? 0;
+      const changed = amount >= 0 ? this.stmt.topUp.run({ amount, org: orgId }).changes : this.stmt.debit.run(-amount, orgId, held - amount).changes;
+      if (changed === 0) {
+        const stored = this.stmt.orgById.get(orgId)?.balance_micros ?? 0;
+        throw amount >= 0 ? creditRefused(amount, stored) : debitRefused(-amount, stored - held, held);
+      }
       this.stmt.ledger.run(orgId, null, 'credit', amount, note, this.now(), actor);
       this.buffered?.forget(orgId);
       return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;

@@ -1,5 +1,5 @@
 import type { LimitSpec } from '../limits/types.js';
-import type { Micros } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { AccountStore } from './accounts.js';
 import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
@@ -84,6 +84,25 @@ export interface LogRow {
 export class DuplicateError extends Error {}
 
 /**
+ * A credit change the store refused before writing anything: a debit past what is free
+ * (the balance less what requests in flight hold), or a credit past MAX_BALANCE_MICROS.
+ * The management API answers it 400 `invalid_request` with this message.
+ */
+export class CreditRefusedError extends RangeError {}
+
+/** The refusal of a credit of `amount` that would take a balance of `balance` past MAX_BALANCE_MICROS. */
+export function creditRefused(amount: Micros, balance: Micros): CreditRefusedError {
+  return new CreditRefusedError(`a balance may hold at most $${formatUsd(MAX_BALANCE_MICROS)}: the balance is $${formatUsd(balance)}, `
+    + `so at most $${formatUsd(Math.max(MAX_BALANCE_MICROS - balance, 0))} can be added now (asked to add $${formatUsd(amount)})`);
+}
+
+/** The refusal of a debit of `amount` (positive) when `free` of the balance is not held; `held` is held by requests in flight. */
+export function debitRefused(amount: Micros, free: Micros, held: Micros): CreditRefusedError {
+  const why = held > 0 ? `: $${formatUsd(held)} of the balance is held by requests in flight, and at most $${formatUsd(Math.max(free, 0))} can be removed now` : '';
+  return new CreditRefusedError(`the balance cannot go below zero${why} (asked to remove $${formatUsd(amount)})`);
+}
+
+/**
  * Everything the gateway keeps in its database. One interface, two drivers (SQLite
  * embedded, PostgreSQL scale-out); methods are async so either can implement them.
  */
@@ -108,15 +127,18 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 
-  /** Creates an org and its `default` project. */
+  /** Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS. */
   createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
   getOrg(id: string): Promise<Org | undefined>;
   findOrgByName(name: string): Promise<Org | undefined>;
   countOrgs(): Promise<number>;
   setRetention(orgId: string, retention: Retention): Promise<void>;
   /**
-   * Adds (or with a negative amount removes, never below zero) credits; returns the new
-   * balance. `actor` is the console user who did it (null: the CLI).
+   * Adds (or with a negative amount removes) credits; returns the new balance. A debit
+   * takes only what is free: the balance less what requests in flight hold (their
+   * reservations), so their charges always find it; a credit may take the balance up to
+   * MAX_BALANCE_MICROS. CreditRefusedError, with nothing written, for either past its
+   * bound. `actor` is the console user who did it (null: the CLI).
    */
   addCredits(orgId: string, amount: Micros, note: string, actor?: string | null): Promise<Micros>;
 
