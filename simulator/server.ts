@@ -8,7 +8,7 @@
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { handleMessages } from './anthropic.js';
+import { handleCountTokens, handleMessages } from './anthropic.js';
 import { handleListen } from './deepgram.js';
 import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
 import { handleTextToSpeech } from './elevenlabs.js';
@@ -71,6 +71,7 @@ export function routeFor(method: string, path: string): Handler | undefined {
   if (path.endsWith('/v1/audio/speech')) return handleSpeech;
   if (path.endsWith('/v1/audio/transcriptions')) return handleTranscription;
   if (path.endsWith('/v1/messages')) return handleMessages;
+  if (path.endsWith('/v1/messages/count_tokens')) return handleCountTokens;
   if (path.includes('/v1beta/models/') && path.includes(':')) return handleGemini;
   if (path.includes('/v1/text-to-speech/')) return handleTextToSpeech;
   if (path.endsWith('/v1/listen')) return handleListen;
