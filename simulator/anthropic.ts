@@ -106,6 +106,26 @@ function validate(req: SimRequest, res: ServerResponse, requestId: string): Mess
   return { model, maxTokens, inputTokens: countInput(body, messages), stream: body['stream'] === true, body, messages };
 }
 
+/**
+ * `POST …/v1/messages/count_tokens`: the body of a message request without max_tokens,
+ * answered `{input_tokens}` counted as a message's usage.input_tokens is, so both agree.
+ */
+export const handleCountTokens: Handler = async (req, res, env) => {
+  const requestId = `req_sim${env.nextId()}`;
+  const fail = (status: number, message: string): void => sendError(res, anthropicError(status, ERROR_TYPES[status] ?? 'invalid_request_error', message, requestId));
+  const key = header(req.headers, 'x-api-key') ?? bearer(req.headers);
+  if (key === undefined || isRejectedKey(key)) return fail(401, 'invalid x-api-key');
+  const body = parseJsonObject(req.body);
+  if (body === undefined) return fail(400, 'There was an error parsing the body of your request.');
+  const model = asString(body['model']);
+  if (model === undefined) return fail(400, 'model: Field required');
+  const messages = asArray(body['messages']);
+  if (messages === undefined) return fail(400, 'messages: Field required');
+  if (model.startsWith('unknown-')) return fail(404, `model: ${model}`);
+  if (await applyFaults(res, req.directives, anthropicErrorShape(requestId), false)) return;
+  sendJson(res, 200, { input_tokens: req.directives.usage ?? countInput(body, messages) }, { 'request-id': requestId });
+};
+
 function countInput(body: JsonObject, messages: readonly unknown[]): number {
   let chars = textChars(body['system']);
   for (const m of messages) chars += textChars(asObject(m)?.['content']);

@@ -8,7 +8,7 @@
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { handleMessages } from './anthropic.js';
+import { handleCountTokens, handleMessages } from './anthropic.js';
 import { handleListen } from './deepgram.js';
 import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
 import { handleTextToSpeech } from './elevenlabs.js';
@@ -36,14 +36,26 @@ export interface Simulator {
   close(): Promise<void>;
   /** Calls received per route key `"<METHOD> <path without query>"`. */
   calls(): Record<string, number>;
-  /** Clears the call counters, the `fail_times` attempt counters and the traceparents seen. */
+  /** Clears the call counters, the `fail_times` attempt counters, the traceparents and the calls seen. */
   resetCalls(): void;
   /** The W3C `traceparent` headers of the latest provider calls that carried one (at most 100), oldest first. */
   traceparents(): Array<{ route: string; traceparent: string }>;
+  /** The latest provider calls (at most 50), oldest first: what the gateway sent upstream, to check a translation. */
+  received(): ReceivedCall[];
+}
+
+/** One provider call as the simulator received it; a body longer than 64 KiB keeps its start. */
+export interface ReceivedCall {
+  route: string;
+  headers: Record<string, string>;
+  body: string;
 }
 
 /** How many traceparents the simulator remembers. */
 const MAX_TRACEPARENTS = 100;
+/** How many calls `received()` remembers, and how much of each body. */
+const MAX_RECEIVED = 50;
+const MAX_RECEIVED_BODY = 64 * 1024;
 
 /** Transcription uploads may reach 25 MB; leave headroom for Lyria image prompts. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -59,6 +71,7 @@ export function routeFor(method: string, path: string): Handler | undefined {
   if (path.endsWith('/v1/audio/speech')) return handleSpeech;
   if (path.endsWith('/v1/audio/transcriptions')) return handleTranscription;
   if (path.endsWith('/v1/messages')) return handleMessages;
+  if (path.endsWith('/v1/messages/count_tokens')) return handleCountTokens;
   if (path.includes('/v1beta/models/') && path.includes(':')) return handleGemini;
   if (path.includes('/v1/text-to-speech/')) return handleTextToSpeech;
   if (path.endsWith('/v1/listen')) return handleListen;
@@ -68,6 +81,7 @@ export function routeFor(method: string, path: string): Handler | undefined {
 interface SimState {
   readonly calls: Map<string, number>;
   readonly traceparents: Array<{ route: string; traceparent: string }>;
+  readonly received: ReceivedCall[];
   /** Requests seen per (route, directives) for `fail_times`. */
   readonly attempts: Map<string, number>;
   readonly latencyMs: number;
@@ -80,6 +94,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const state: SimState = {
     calls: new Map(),
     traceparents: [],
+    received: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
     env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0') },
@@ -104,6 +119,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     state.calls.clear();
     state.attempts.clear();
     state.traceparents.length = 0;
+    state.received.length = 0;
   };
   return {
     url: `http://${urlHost}:${port}`,
@@ -111,6 +127,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     calls: () => Object.fromEntries(state.calls),
     resetCalls: reset,
     traceparents: () => [...state.traceparents],
+    received: () => [...state.received],
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err === undefined ? resolve() : reject(err)));
@@ -148,6 +165,10 @@ async function onRequest(req: IncomingMessage, res: ServerResponse, state: SimSt
     }
     return;
   }
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+  state.received.push({ route: key, headers, body: body.subarray(0, MAX_RECEIVED_BODY).toString('utf8') });
+  if (state.received.length > MAX_RECEIVED) state.received.shift();
   if (state.latencyMs > 0 && !(await pause(res, state.latencyMs))) return;
   const handler = routeFor(method, path);
   if (handler === undefined) {
@@ -180,6 +201,7 @@ function admin(method: string, path: string, req: IncomingMessage, res: ServerRe
     state.calls.clear();
     state.attempts.clear();
     state.traceparents.length = 0;
+    state.received.length = 0;
     sendJson(res, 200, { ok: true });
   } else {
     sendJson(res, 404, { error: { message: `Unknown simulator admin route ${method} ${path}.` } });

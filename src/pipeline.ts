@@ -6,7 +6,7 @@ import type { HookRegistry } from './hooks.js';
 import { admitLimits, type Admission } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
 import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
-import type { ModalityHandler, ModelRequest } from './plugin.js';
+import type { Metered, ModalityHandler, ModelRequest, RespondContext } from './plugin.js';
 import type { ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
@@ -67,8 +67,9 @@ export async function runModelRequest<P extends ModelRequest>(
     ex.byok = planned.byok;
     await svc.hooks.run('upstream', ex);
     await svc.hooks.run('post-upstream', ex);
+    const answer = { ex, parsed, route: planned.route, request, reply };
     const openStream = (headers: Record<string, string>): StreamedReply => new StreamedReply(ex, reply, svc.streamStallMs).start(headers);
-    const metered = await handler.respond({ ex, parsed, route: planned.route, upstream: response, request, reply, openStream });
+    const metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
     ex.costMicros = picosToMicros(metered.costPicos);
     ex.costEstimated = metered.estimated ?? false;
     owed = ex.costMicros;
@@ -180,14 +181,21 @@ async function reserveCredit(
   throw new GatewayError('insufficient_credits', [formatUsd(amount), formatUsd(balance)]);
 }
 
+function respondLocally<P extends ModelRequest>(handler: ModalityHandler<P>, ctx: Omit<RespondContext<P>, 'upstream' | 'openStream'>): Promise<Metered> {
+  if (!handler.respondLocally) throw new Error(`the ${handler.modality} handler serves a route locally but has no respondLocally`);
+  return handler.respondLocally(ctx);
+}
+
+/** The upstream's response on the first route that answered, or none when that route is served locally (`servedLocally`). */
 async function callUpstream<P extends ModelRequest>(
   svc: PipelineServices, handler: ModalityHandler<P>, parsed: P, plan: PlannedRoute[], ex: Exchange,
-): Promise<{ response: UpstreamResponse; planned: PlannedRoute }> {
+): Promise<{ response: UpstreamResponse | undefined; planned: PlannedRoute }> {
   let last: { failure: UpstreamFailure; planned: PlannedRoute } | undefined;
   for (const planned of plan) {
     const { route } = planned;
     ex.route = route;
     if (last && !(last.planned.route.endpoint.fallback && isFallbackable(last.failure))) break;
+    if (handler.servedLocally?.(parsed, route)) return { response: undefined, planned };
     const timeout = handler.timeoutMs?.(route) ?? route.endpoint.timeoutMs;
     let reusable: UpstreamRequest | undefined;
     for (let attempt = 1; attempt <= route.endpoint.retry.attempts; attempt++) {

@@ -65,6 +65,14 @@ export interface ModalityHandler<P extends ModelRequest> {
   buildUpstream(parsed: P, route: ModelRoute): UpstreamRequest | Promise<UpstreamRequest>;
   /** Writes the reply from a successful (2xx) upstream response and returns what it cost. */
   respond(ctx: RespondContext<P>): Promise<Metered>;
+  /**
+   * Whether this route answers the request without calling upstream (e.g. a token count
+   * the gateway estimates where the provider has no endpoint for it): the pipeline then
+   * skips the call, and `respondLocally` writes the reply. Absent: every route calls upstream.
+   */
+  servedLocally?(parsed: P, route: ModelRoute): boolean;
+  /** Writes the reply of a route `servedLocally` took, and returns what it cost. */
+  respondLocally?(ctx: Omit<RespondContext<P>, 'upstream' | 'openStream'>): Promise<Metered>;
   /** The error for a model this endpoint does not serve, when the modality's contract differs from 404 model_not_found. */
   unknownModel?(model: string): GatewayError;
   /** Upstream timeout override for this request (ms), e.g. a test-configurable music wait. */

@@ -1,6 +1,7 @@
 import {
   type EndpointDef, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi,
 } from '../../src/sdk.js';
+import { COUNT_ENDPOINT } from './formats/anthropic/count.js';
 import { clientFormats, NATIVE_ONLY_DIALECTS } from './formats/index.js';
 import type { ChatSettings, ClientFormat } from './formats/types.js';
 import { DIALECTS } from './dialects/index.js';
@@ -22,7 +23,7 @@ function dialectOf(route: ModelRoute): ChatDialect {
 /** The provider's endpoint that speaks this format natively (e.g. OpenAI's /responses), if it declares one. */
 function nativeEndpoint(format: ClientFormat, route: ModelRoute): EndpointDef | undefined {
   if (route.endpoint.dialect === format.nativeDialect) return undefined;
-  return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect);
+  return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT);
 }
 
 /** The chat handler for one client format: the same models, routes, metering and streaming behind each endpoint. */
@@ -83,6 +84,7 @@ export const chatPlugin: GatewayPlugin = {
       for (const url of format.urls) {
         api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, formatError: format.formatError, handler: chatHandler(format) });
       }
+      for (const route of format.modelRoutes ?? []) api.modelRoute(route);
       for (const route of format.routes ?? []) api.route(route);
     }
     api.task({

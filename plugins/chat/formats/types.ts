@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ErrorFormatter, GatewayError, PlainRouteDef, Store } from '../../../src/sdk.js';
+import type { ErrorFormatter, GatewayError, ModelRouteDef, PlainRouteDef, Store } from '../../../src/sdk.js';
 import type { ChatDialect, ReplyContext, TokenUsage } from '../dialects/types.js';
 import type { ChatCost } from '../metering.js';
 import type { ChatRequest } from '../request.js';
@@ -100,6 +100,8 @@ export interface ClientFormat {
   clientParam?(canonical: string): string;
   /** The reply encoder for a dialect; `caller.orgId` scopes any state the format keeps. */
   codec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext, caller: { orgId: string }): ChatCodec;
+  /** Other routes of this format that take a model, with their own handler (Anthropic's token counting). */
+  readonly modelRoutes?: readonly ModelRouteDef<ChatRequest>[];
   /** Routes of this format that call no model (a stored response's GET and DELETE). */
   readonly routes?: readonly PlainRouteDef[];
 }

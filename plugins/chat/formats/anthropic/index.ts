@@ -1,5 +1,6 @@
 import type { GatewayError } from '../../../../src/sdk.js';
 import type { ClientFormat } from '../types.js';
+import { countTokensHandler } from './count.js';
 import { anthropicEncoder, errorFrame, messageFromCompletion } from './encode.js';
 import { nativeAnthropicCodec } from './native.js';
 import { translatedCodec } from '../translate.js';
@@ -31,7 +32,7 @@ export function formatAnthropicError(err: GatewayError): unknown {
 }
 
 /**
- * The Anthropic Messages format (`/v1/messages`). An Anthropic-dialect provider gets
+ * The Anthropic Messages format (`/v1/messages`, and its token counting). An Anthropic-dialect provider gets
  * the request untouched and its reply is forwarded (nativeAnthropicCodec); any other
  * provider's reply is translated from the canonical form, event by event.
  */
@@ -42,6 +43,7 @@ export const anthropicFormat: ClientFormat = {
   formatError: formatAnthropicError,
   nativeDialect: 'anthropic-messages',
   parse: (input) => parseMessagesRequest(input.body, input.headers, input.text),
+  modelRoutes: [{ method: 'POST', url: '/v1/messages/count_tokens', keyHeaders: ['x-api-key'], formatError: formatAnthropicError, handler: countTokensHandler }],
   clientParam: (p) => (p.startsWith('messages[') ? 'messages' : p),
   codec(dialect, req, ctx) {
     if (dialect.name === 'anthropic-messages' && req.native?.format === 'anthropic') return nativeAnthropicCodec(ctx, formatAnthropicError);

@@ -85,6 +85,41 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
     expect(parse({ ...ok, tools: [{ name: 'w', input_schema: {} }], tool_choice: choice }).body.tool_choice).toEqual(expected);
   });
 
+  describe('mid-conversation system messages (Claude Code)', () => {
+    const convo = [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b' },
+      { role: 'system', content: [{ type: 'text', text: 'Now be terse.' }, { type: 'text', text: 'Really.' }] },
+      { role: 'user', content: 'c' },
+    ];
+
+    it('are accepted, kept as sent for Claude, and become a system message at their place in the canonical form', () => {
+      const r = parse({ ...ok, system: 'S', messages: convo });
+      expect(r.untranslatable).toBeUndefined();
+      expect(r.native?.body.messages).toEqual(convo);
+      expect(r.body.messages).toEqual([
+        { role: 'system', content: 'S' },
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+        { role: 'system', content: 'Now be terse.\nReally.' },
+        { role: 'user', content: 'c' },
+      ]);
+      expect(r.prompt).toBe('S\na\nb\nNow be terse.\nReally.\nc');
+    });
+
+    it('clear_at next_user_message hides one a user turn follows (as Anthropic does), not the last one', () => {
+      const hidden = { role: 'system', content: 'old hint', clear_at: 'next_user_message' };
+      const last = { role: 'system', content: 'new hint', clear_at: 'next_user_message' };
+      const r = parse({ ...ok, messages: [{ role: 'user', content: 'a' }, hidden, { role: 'user', content: 'b' }, last] });
+      expect(r.body.messages.map((m) => m.content)).toEqual(['a', 'b', 'new hint']);
+    });
+
+    it('output_config on one is served only by Claude', () => {
+      expect(parse({ ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'system', content: 'x', output_config: { effort: 'low' } }] }).untranslatable)
+        .toMatchObject({ param: 'messages[1].output_config' });
+    });
+  });
+
   it('thinking disabled is translatable', () => {
     expect(parse({ ...ok, thinking: { type: 'disabled' } }).untranslatable).toBeUndefined();
   });
@@ -93,7 +128,8 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
     ['not an object', [], ''],
     ['no model', { messages: ok.messages }, 'model'],
     ['empty messages', { ...ok, messages: [] }, 'messages'],
-    ['a system role in messages', { ...ok, messages: [{ role: 'system', content: 'x' }] }, 'messages[0].role'],
+    ['a system message with an image block', { ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'system', content: [{ type: 'image', source: {} }] }] }, 'messages[1].content[0]'],
+    ['a system message without content', { ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'system' }] }, 'messages[1].content'],
     ['an unknown role', { ...ok, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role'],
     ['numeric content', { ...ok, messages: [{ role: 'user', content: 1 }] }, 'messages[0].content'],
     ['a block without type', { ...ok, messages: [{ role: 'user', content: [{ text: 'x' }] }] }, 'messages[0].content[0]'],

@@ -48,10 +48,24 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
 function validateMessage(m: unknown, i: number): void {
   const param = `messages[${i}]`;
   if (!isObject(m)) throw invalidField(param, `${param} must be an object with role and content`);
-  if (m.role !== 'user' && m.role !== 'assistant') throw invalidField(`${param}.role`, `${param}.role must be "user" or "assistant" (the system prompt goes in the top-level system field)`);
+  if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') throw invalidField(`${param}.role`, `${param}.role must be "user", "assistant" or "system"`);
+  if (m.role === 'system') return validateSystemMessage(m, param);
   if (typeof m.content === 'string') return;
   if (!Array.isArray(m.content)) throw invalidField(`${param}.content`, `${param}.content must be a string or an array of content blocks`);
   m.content.forEach((block, j) => validateBlock(block, `${param}.content[${j}]`));
+}
+
+/**
+ * A mid-conversation system message (Claude Code sends them): text only, as a string or
+ * text blocks. Anthropic's beta `clear_at` and `output_config` travel only to Claude.
+ */
+function validateSystemMessage(m: Record<string, unknown>, param: string): void {
+  const c = m.content;
+  if (typeof c === 'string' || (c === undefined && isObject(m.output_config))) return;
+  if (!Array.isArray(c)) throw invalidField(`${param}.content`, `${param}.content must be a string or an array of text blocks`);
+  c.forEach((b, j) => {
+    if (!isObject(b) || b.type !== 'text' || typeof b.text !== 'string') throw invalidField(`${param}.content[${j}]`, `${param}.content[${j}] must be a text block (a system message holds text only)`);
+  });
 }
 
 function validateBlock(block: unknown, param: string): void {
@@ -93,6 +107,8 @@ function untranslatable(body: Record<string, unknown>, messages: Array<{ content
   const t = Array.isArray(body.tools) ? body.tools.findIndex((x) => !isObject(x) || (x.type !== undefined && x.type !== 'custom')) : -1;
   if (t >= 0) return { param: `tools[${t}]`, message: `server tools ${WHY_NATIVE}` };
   for (const [i, m] of messages.entries()) {
+    const oc = (m as { output_config?: unknown }).output_config;
+    if (isObject(oc) && Object.keys(oc).length > 0) return { param: `messages[${i}].output_config`, message: `output_config on a system message ${WHY_NATIVE}` };
     if (!Array.isArray(m.content)) continue;
     for (const [j, b] of m.content.entries()) {
       const type = isObject(b) ? String(b.type) : '';
@@ -137,9 +153,19 @@ function canonicalTools(body: Record<string, unknown>): Record<string, unknown> 
   return { tools, ...(choice ? { tool_choice: choice } : {}), ...(c.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {}) };
 }
 
+/**
+ * A mid-conversation system message as a canonical system message at its place, or
+ * nothing when its beta `clear_at: "next_user_message"` hides it (a user turn follows).
+ */
+function canonicalSystem(m: { content: unknown; clear_at?: unknown }, userFollows: boolean): ChatMessage[] {
+  const text = typeof m.content === 'string' ? m.content : promptText([m.content ?? '']);
+  return text.length === 0 || (m.clear_at === 'next_user_message' && userFollows) ? [] : [{ role: 'system', content: text }];
+}
+
 function canonicalBody(body: Record<string, unknown>, messages: Array<{ role: string; content: unknown }>, system: string, maxTokens: number | undefined): ChatRequest['body'] {
   const out: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
-  for (const m of messages) out.push(...canonicalMessages(m));
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  messages.forEach((m, i) => out.push(...(m.role === 'system' ? canonicalSystem(m, lastUser > i) : canonicalMessages(m))));
   const metadata = isObject(body.metadata) ? body.metadata : {};
   return {
     model: body.model,
