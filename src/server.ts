@@ -8,6 +8,7 @@ import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
 import { drainRefusedBody } from './drain.js';
+import { boundedAttempts, clipText, MAX_LOGGED_MODEL_CHARS, MAX_LOGGED_PROMPT_CHARS } from './log-bounds.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
@@ -140,14 +141,18 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
   deps.unlogged?.delete(ex);
+  // What the client chose is kept within bounds (log-bounds.ts): a refused request costs nothing, its row must not cost much.
+  const prompt = ex.org?.retention === 'none' ? undefined : ex.prompt;
+  const promptCut = prompt !== undefined && prompt.length > MAX_LOGGED_PROMPT_CHARS;
   const row: LogRow = {
     requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
-    requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
+    requestedModel: ex.requestedModel === undefined ? null : clipText(ex.requestedModel, MAX_LOGGED_MODEL_CHARS), usedModel: ex.route?.model.upstreamId ?? null,
     usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
     costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
     promptTokens: ex.usage?.input ?? null, completionTokens: ex.usage?.output ?? null,
     // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
-    ttfbMs: ex.ttfbMs ?? null, prompt: ex.org?.retention === 'none' ? null : ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
+    ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
+    extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
   };
   deps.log.enqueue(row);
   deps.telemetry?.onRequestEnd(ex, row);
