@@ -21,9 +21,13 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
 
 /**
  * The key from `Authorization: Bearer <key>`, or from one of the route's own key
- * headers (lower-case names: `x-api-key` for Anthropic SDKs, `x-goog-api-key` for Google's).
+ * headers (lower-case names: `x-api-key` for Anthropic SDKs, `x-goog-api-key` for Google's),
+ * or last from one of its key query parameters (`?key=` on the Gemini routes).
  */
-export function extractKey(headers: Record<string, string | string[] | undefined>, keyHeaders: readonly string[] = []): string | undefined {
+export function extractKey(
+  headers: Record<string, string | string[] | undefined>, keyHeaders: readonly string[] = [],
+  query: Record<string, unknown> | undefined = undefined, keyQuery: readonly string[] = [],
+): string | undefined {
   const auth = headers.authorization;
   if (typeof auth === 'string' && auth.length > 0) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -31,6 +35,10 @@ export function extractKey(headers: Record<string, string | string[] | undefined
   }
   for (const name of keyHeaders) {
     const x = headers[name];
+    if (typeof x === 'string') return x;
+  }
+  for (const name of keyQuery) {
+    const x = query?.[name];
     if (typeof x === 'string') return x;
   }
   return undefined;

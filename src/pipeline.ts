@@ -57,9 +57,17 @@ export async function runModelRequest<P extends ModelRequest>(
     request.jsonText = undefined; // read by the parse only: not held while the request runs
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
-    const routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
-    for (const r of routes) handler.checkRoute?.(parsed, r);
     const costBound = costBounds(handler, parsed);
+    let routes: ModelRoute[];
+    try {
+      routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
+      for (const r of routes) handler.checkRoute?.(parsed, r);
+    } catch (err) {
+      // A request the router refuses still counts against its key's limits, and a key over
+      // them is told so (429), not why its request could not be routed: no route, no bounds.
+      limits = await admitLimits(svc, ex, reply, handler, parsed, [], costBound);
+      throw err;
+    }
     limits = await admitLimits(svc, ex, reply, handler, parsed, routes, costBound);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), costBound);
     await svc.hooks.run('pre-upstream', ex);

@@ -86,6 +86,8 @@ export interface ModelRouteDef<P extends ModelRequest> {
   bodyLimit?: number;
   /** Headers that may carry the key besides `Authorization: Bearer` (lower-case: `x-api-key`, `x-goog-api-key`). */
   keyHeaders?: readonly string[];
+  /** Query parameters that may carry the key when no header does (the Gemini routes' `?key=`); the server log redacts them. */
+  keyQuery?: readonly string[];
   /** Error body in this route's client format (e.g. Anthropic's); OpenAI-style when absent. */
   formatError?: ErrorFormatter;
   handler: ModalityHandler<P>;
@@ -106,6 +108,8 @@ export interface PlainRouteDef {
   auth: boolean;
   /** Headers that may carry the key besides `Authorization: Bearer`. */
   keyHeaders?: readonly string[];
+  /** Query parameters that may carry the key when no header does. */
+  keyQuery?: readonly string[];
   /** Error body in this route's client format; OpenAI-style when absent. */
   formatError?: ErrorFormatter;
   handler(ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;

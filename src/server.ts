@@ -8,6 +8,8 @@ import { elapsedMs, newExchange, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
 import { drainRefusedBody } from './drain.js';
+import { boundedAttempts, clipText, MAX_LOGGED_MODEL_CHARS, MAX_LOGGED_PROMPT_CHARS } from './log-bounds.js';
+import { requestLogValue } from './log-redact.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
@@ -25,6 +27,8 @@ declare module 'fastify' {
     modality?: string;
     auth?: boolean;
     keyHeaders?: readonly string[];
+    /** Query parameters that may carry the key (the Gemini routes' `key`), after the headers. */
+    keyQuery?: readonly string[];
     formatError?: ErrorFormatter;
   }
 }
@@ -53,7 +57,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
   const app = Fastify({
     // fastify's request logger binds `reqId` (the `req_…` id) to every line about a request;
     // the closing line of a failed request carries its error code.
-    logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level, stream: logStream, serializers: { res: replyLogValue } },
+    logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level, stream: logStream, serializers: { req: requestLogValue, res: replyLogValue } },
     bodyLimit: deps.config.server.bodyLimitBytes,
     trustProxy: deps.config.server.trustProxy,
     genReqId: () => ids.next('req'),
@@ -104,7 +108,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
     if (cfg.auth === false) return;
-    const { key, org, project } = await deps.auth.authenticate(extractKey(request.headers, cfg.keyHeaders));
+    const { key, org, project } = await deps.auth.authenticate(extractKey(request.headers, cfg.keyHeaders, cfg.keyQuery && (request.query as Record<string, unknown>), cfg.keyQuery));
     request.exchange.apiKey = key;
     request.exchange.org = org;
     request.exchange.project = project;
@@ -140,14 +144,18 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
 function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
   ex.logged = true;
   deps.unlogged?.delete(ex);
+  // What the client chose is kept within bounds (log-bounds.ts): a refused request costs nothing, its row must not cost much.
+  const prompt = ex.org?.retention === 'none' ? undefined : ex.prompt;
+  const promptCut = prompt !== undefined && prompt.length > MAX_LOGGED_PROMPT_CHARS;
   const row: LogRow = {
     requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
-    requestedModel: ex.requestedModel ?? null, usedModel: ex.route?.model.upstreamId ?? null,
+    requestedModel: ex.requestedModel === undefined ? null : clipText(ex.requestedModel, MAX_LOGGED_MODEL_CHARS), usedModel: ex.route?.model.upstreamId ?? null,
     usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
     costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
     promptTokens: ex.usage?.input ?? null, completionTokens: ex.usage?.output ?? null,
     // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
-    ttfbMs: ex.ttfbMs ?? null, prompt: ex.org?.retention === 'none' ? null : ex.prompt ?? null, attempts: ex.attempts, createdAt: ex.startedAt, extra: ex.extra ?? null,
+    ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
+    extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
   };
   deps.log.enqueue(row);
   deps.telemetry?.onRequestEnd(ex, row);
@@ -158,7 +166,7 @@ export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps
     method: def.method,
     url: def.url,
     bodyLimit: def.bodyLimit,
-    config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, formatError: def.formatError },
+    config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, keyQuery: def.keyQuery, formatError: def.formatError },
     handler: async (request, reply) => {
       const ex = request.exchange;
       deps.unlogged?.add(ex);
@@ -199,7 +207,7 @@ export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {
   app.route({
     method: def.method,
     url: def.url,
-    config: { modality: def.modality, auth: def.auth, keyHeaders: def.keyHeaders, formatError: def.formatError },
+    config: { modality: def.modality, auth: def.auth, keyHeaders: def.keyHeaders, keyQuery: def.keyQuery, formatError: def.formatError },
     handler: async (request, reply) => def.handler(request.exchange, request, reply),
   });
 }

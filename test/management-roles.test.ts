@@ -47,6 +47,13 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
   const params: Record<string, () => Promise<string> | string> = {
     org: () => org, project: () => project, provider: () => 'openai', id: async () => (await logRow(t, (await chat(t.url, t.key)).requestId ?? '')).requestId,
     key: async () => (await createKey(t.gateway.store, 'acme', { name: unique() })).record.id,
+    // An org's own invitation for its routes; for the invitee's, one addressed to the caller, to an org of its own (accepting must not make an outsider a member of acme).
+    invitation: async () => {
+      const accounts = t.gateway.store.accounts;
+      if (pattern.startsWith('/api/v1/orgs/')) return (await accounts.createInvitation(org, `i-${unique()}@acme.test`, 'member', null, clock + 86_400_000)).id;
+      const other = (await t.gateway.store.findOrgByName('invitations-matrix')) ?? (await t.gateway.store.createOrg('invitations-matrix', 0, 'standard'));
+      return (await accounts.createInvitation(other.id, caller === 'anonymous' ? 'nobody@acme.test' : emails[caller], 'member', null, clock + 86_400_000)).id;
+    },
     user: async () => addUser(t, `m-${unique()}@acme.test`, { org: 'acme', role: 'member' }),
     // The caller's own token (another user's would be a 404 for anyone).
     token: async () => {
@@ -64,7 +71,8 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
     'POST /api/v1/orgs/:org/projects/:project/keys': { name: 'matrix' },
     'POST /api/v1/orgs/:org/credits': { amount_usd: 0.25, note: 'matrix' },
     'PUT /api/v1/orgs/:org/provider-keys/:provider': { key: 'sk-matrix-0000000000000000' },
-    'POST /api/v1/orgs/:org/members': { email: `new-${unique()}@acme.test`, role: 'member', password: 'a good long password' },
+    // Without a password: an owner invites (202), an operator adds an existing user or invites an unknown email.
+    'POST /api/v1/orgs/:org/members': { email: `new-${unique()}@acme.test`, role: 'member' },
     'PATCH /api/v1/orgs/:org/members/:user': { role: 'admin' },
     'PATCH /api/v1/orgs/:org/keys/:key': { limits: { rpm: 1000 } },
     'PATCH /api/v1/orgs/:org/projects/:project': { limits: { rpm: 1000 } },

@@ -108,6 +108,9 @@ export interface Credit { id: number; amount_usd: number; note: string | null; c
 export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
 export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }
 export interface Member { user_id: string; email: string; role: Role; created_at: string }
+export interface Invitation { id: string; org_id: string; org_name: string; email: string; role: Role; status: string; created_at: string; expires_at: string }
+/** What adding a member answers: the member (an operator's direct add) or the invitation sent (an owner's). */
+export interface MemberAdded { member: Member | null; invitation: Invitation | null }
 export interface Track {
   id: string; prompt: string; created: number; audio: { mime_type: string; storage: string; url?: string } | null;
   usage: { cost_usd: number }; metadata: { used_model: string; used_provider: string; response_format: string }; expired: boolean; error: boolean;

@@ -82,7 +82,7 @@ export const chatPlugin: GatewayPlugin = {
     const settings = api.settings as ChatSettings;
     for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
       for (const url of format.urls) {
-        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, formatError: format.formatError, handler: chatHandler(format) });
+        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format) });
       }
       for (const route of format.modelRoutes ?? []) api.modelRoute(route);
       for (const route of format.routes ?? []) api.route(route);

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
 import { parseUsdToMicros, type Micros } from '../money.js';
@@ -32,6 +33,13 @@ export interface OtlpConfig {
   sampleRatio: number;
 }
 
+/**
+ * `server.trust_proxy`: none (false), everyone (true), or these proxy addresses and CIDR
+ * ranges. No hop count: it trusts whoever connects, so a client reaching the gateway
+ * directly could still choose its address (fastify now refuses counts for that reason).
+ */
+export type TrustProxy = boolean | string[];
+
 /** gateway.yaml after validation, with defaults applied and paths made absolute. */
 /**
  * The default start of every Redis name (`redis.key_prefix`): the limits' keys
@@ -44,7 +52,11 @@ export interface GatewayConfig {
   file: string;
   /** Line of a setting in the file (for problems found later, e.g. an override of an unknown provider). */
   lineOf(pointer: string): number | undefined;
-  server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; streamStallTimeoutMs: number; trustProxy: boolean };
+  /**
+   * `trustProxy`: which senders may set the client address and scheme (`X-Forwarded-*`), as
+   * fastify's option: false none, a list of addresses/CIDRs, true everyone.
+   */
+  server: { host: string; port: number; bodyLimitBytes: number; shutdownTimeoutMs: number; streamStallTimeoutMs: number; trustProxy: TrustProxy };
   /**
    * `pool_size`: PostgreSQL connections per instance. `instance_timeout_ms`: an instance silent
    * this long is dead and the reaper releases its reservations. `reservation_max_age_ms`: any
@@ -79,7 +91,7 @@ export interface GatewayConfig {
 
 interface RawGatewayConfig {
   extends?: string;
-  server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; stream_stall_timeout_ms?: number; trust_proxy?: boolean };
+  server?: { host?: string; port?: number; body_limit_bytes?: number; shutdown_timeout_ms?: number; stream_stall_timeout_ms?: number; trust_proxy?: TrustProxy };
   database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string; balance_slice_usd?: string };
   redis?: { url: string; key_prefix?: string; timeout_ms?: number };
   cache?: { ttl_ms?: number };
@@ -117,7 +129,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       bodyLimitBytes: raw.server?.body_limit_bytes ?? 1024 * 1024,
       shutdownTimeoutMs: raw.server?.shutdown_timeout_ms ?? 30_000,
       streamStallTimeoutMs: raw.server?.stream_stall_timeout_ms ?? 60_000,
-      trustProxy: raw.server?.trust_proxy ?? false,
+      trustProxy: trustProxyOf(raw.server?.trust_proxy, resolve(file), lineOf),
     },
     // A relative SQLite path is relative to the config file, like every other path in it.
     database: {
@@ -205,4 +217,28 @@ function otlpConfig(raw: NonNullable<RawGatewayConfig['telemetry']>['otlp']): Ot
     serviceName: raw.service_name ?? 'tollgate',
     sampleRatio: raw.sample_ratio ?? 1,
   };
+}
+
+/** Names proxy-addr (fastify's trustProxy) accepts for ranges of private addresses. */
+const ADDRESS_RANGES: ReadonlySet<string> = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** The trust_proxy setting, each listed address checked here (a typo would otherwise fail the start with fastify's bare TypeError). */
+function trustProxyOf(value: TrustProxy | undefined, file: string, lineOf: YamlFile['lineOf']): TrustProxy {
+  if (!Array.isArray(value)) return value ?? false;
+  const bad = value.map((entry, i) => ({ entry, i })).filter(({ entry }) => !ADDRESS_RANGES.has(entry) && !isAddressOrRange(entry));
+  if (bad.length > 0) {
+    throw new ConfigError(bad.map(({ entry, i }) => ({
+      file, line: lineOf(`/server/trust_proxy/${i}`), path: `/server/trust_proxy/${i}`,
+      message: `${entry} is not an IP address, a CIDR range (10.0.0.0/8) or one of ${[...ADDRESS_RANGES].join(', ')}`,
+    })));
+  }
+  return value;
+}
+
+function isAddressOrRange(entry: string): boolean {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }

@@ -36,6 +36,9 @@ export const ROUTE_ACCESS = {
   'GET /api/v1/tokens': 'user',
   'POST /api/v1/tokens': 'user',
   'DELETE /api/v1/tokens/:token': 'user',
+  'GET /api/v1/invitations': 'user',
+  'POST /api/v1/invitations/:invitation/accept': 'user',
+  'POST /api/v1/invitations/:invitation/decline': 'user',
   'GET /api/v1/orgs': 'user',
   'POST /api/v1/orgs': 'operator',
   'GET /api/v1/orgs/:org': 'member',
@@ -62,6 +65,8 @@ export const ROUTE_ACCESS = {
   'POST /api/v1/orgs/:org/members': 'owner',
   'PATCH /api/v1/orgs/:org/members/:user': 'owner',
   'DELETE /api/v1/orgs/:org/members/:user': 'owner',
+  'GET /api/v1/orgs/:org/invitations': 'owner',
+  'DELETE /api/v1/orgs/:org/invitations/:invitation': 'owner',
 } as const satisfies Record<string, Access>;
 
 export type RouteKey = keyof typeof ROUTE_ACCESS;

@@ -4,16 +4,16 @@ import { SecretKeyMissingError } from '../secrets.js';
 import type { OrgRole } from '../store/accounts.js';
 import { CreditRefusedError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
+import { invitationRoutes, memberRoutes } from './routes-members.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { passwordProblem, hashPassword } from './passwords.js';
 import { conflictAs409, usdInput } from './routes-orgs.js';
-import { EMAIL, input, list, maybe, obj, PAGE_LIMIT, params, ROLE, str, usd, USD_INPUT } from './schemas.js';
-import { CREDIT, creditView, MEMBER, memberView, PROVIDER_KEY, providerKeyView } from './views.js';
+import { input, list, maybe, obj, PAGE_LIMIT, params, str, usd, USD_INPUT } from './schemas.js';
+import { CREDIT, creditView, PROVIDER_KEY, providerKeyView } from './views.js';
 
 const CREDITS = obj({ balance_usd: usd('Balance now'), data: { type: 'array', items: CREDIT }, next_cursor: maybe(str('Pass as `cursor` for older entries')) });
 
-/** Credits, provider keys (bring your own key) and members of an org. */
+/** Credits, provider keys (bring your own key), members and invitations of an org. */
 export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
@@ -92,66 +92,6 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     ...memberRoutes(d),
-  ];
-}
-
-function memberRoutes(d: ManagementDeps): ManagementRoute[] {
-  const { store } = d;
-  const newUser = async (email: string, password: string | undefined) => {
-    if (password === undefined) throw new GatewayError('not_found', [`No user with email ${email}: give a password to create one`], { param: 'email' });
-    const problem = passwordProblem(password);
-    if (problem) throw invalidField('password', `"password": ${problem}`);
-    return conflictAs409(async () => store.accounts.createUser(email, await hashPassword(password), false));
-  };
-  const changed = (result: 'ok' | 'not_found' | 'last_owner', userId: string): void => {
-    if (result === 'not_found') throw new GatewayError('not_found', [`No member ${userId}`]);
-    if (result === 'last_owner') throw new GatewayError('last_owner');
-  };
-  return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/members', tag: 'members', summary: 'The org\'s members and their roles.',
-      schema: { params: params('org'), response: { 200: list(MEMBER) } },
-      async handler(request) {
-        return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
-      },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs/:org/members', tag: 'members',
-      summary: 'Adds a user by email with a role; with `password`, a user who does not exist yet is created.',
-      schema: {
-        params: params('org'),
-        body: input({ email: EMAIL, role: ROLE, password: str('For a new user only: their first password (10+ characters)', { maxLength: 1024 }) }, ['email', 'role']),
-        response: { 201: MEMBER },
-      },
-      async handler(request, reply) {
-        const { org } = scopeOf(request);
-        const b = request.body as { email: string; role: OrgRole; password?: string };
-        const userId = (await store.accounts.findUserByEmail(b.email))?.id ?? (await newUser(b.email, b.password)).id;
-        const member = await conflictAs409(() => store.accounts.addMember(org.id, userId, b.role));
-        void reply.code(201);
-        return memberView(member);
-      },
-    },
-    {
-      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
-      schema: { params: params('org', 'user'), body: input({ role: ROLE }, ['role']), response: { 200: MEMBER } },
-      async handler(request) {
-        const { org } = scopeOf(request);
-        const { user } = request.params as { user: string };
-        changed(await store.accounts.changeRole(org.id, user, (request.body as { role: OrgRole }).role), user);
-        const member = (await store.accounts.listMembers(org.id)).find((m) => m.userId === user);
-        if (!member) throw new GatewayError('not_found', [`No member ${user}`]);
-        return memberView(member);
-      },
-    },
-    {
-      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
-      schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
-      async handler(request) {
-        const { user } = request.params as { user: string };
-        changed(await store.accounts.removeMember(scopeOf(request).org.id, user), user);
-        return { user_id: user, removed: true };
-      },
-    },
+    ...invitationRoutes(d),
   ];
 }

@@ -34,6 +34,21 @@ export interface MgmtToken {
   revokedAt: number | null;
 }
 
+/** An invitation to join an org with a role, addressed to an email (whether or not a user has it yet). */
+export interface Invitation {
+  id: string;
+  orgId: string;
+  orgName: string;
+  /** Lower-cased. */
+  email: string;
+  role: OrgRole;
+  /** The user who invited; null when that user is gone. */
+  invitedBy: string | null;
+  status: 'pending' | 'accepted' | 'declined' | 'revoked';
+  createdAt: number;
+  expiresAt: number;
+}
+
 /** What a membership change did; `last_owner` when it would leave the org without an owner. */
 export type MembershipChange = 'ok' | 'not_found' | 'last_owner';
 
@@ -54,6 +69,18 @@ export interface AccountStore {
   changeRole(orgId: string, userId: string, role: OrgRole): Promise<MembershipChange>;
   removeMember(orgId: string, userId: string): Promise<MembershipChange>;
 
+  createInvitation(orgId: string, email: string, role: OrgRole, invitedBy: string | null, expiresAt: number): Promise<Invitation>;
+  /** Pending, unexpired invitations addressed to this email, newest first. */
+  invitationsFor(email: string): Promise<Invitation[]>;
+  /** The org's pending, unexpired invitations, newest first. */
+  orgInvitations(orgId: string): Promise<Invitation[]>;
+  /**
+   * Ends a pending, unexpired invitation addressed to `email` (accepted or declined by its
+   * invitee), or, with `orgId` instead, one of that org's (revoked). The invitation when it
+   * was ended now, undefined otherwise (not theirs, gone, expired or already ended).
+   */
+  resolveInvitation(id: string, status: 'accepted' | 'declined' | 'revoked', by: { email: string } | { orgId: string }): Promise<Invitation | undefined>;
+
   /** `id` is the hash of the cookie's secret, never the secret. */
   createSession(id: string, userId: string, expiresAt: number): Promise<void>;
   /** The user of a live session. */
@@ -70,6 +97,16 @@ export interface AccountStore {
   /** Records a use, at most once a minute per token (no write on most requests). */
   touchToken(id: string): Promise<void>;
 }
+
+interface InvitationRow {
+  id: string; org_id: string; name: string; email: string; role: OrgRole; invited_by: string | null; status: Invitation['status'];
+  created_at: number | string; expires_at: number | string;
+}
+const toInvitation = (r: InvitationRow): Invitation => ({
+  id: r.id, orgId: r.org_id, orgName: r.name, email: r.email, role: r.role, invitedBy: r.invited_by, status: r.status,
+  createdAt: Number(r.created_at), expiresAt: Number(r.expires_at),
+});
+const INVITATION_SELECT = 'SELECT i.*, o.name FROM invitations i JOIN orgs o ON o.id = i.org_id';
 
 interface UserRow { id: string; email: string; password_hash: string; operator: boolean | number; created_at: number }
 interface TokenRow { id: string; user_id: string; name: string; prefix: string; hash: string; created_at: number; last_used_at: number | null; revoked_at: number | null }
@@ -160,6 +197,38 @@ export class SqlAccountStore implements AccountStore {
       : await write(this.db);
     if (changed > 0) return 'ok';
     return (await this.roleIn(orgId, userId)) === undefined ? 'not_found' : 'last_owner';
+  }
+
+  async createInvitation(orgId: string, email: string, role: OrgRole, invitedBy: string | null, expiresAt: number): Promise<Invitation> {
+    const id = newId('inv');
+    await this.db.run('INSERT INTO invitations (id, org_id, email, role, invited_by, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [id, orgId, email.toLowerCase(), role, invitedBy, 'pending', this.now(), expiresAt]);
+    const [row] = await this.db.all<InvitationRow>(`${INVITATION_SELECT} WHERE i.id = ?`, [id]);
+    if (!row) throw new Error(`invitation ${id} disappeared`);
+    return toInvitation(row);
+  }
+
+  async invitationsFor(email: string): Promise<Invitation[]> {
+    const rows = await this.db.all<InvitationRow>(`${INVITATION_SELECT} WHERE i.email = ? AND i.status = 'pending' AND i.expires_at > ? ORDER BY i.created_at DESC, i.id DESC`,
+      [email.toLowerCase(), this.now()]);
+    return rows.map(toInvitation);
+  }
+
+  async orgInvitations(orgId: string): Promise<Invitation[]> {
+    const rows = await this.db.all<InvitationRow>(`${INVITATION_SELECT} WHERE i.org_id = ? AND i.status = 'pending' AND i.expires_at > ? ORDER BY i.created_at DESC, i.id DESC`,
+      [orgId, this.now()]);
+    return rows.map(toInvitation);
+  }
+
+  async resolveInvitation(id: string, status: 'accepted' | 'declined' | 'revoked', by: { email: string } | { orgId: string }): Promise<Invitation | undefined> {
+    const [column, value] = 'email' in by ? ['email', by.email.toLowerCase()] : ['org_id', by.orgId];
+    const now = this.now();
+    // One statement: of two concurrent accepts (or an accept and a revoke) only one ends it.
+    const changed = await this.db.run(`UPDATE invitations SET status = ?, resolved_at = ? WHERE id = ? AND ${column} = ? AND status = 'pending' AND expires_at > ?`,
+      [status, now, id, value, now]);
+    if (changed === 0) return undefined;
+    const [row] = await this.db.all<InvitationRow>(`${INVITATION_SELECT} WHERE i.id = ?`, [id]);
+    return row && toInvitation(row);
   }
 
   async createSession(id: string, userId: string, expiresAt: number): Promise<void> {

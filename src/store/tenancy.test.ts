@@ -168,4 +168,21 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
       clock.ms = T0;
     }
   });
+  it('keeps invitations by email: listed for the invitee and the org while pending and unexpired, ended once, by the invitee or the org only', async () => {
+    const org = await newOrg();
+    const a = await store.accounts.createInvitation(org.id, 'Invitee@Example.test', 'admin', null, clock.ms + 1000);
+    expect(a).toMatchObject({ orgId: org.id, orgName: org.name, email: 'invitee@example.test', role: 'admin', status: 'pending', createdAt: clock.ms, expiresAt: clock.ms + 1000 });
+    expect((await other.accounts.invitationsFor('INVITEE@example.test')).map((i) => i.id)).toEqual([a.id]);
+    expect((await other.accounts.orgInvitations(org.id)).map((i) => i.id)).toEqual([a.id]);
+    expect(await store.accounts.resolveInvitation(a.id, 'accepted', { email: 'someone-else@example.test' })).toBeUndefined();
+    expect(await store.accounts.resolveInvitation(a.id, 'revoked', { orgId: (await newOrg()).id })).toBeUndefined();
+    // Two accepts at once: one ends it.
+    const both = await Promise.all([store.accounts.resolveInvitation(a.id, 'accepted', { email: 'invitee@example.test' }), other.accounts.resolveInvitation(a.id, 'accepted', { email: 'invitee@example.test' })]);
+    expect(both.filter((r) => r !== undefined).map((r) => r?.status)).toEqual(['accepted']);
+    expect(await store.accounts.invitationsFor('invitee@example.test')).toEqual([]);
+    const b = await store.accounts.createInvitation(org.id, 'invitee@example.test', 'member', null, clock.ms + 1000);
+    clock.ms += 1000;
+    expect(await store.accounts.invitationsFor('invitee@example.test')).toEqual([]);
+    expect(await store.accounts.resolveInvitation(b.id, 'declined', { email: 'invitee@example.test' })).toBeUndefined();
+  });
 });

@@ -1,16 +1,17 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, patch, post, type ListOf, type Member, type Role } from '../api';
+import { del, get, patch, post, type Invitation, type ListOf, type Member, type MemberAdded, type Role } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
 import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 
 const ROLES: Role[] = ['member', 'admin', 'owner'];
 
-/** Members and their roles; owners (and operators) add by email, change roles and remove. */
+/** Members and their roles; owners invite by email (operators add directly), change roles and remove. */
 export function MembersPage({ org, me }: PageProps): JSX.Element {
   const members = useLoad((signal) => get<ListOf<Member>>(`/orgs/${org.id}/members`, undefined, signal), [org.id]);
   const owner = org.role === 'owner' || org.role === 'operator';
+  const invitations = useLoad((signal) => (owner ? get<ListOf<Invitation>>(`/orgs/${org.id}/invitations`, undefined, signal) : Promise.resolve({ data: [] })), [org.id, owner]);
   const [error, setError] = useState<unknown>(undefined);
   const [removing, setRemoving] = useState<Member | undefined>(undefined);
   const act = async (work: () => Promise<unknown>): Promise<void> => {
@@ -24,7 +25,7 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
   };
   return (
     <Page title="Members">
-      {owner ? <AddMember orgId={org.id} onAdded={members.reload} /> : null}
+      {owner ? <AddMember orgId={org.id} operator={me.operator} onAdded={() => { members.reload(); invitations.reload(); }} /> : null}
       <ErrorBox error={error} />
       <Show value={members}>
         {(m) => (
@@ -43,6 +44,27 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
           </div>
         )}
       </Show>
+      {owner ? (
+        <Show value={invitations}>
+          {(inv) => (inv.data.length === 0 ? null : (
+            <div class="scroll">
+              <table>
+                <caption>Pending invitations</caption>
+                <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Expires</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+                <tbody>
+                  {inv.data.map((i) => (
+                    <tr key={i.id}>
+                      <td>{i.email}</td><td>{i.role}</td><td>{when(i.expires_at)}</td>
+                      <td><button type="button" class="small" aria-label={`Revoke the invitation of ${i.email}`}
+                        onClick={() => void act(async () => { await del(`/orgs/${org.id}/invitations/${i.id}`); invitations.reload(); })}>Revoke</button></td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ))}
+        </Show>
+      ) : null}
       <Confirm open={removing !== undefined} title="Remove this member?" confirm="Remove member" onClose={() => setRemoving(undefined)}
         onConfirm={() => removing && void act(() => del(`/orgs/${org.id}/members/${removing.user_id}`))}>
         <p>{removing?.email} loses access to {org.name} at once.</p>
@@ -75,7 +97,8 @@ function MemberRow(props: { member: Member; you: boolean; owner: boolean; onRole
   );
 }
 
-function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): JSX.Element {
+/** An owner's add sends an invitation (the user joins when they accept); an operator's adds at once, or creates the user with a first password. */
+function AddMember({ orgId, operator, onAdded }: { orgId: string; operator: boolean; onAdded: () => void }): JSX.Element {
   const [f, setF] = useState({ email: '', role: 'member', password: '' });
   const [error, setError] = useState<unknown>(undefined);
   const [done, setDone] = useState('');
@@ -84,8 +107,9 @@ function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): 
     setError(undefined);
     setDone('');
     try {
-      const m = await post<Member>(`/orgs/${orgId}/members`, { email: f.email.trim(), role: f.role, ...(f.password ? { password: f.password } : {}) });
-      setDone(`Added ${m.email} as ${m.role}.`);
+      const r = await post<MemberAdded>(`/orgs/${orgId}/members`, { email: f.email.trim(), role: f.role, ...(operator && f.password ? { password: f.password } : {}) });
+      if (r.member) setDone(`Added ${r.member.email} as ${r.member.role}.`);
+      else if (r.invitation) setDone(`Invitation sent to ${r.invitation.email} as ${r.invitation.role}: they join when they accept it (until ${when(r.invitation.expires_at)}).`);
       setF({ email: '', role: 'member', password: '' });
       onAdded();
     } catch (err) {
@@ -100,11 +124,11 @@ function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }): 
         <Field label="Role">
           <select value={f.role} onChange={(e) => setF({ ...f, role: e.currentTarget.value })}>{ROLES.map((r) => <option key={r} value={r}>{r}</option>)}</select>
         </Field>
-        <Field label="First password (only for a new user)"><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></Field>
+        {operator ? <Field label="First password (only for a new user)"><input type="password" autoComplete="new-password" value={f.password} onInput={(e) => setF({ ...f, password: e.currentTarget.value })} /></Field> : null}
       </div>
       <ErrorBox error={error} />
       {done ? <p role="status">{done}</p> : null}
-      <div class="actions"><button type="submit">Add member</button></div>
+      <div class="actions"><button type="submit">{operator ? 'Add member' : 'Send invitation'}</button></div>
     </form>
   );
 }

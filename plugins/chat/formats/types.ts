@@ -90,6 +90,8 @@ export interface ClientFormat {
   readonly urls: readonly string[];
   /** Headers that may carry the key besides Bearer (`x-api-key` for Anthropic clients, `x-goog-api-key` for Google's). */
   readonly keyHeaders?: readonly string[];
+  /** Query parameters that may carry the key when no header does (`key` for Google's REST clients). */
+  readonly keyQuery?: readonly string[];
   /** Error bodies in this format's shape; OpenAI-style when absent. */
   readonly formatError?: ErrorFormatter;
   /** The dialect that speaks this format upstream: a request in this format goes to it untranslated. */

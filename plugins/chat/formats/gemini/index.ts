@@ -57,13 +57,15 @@ const CLIENT_PARAMS: Readonly<Record<string, string>> = {
 /**
  * The Gemini API (`POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`,
  * and the same under `/v1/`), so @google/genai users change only `baseUrl`. The key
- * comes as `x-goog-api-key` (what the SDK sends) or Bearer. A Gemini model gets the
+ * comes as `x-goog-api-key` (what the SDK sends), Bearer, or `?key=` (Google's REST
+ * examples; redacted in the server log, a header wins). A Gemini model gets the
  * request untouched; any other is translated through the canonical form.
  */
 export const geminiFormat: ClientFormat = {
   name: 'gemini',
   urls: ['/v1beta/models/*', '/v1/models/*'],
   keyHeaders: ['x-goog-api-key'],
+  keyQuery: ['key'],
   formatError: formatGeminiError,
   nativeDialect: 'gemini',
   parse: parseGeminiRequest,

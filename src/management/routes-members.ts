@@ -1,0 +1,159 @@
+import { GatewayError, invalidField } from '../errors.js';
+import type { Invitation, OrgRole } from '../store/accounts.js';
+import { callerOf, scopeOf } from './authn.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { hashPassword, passwordProblem } from './passwords.js';
+import { conflictAs409 } from './routes-orgs.js';
+import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
+import { iso, MEMBER, memberView } from './views.js';
+
+/** How long an invitation can be accepted. */
+export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+const INVITATION = obj({
+  id: str('inv_…'), org_id: str('org_…'), org_name: str(), email: EMAIL, role: ROLE,
+  status: str('pending until its invitee accepts or declines it, or an owner revokes it', { enum: ['pending', 'accepted', 'declined', 'revoked'] }),
+  created_at: time(), expires_at: time('After this it can no longer be accepted'),
+});
+const invitationView = (i: Invitation) => ({
+  id: i.id, org_id: i.orgId, org_name: i.orgName, email: i.email, role: i.role, status: i.status, created_at: iso(i.createdAt), expires_at: iso(i.expiresAt),
+});
+/** What `POST …/members` answers: a member added (operators) or an invitation sent (owners). */
+const ADDED = obj({
+  member: maybe(MEMBER), invitation: maybe(INVITATION),
+}, { description: 'Exactly one is set: `member` when an operator added the user at once, `invitation` when an invitation was sent' });
+
+/**
+ * Members of an org. An owner's "add" is an invitation to an email: the same answer
+ * whether an account has that email or not (no probing the instance's users), and nobody
+ * joins an org without accepting. An operator, who sees every user anyway, adds directly.
+ */
+export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
+  const { store } = d;
+  const changed = (result: 'ok' | 'not_found' | 'last_owner', userId: string): void => {
+    if (result === 'not_found') throw new GatewayError('not_found', [`No member ${userId}`]);
+    if (result === 'last_owner') throw new GatewayError('last_owner');
+  };
+  return [
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/members', tag: 'members', summary: 'The org\'s members and their roles.',
+      schema: { params: params('org'), response: { 200: list(MEMBER) } },
+      async handler(request) {
+        return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/orgs/:org/members', tag: 'members',
+      summary: 'An owner invites an email with a role (202, the invitation: the same answer whether a user has that email or not; they join when they accept). '
+        + 'An operator adds an existing user at once (201), or with `password` creates the user; an unknown email without one is invited.',
+      schema: {
+        params: params('org'),
+        body: input({ email: EMAIL, role: ROLE, password: str('Operators only, for a new user: their first password (10+ characters)', { maxLength: 1024 }) }, ['email', 'role']),
+        response: { 201: ADDED, 202: ADDED },
+      },
+      async handler(request, reply) {
+        const { org } = scopeOf(request);
+        const caller = callerOf(request).user;
+        const b = request.body as { email: string; role: OrgRole; password?: string };
+        const email = b.email.toLowerCase();
+        if (caller.operator) {
+          let user = await store.accounts.findUserByEmail(email);
+          if (!user && b.password !== undefined) {
+            const problem = passwordProblem(b.password);
+            if (problem) throw invalidField('password', `"password": ${problem}`);
+            const hash = await hashPassword(b.password);
+            user = { ...(await conflictAs409(() => store.accounts.createUser(email, hash, false))), passwordHash: '' };
+          }
+          if (user) {
+            const member = await conflictAs409(() => store.accounts.addMember(org.id, user.id, b.role));
+            void reply.code(201);
+            return { member: memberView(member), invitation: null };
+          }
+        } else if (b.password !== undefined) {
+          throw invalidField('password', '"password": only an operator creates users; an owner invites an email, and its user accepts');
+        }
+        const invitation = await store.accounts.createInvitation(org.id, email, b.role, caller.id, d.now() + INVITATION_TTL_MS);
+        void reply.code(202);
+        return { member: null, invitation: invitationView(invitation) };
+      },
+    },
+    {
+      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
+      schema: { params: params('org', 'user'), body: input({ role: ROLE }, ['role']), response: { 200: MEMBER } },
+      async handler(request) {
+        const { org } = scopeOf(request);
+        const { user } = request.params as { user: string };
+        changed(await store.accounts.changeRole(org.id, user, (request.body as { role: OrgRole }).role), user);
+        const member = (await store.accounts.listMembers(org.id)).find((m) => m.userId === user);
+        if (!member) throw new GatewayError('not_found', [`No member ${user}`]);
+        return memberView(member);
+      },
+    },
+    {
+      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
+      schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
+      async handler(request) {
+        const { user } = request.params as { user: string };
+        changed(await store.accounts.removeMember(scopeOf(request).org.id, user), user);
+        return { user_id: user, removed: true };
+      },
+    },
+  ];
+}
+
+/** The signed-in user's invitations (accept, decline) and an org's pending ones (list, revoke). */
+export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
+  const { store } = d;
+  // Someone else's invitation, an expired or an ended one: the same 404, so an id says nothing about anyone else.
+  const gone = (id: string): GatewayError => new GatewayError('not_found', [`No pending invitation ${id} for you`]);
+  return [
+    {
+      method: 'GET', url: '/api/v1/invitations', tag: 'invitations', summary: 'The pending invitations addressed to the signed-in user\'s email.',
+      schema: { response: { 200: list(INVITATION) } },
+      async handler(request) {
+        return { data: (await store.accounts.invitationsFor(callerOf(request).user.email)).map(invitationView) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/invitations/:invitation/accept', tag: 'invitations',
+      summary: 'Accepts one of the signed-in user\'s invitations: they become a member with its role. Anyone else\'s, an expired or an ended one is 404.',
+      schema: { params: params('invitation'), response: { 200: obj({ invitation: INVITATION, member: MEMBER }) } },
+      async handler(request) {
+        const { invitation: id } = request.params as { invitation: string };
+        const user = callerOf(request).user;
+        const accepted = await store.accounts.resolveInvitation(id, 'accepted', { email: user.email });
+        if (!accepted) throw gone(id);
+        const member = await conflictAs409(() => store.accounts.addMember(accepted.orgId, user.id, accepted.role));
+        return { invitation: invitationView(accepted), member: memberView(member) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/invitations/:invitation/decline', tag: 'invitations', summary: 'Declines one of the signed-in user\'s invitations.',
+      schema: { params: params('invitation'), response: { 200: INVITATION } },
+      async handler(request) {
+        const { invitation: id } = request.params as { invitation: string };
+        const declined = await store.accounts.resolveInvitation(id, 'declined', { email: callerOf(request).user.email });
+        if (!declined) throw gone(id);
+        return invitationView(declined);
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/invitations', tag: 'invitations', summary: 'The org\'s pending invitations.',
+      schema: { params: params('org'), response: { 200: list(INVITATION) } },
+      async handler(request) {
+        return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
+      },
+    },
+    {
+      method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
+      schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },
+      async handler(request) {
+        const { invitation: id } = request.params as { invitation: string };
+        const revoked = await store.accounts.resolveInvitation(id, 'revoked', { orgId: scopeOf(request).org.id });
+        if (!revoked) throw new GatewayError('not_found', [`No pending invitation ${id}`]);
+        return invitationView(revoked);
+      },
+    },
+  ];
+}
