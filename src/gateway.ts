@@ -25,6 +25,7 @@ import { LEASE_HELD_ELSEWHERE } from './storage/media-sweep.js';
 import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
+import { CUT_GRACE_MS } from './streamed-reply.js';
 
 export interface GatewayOptions {
   config: GatewayConfig;
@@ -246,8 +247,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // At server.shutdown_timeout_ms the requests still running are cut: a stream ends with the
         // drain_timeout error event and is billed for what was delivered, a reply not yet started
         // gets the 503; each settles and gets its log row before the store closes.
+        // A reply its client does not read (a JSON body, an error event) gets CUT_GRACE_MS to get
+        // out; then every connection still open is closed, so no client can hold the exit.
+        let last: NodeJS.Timeout | undefined;
         const deadline = setTimeout(() => {
           for (const ex of inFlightExchanges) cutByServer(ex);
+          last = setTimeout(() => app.server.closeAllConnections(), CUT_GRACE_MS + 100);
         }, config.server.shutdownTimeoutMs);
         const closingAt = Date.now();
         try {
@@ -259,6 +264,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         } finally {
           clearInterval(drain);
           clearTimeout(deadline);
+          clearTimeout(last);
         }
         await tasks.stop();
         for (const fn of closers) await fn();

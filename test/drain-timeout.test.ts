@@ -4,6 +4,7 @@ import { startSimulator, type Simulator } from '../simulator/server.js';
 import { SseDecoder, type SseEvent } from '../src/sse.js';
 import { buildOnce, cli, killAll, lastLine, query, serve, sleep, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
+import { chatFormat, neverReads } from './stream-formats.js';
 
 /*
  * Issue 15, item 3: SIGTERM with streams that outlast server.shutdown_timeout_ms. At the
@@ -91,5 +92,22 @@ describe('the drain deadline at shutdown', () => {
       FROM orgs o WHERE o.name = 'drain'`);
     expect(ledger!.charged).toBe(ledger!.logged);
     expect(ledger!.credited - ledger!.balance).toBe(ledger!.logged);
+  }, 60_000);
+
+  it('a client that stops reading a large stream cannot hold the exit: exit 0 within shutdown_timeout_ms + 1 s, the stream logged as cut', async () => {
+    const server = await serve(config);
+    // 60,000 tokens (megabytes, more than the socket buffers hold) to a client that reads only the headers.
+    const stuck = await neverReads(server.url, key, chatFormat, 'gpt-4o-mini', '[[sim:tokens=60000]] stuck', 60_000);
+    await sleep(300);
+    const signalled = Date.now();
+    server.child.kill('SIGTERM');
+    const exit = await server.exited;
+    const took = Date.now() - signalled;
+    expect(exit.code).toBe(0);
+    // 600 ms of drain, 0.5 s for the error event, the log flush and the store's close.
+    expect(took).toBeLessThan(600 + 1000);
+    stuck.socket.destroy();
+    const [row] = query<{ status: number; error_code: string | null }>(join(dir, 'g.db'), `SELECT status, error_code FROM request_logs WHERE request_id = '${stuck.id}'`);
+    expect(row).toEqual({ status: 200, error_code: 'drain_timeout' });
   }, 60_000);
 });

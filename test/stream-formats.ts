@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import { SseDecoder, type SseEvent } from '../src/sse.js';
 
 /**
@@ -148,4 +149,29 @@ export async function readEvents(res: Response, pauseMs = 0): Promise<SseEvent[]
   }
   events.push(...decoder.end());
   return events;
+}
+
+/** A streamed request on a raw socket that never reads a byte of the reply; resolves with the request id once the headers were sent. */
+export async function neverReads(base: string, key: string, format: StreamFormat, model: string, prompt: string, maxTokens: number): Promise<{ socket: Socket; id: string }> {
+  const { path, body } = format.request(model, prompt, maxTokens);
+  const url = new URL(base);
+  const socket = connect(Number(url.port), url.hostname);
+  const payload = JSON.stringify(body);
+  socket.write(`POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\nauthorization: Bearer ${key}\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  // Read only as far as the response head, then stop reading for good.
+  const head = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    socket.on('error', reject);
+    socket.on('data', function onData(chunk: Buffer) {
+      text += chunk.toString('latin1');
+      if (!text.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      socket.pause();
+      resolve(text);
+    });
+  });
+  socket.on('error', () => undefined);
+  const id = /x-request-id: (\S+)/i.exec(head)?.[1];
+  if (!id) throw new Error(`no request id in ${head.slice(0, 200)}`);
+  return { socket, id };
 }

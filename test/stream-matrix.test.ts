@@ -1,10 +1,9 @@
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { estimateTokens } from '../src/tokens.js';
 import type { LogRow } from '../src/store/types.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, type TestGateway } from './harness.js';
-import { DIALECT_MODELS, readEvents, responsesFormat, sendStream, STREAM_FORMATS, type StreamFormat, words } from './stream-formats.js';
+import { DIALECT_MODELS, neverReads, readEvents, responsesFormat, sendStream, STREAM_FORMATS, words } from './stream-formats.js';
 
 /**
  * Issue 26: streams at production sizes, every client format × every upstream dialect.
@@ -71,7 +70,7 @@ describe.each(STREAM_FORMATS)('$name streams', (format) => {
   it('a client that stops reading is cut after server.stream_stall_timeout_ms: logged stream_stalled, billed for what was written', async () => {
     // Each format from another dialect. 60,000 tokens (megabytes) is more than the loopback socket buffers hold.
     const { model } = DIALECT_MODELS[STREAM_FORMATS.indexOf(format) % DIALECT_MODELS.length]!;
-    const { socket, id } = await neverReads(t, format, model, '[[sim:tokens=60000]] go', 60_000);
+    const { socket, id } = await neverReads(t.url, t.key, format, model, '[[sim:tokens=60000]] go', 60_000);
     const row = await logRowWithin(t, id, 30_000);
     expect(row).toMatchObject({ status: 200, errorCode: 'stream_stalled', costEstimated: true });
     expect(row.completionTokens).toBeGreaterThan(0);
@@ -90,31 +89,6 @@ describe.each(STREAM_FORMATS)('$name streams', (format) => {
  */
 function deliveredCounts(text: string): number[] {
   return [words(text), text.split(' ').reduce((n, w, i) => n + estimateTokens(i === 0 ? w : ` ${w}`), 0)];
-}
-
-/** A streamed request on a raw socket that never reads a byte of the reply; resolves with the request id once the headers were sent. */
-async function neverReads(gw: TestGateway & { key: string }, format: StreamFormat, model: string, prompt: string, maxTokens: number): Promise<{ socket: import('node:net').Socket; id: string }> {
-  const { path, body } = format.request(model, prompt, maxTokens);
-  const url = new URL(gw.url);
-  const socket = connect(Number(url.port), url.hostname);
-  const payload = JSON.stringify(body);
-  socket.write(`POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\nauthorization: Bearer ${gw.key}\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-  // Read only as far as the response head, then stop reading for good.
-  const head = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    socket.on('error', reject);
-    socket.on('data', function onData(chunk: Buffer) {
-      text += chunk.toString('latin1');
-      if (!text.includes('\r\n\r\n')) return;
-      socket.off('data', onData);
-      socket.pause();
-      resolve(text);
-    });
-  });
-  socket.on('error', () => undefined);
-  const id = /x-request-id: (\S+)/i.exec(head)?.[1];
-  if (!id) throw new Error(`no request id in ${head.slice(0, 200)}`);
-  return { socket, id };
 }
 
 async function logRowWithin(gw: TestGateway, id: string, ms: number): Promise<LogRow> {

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createOrg } from '../src/admin.js';
+import { openStore } from '../src/store/index.js';
+import type { Store } from '../src/store/types.js';
+import { startSimulator, type Simulator } from '../simulator/server.js';
+import { killAll } from './cli-helpers.js';
+import { roundRobin, sharedPostgresSchema, startFleet, type Fleet } from './fleet.js';
+import { expectLedgersExactAt, tempDir } from './harness.js';
+import { chatFormat, readEvents, sendStream, STREAM_FORMATS, words } from './stream-formats.js';
+
+/*
+ * Issue 26: the run that found the 16 KiB hang. Three gateway processes on one
+ * PostgreSQL schema and Redis, 200 concurrent requests, half of them streams of 1,000
+ * tokens (every streamed 200 used to hang after ~195 KB). Every stream must arrive whole,
+ * every request has its log row with the right status, and the ledger equals the log.
+ */
+let sim: Simulator;
+let db: { url: string; drop(): Promise<void> };
+let fleet: Fleet;
+let store: Store;
+let key = '';
+
+beforeAll(async () => {
+  sim = await startSimulator({ port: 0 });
+  db = sharedPostgresSchema('streams');
+  fleet = await startFleet({
+    n: 3, dir: tempDir('tollgate-stream-fleet-'), simUrl: sim.url, databaseUrl: db.url, redisUrl: 'redis://127.0.0.1:6379',
+    yaml: { log: { level: 'warn', flush_interval_ms: 50 }, redis: { url: 'redis://127.0.0.1:6379', key_prefix: `tg-streams-${process.pid}:`, timeout_ms: 5000 } },
+  });
+  store = openStore(db.url);
+  const org = await createOrg(store, 'stream-fleet', '100', 'standard');
+  key = (await createKey(store, org.name, { limits: { rpm: 10_000 } })).key;
+}, 180_000);
+afterAll(async () => {
+  await fleet?.stop();
+  await killAll();
+  await store?.close();
+  if (db) await expectLedgersExactAt(db.url);
+  await db?.drop();
+  await sim?.close();
+});
+
+describe('three instances under 200 concurrent requests', () => {
+  it('every 1,000-token stream completes, in every client format; every request is logged; the ledger equals the log', async () => {
+    const results = await roundRobin(fleet.urls(), 200, 200, async (url, i) => {
+      if (i % 2 === 1) {
+        const res = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST', signal: AbortSignal.timeout(60_000),
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 2000, messages: [{ role: 'user', content: `[[sim:tokens=1000]] json ${i}` }] }),
+        });
+        const body = (await res.json()) as { usage?: { completion_tokens: number } };
+        return { id: res.headers.get('x-request-id')!, status: res.status, ok: body.usage?.completion_tokens === 1000 };
+      }
+      // Every client format, and every delivery: in one upstream write and in 97-byte slices.
+      const format = STREAM_FORMATS[(i / 2) % STREAM_FORMATS.length] ?? chatFormat;
+      const slices = i % 4 === 0 ? ',chunk_bytes=97' : '';
+      const res = await sendStream(url, key, format, 'gpt-4o-mini', `[[sim:tokens=1000${slices}]] stream ${i}`, 2000, undefined, AbortSignal.timeout(60_000));
+      const read = format.read(await readEvents(res));
+      return { id: res.headers.get('x-request-id')!, status: res.status, ok: read.terminated && words(read.text) === 1000 && read.completionTokens === 1000 && !read.error };
+    });
+    expect(results.filter((r) => r.status !== 200 || !r.ok)).toEqual([]);
+    // Every row written (the instances flush every 50 ms), each a success.
+    const ids = results.map((r) => r.id);
+    let rows: Awaited<ReturnType<Store['getLog']>>[] = [];
+    for (let i = 0; i < 100; i++) {
+      rows = await Promise.all(ids.map((id) => store.getLog(id)));
+      if (rows.every((r) => r !== undefined)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(rows.filter((r) => r?.status !== 200 || r.errorCode !== null || r.completionTokens !== 1000).map((r) => r?.requestId)).toEqual([]);
+  }, 180_000);
+});
