@@ -28,7 +28,7 @@ function problems(text: string, env: NodeJS.ProcessEnv = {}): string[] {
 describe('gateway.yaml loading', () => {
   it('applies defaults to an empty file', () => {
     const cfg = loadGatewayConfig(write(''), schemas, {});
-    expect(cfg.server).toEqual({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576, shutdownTimeoutMs: 30000, trustProxy: false });
+    expect(cfg.server).toEqual({ host: '127.0.0.1', port: 8787, bodyLimitBytes: 1048576, shutdownTimeoutMs: 30000, streamStallTimeoutMs: 60000, trustProxy: false });
     expect(cfg.database.url).toMatch(/^sqlite:\/.*\/data\/tollgate\.db$/);
     expect(cfg.redis).toBeUndefined();
     expect(cfg.storage.s3).toBeUndefined();
