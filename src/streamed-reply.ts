@@ -56,14 +56,10 @@ export class StreamedReply {
       this.out.destroy();
       return false;
     }
-    // The last chunk and the end of the chunked body (written by the pipe a few ticks
-    // later) go out in one socket write: the socket is corked for those ticks only. It is
-    // uncorked on the next turn of the event loop whatever happened: a corked socket never
-    // drains, so a last chunk larger than its buffer would otherwise wait forever.
-    res.cork();
+    // Not corked to join the last chunk and the end of the chunked body in one write: that
+    // made no measurable difference (docs/benchmarks.md), and a corked socket never drains.
     if (last !== undefined && last.length > 0) this.out.end(last);
     else this.out.end();
-    setImmediate(() => res.uncork());
     const signal = this.ex.abort.signal;
     let what = await firstOf(res, ['finish', 'close'], signal.aborted ? undefined : signal, signal.aborted ? CUT_GRACE_MS : this.stallMs);
     if (what === 'timeout' && !signal.aborted) this.cut();
