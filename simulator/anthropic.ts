@@ -185,7 +185,9 @@ interface SimToolUse extends PlannedCall {
 function toolCalls(r: MessagesRequest, d: SimRequest['directives'], seq: string): SimToolUse[] {
   const tools = (asArray(r.body['tools']) ?? []).flatMap((t) => {
     const name = asString(asObject(t)?.['name']);
-    return name === undefined ? [] : [{ name, schema: asObject(t)?.['input_schema'] }];
+    const type = asObject(t)?.['type'];
+    // Server tools (web_search_20250305…) run at Anthropic: never a tool_use for the client.
+    return name === undefined || (type !== undefined && type !== 'custom') ? [] : [{ name, schema: asObject(t)?.['input_schema'] }];
   });
   const choice = asObject(r.body['tool_choice']);
   const answered = blocksOf(r.messages[r.messages.length - 1], 'tool_result').length > 0;

@@ -18,22 +18,40 @@ const itemsOf = (input: unknown): JsonObject[] =>
 function unresolvable(body: JsonObject, items: readonly JsonObject[]): string | undefined {
   const prev = asString(body['previous_response_id']);
   if (prev !== undefined) return `Previous response with id '${prev}' not found.`;
-  const ref = items.find((it) => it['type'] === 'item_reference' || (body['store'] === false && typeof it['id'] === 'string'));
+  // An additional_tools item (Codex) carries its tools whole: its id refers to nothing stored.
+  const ref = items.find((it) => it['type'] === 'item_reference' || (body['store'] === false && typeof it['id'] === 'string' && it['type'] !== 'additional_tools'));
   return ref ? `Item with id '${String(ref['id'])}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.` : undefined;
 }
 
 interface Reply {
   readonly text: readonly string[];
-  readonly calls: readonly PlannedCall[];
+  readonly calls: ReadonlyArray<PlannedCall & { namespace?: string | undefined }>;
   readonly capped: boolean;
   readonly outputTokens: number;
 }
 
+/** A declared function: its name, and the namespace it was declared in (a Codex `namespace` tool), if any. */
+interface Declared { name: string; schema: unknown; namespace?: string }
+
+/** Function tools of a tool list: plain ones, and those of `namespace` tools with their namespace. */
+function functionsOf(tools: unknown): Declared[] {
+  return (asArray(tools) ?? []).map(asObject).flatMap((t): Declared[] => {
+    if (t?.['type'] === 'function' && typeof t['name'] === 'string') return [{ name: t['name'], schema: t['parameters'] }];
+    const ns = t?.['type'] === 'namespace' ? asString(t['name']) : undefined;
+    return ns === undefined ? [] : functionsOf(t?.['tools']).map((f) => ({ ...f, namespace: ns }));
+  });
+}
+
+/** Every function the request declares: in `tools`, and in Codex's `additional_tools` input items. */
+const declaredFunctions = (body: JsonObject, items: readonly JsonObject[]): Declared[] =>
+  [...functionsOf(body['tools']), ...items.filter((it) => it['type'] === 'additional_tools').flatMap((it) => functionsOf(it['tools']))];
+
 function replyFor(body: JsonObject, items: readonly JsonObject[], d: Parameters<Handler>[0]['directives']): Reply {
-  const tools = (asArray(body['tools']) ?? []).map(asObject).flatMap((t) => (t?.['type'] === 'function' && typeof t['name'] === 'string' ? [{ name: t['name'], schema: t['parameters'] }] : []));
+  const tools = declaredFunctions(body, items);
   const choice = body['tool_choice'];
   const last = items[items.length - 1];
-  const calls = plannedCalls(tools, { choiceNone: choice === 'none', named: asString(asObject(choice)?.['name']), answeredTools: last?.['type'] === 'function_call_output', d });
+  const calls = plannedCalls(tools, { choiceNone: choice === 'none', named: asString(asObject(choice)?.['name']), answeredTools: last?.['type'] === 'function_call_output', d })
+    .map((c) => ({ ...c, namespace: tools.find((t) => t.name === c.name)?.namespace }));
   if (calls.length > 0) return { text: [], calls, capped: false, outputTokens: calls.reduce((n, c) => n + textTokens(c.arguments), 0) };
   const format = asObject(asObject(body['text'])?.['format']);
   if (format?.['type'] === 'json_object' || format?.['type'] === 'json_schema') {
@@ -92,7 +110,9 @@ export const handleResponses: Handler = async (req, res, env) => {
 
 function outputItems(seq: string, reply: Reply): JsonObject[] {
   if (reply.calls.length > 0) {
-    return reply.calls.map((c, i) => ({ type: 'function_call', id: `fc_sim${seq}_${i}`, call_id: `call_sim${seq}_${i}`, name: c.name, arguments: c.arguments, status: 'completed' }));
+    return reply.calls.map((c, i) => ({
+      type: 'function_call', id: `fc_sim${seq}_${i}`, call_id: `call_sim${seq}_${i}`, ...(c.namespace !== undefined ? { namespace: c.namespace } : {}), name: c.name, arguments: c.arguments, status: 'completed',
+    }));
   }
   const text = reply.text.join('');
   return [{ type: 'message', id: `msg_sim${seq}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] }];

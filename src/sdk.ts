@@ -30,7 +30,7 @@ export { estimateTokens, tokensForChars } from './tokens.js';
 export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './usage.js';
 
 // The provider model a route resolves to.
-export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy } from './providers/types.js';
+export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy, UnsupportedParamsPolicy } from './providers/types.js';
 
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';

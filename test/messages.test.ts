@@ -147,10 +147,10 @@ describe('what crosses formats and what does not', () => {
     expect(msg.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'get_weather', input: { city: 'sim' } })]);
   });
 
-  it.each(['gemini-2.5-flash', 'gpt-4o-mini'])('server tools for %s are refused with 400 naming the field, before any upstream call', async (model) => {
-    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, t.key);
-    expect(r.status).toBe(400);
-    expect(r.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_request', param: 'tools[0]' } });
+  it.each(['gemini-2.5-flash', 'gpt-4o-mini'])('a server tool other than web search for %s is dropped and named (unsupported_params, test/unsupported-params.test.ts)', async (model) => {
+    const r = await postJson(`${t.url}/v1/messages`, { ...params(model), tools: [{ type: 'code_execution_20250522', name: 'code_execution' }] }, t.key);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-tollgate-dropped-params')).toBe('code_execution_20250522');
   });
 
   it('image blocks are translated (base64 → data URL) for an OpenAI model', async () => {

@@ -10,6 +10,7 @@ import { maxChatCostPicos, maxChatTokens } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
 import { chatSettingsSchema } from './settings.js';
+import { DROPPED_HEADER, policyOf, resolveUnsupported, type Resolution } from './unsupported.js';
 
 /** The upstream dialects, and the formats' own that serve only their native requests (OpenAI /responses). */
 const ALL_DIALECTS: ReadonlyMap<string, ChatDialect> = new Map([...DIALECTS, ...NATIVE_ONLY_DIALECTS.map((d) => [d.name, d] as const)]);
@@ -26,8 +27,20 @@ function nativeEndpoint(format: ClientFormat, route: ModelRoute): EndpointDef | 
   return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT);
 }
 
-/** The chat handler for one client format: the same models, routes, metering and streaming behind each endpoint. */
-function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
+/** Whether a request goes to this dialect as the client wrote it (its own format). */
+const sentNative = (format: ClientFormat, req: ChatRequest, dialect: ChatDialect): boolean => req.native !== undefined && dialect.name === format.nativeDialect;
+
+/**
+ * The chat handler for one client format: the same models, routes, metering and
+ * streaming behind each endpoint. `policy` is the gateway-wide `unsupported_params` override.
+ */
+function chatHandler(format: ClientFormat, policy: ChatSettings['unsupported_params']): ModalityHandler<ChatRequest> {
+  /** What this route does with the request's unsupported parameters (unsupported.ts); throws the 400 under `error`. */
+  const resolution = (req: ChatRequest, route: ModelRoute): Resolution => {
+    const dialect = dialectOf(route);
+    if (sentNative(format, req, dialect)) return { body: req.body, dropped: [], translated: [] };
+    return resolveUnsupported(req, dialect.name, policyOf(route, policy), { clientParam: format.clientParam });
+  };
   return {
     modality: 'chat',
     parse: (body, request) => format.parse({
@@ -37,17 +50,20 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
       const dialect = dialectOf(route);
-      if (req.native && dialect.name === format.nativeDialect) return; // sent as the client wrote it
+      if (sentNative(format, req, dialect)) return; // sent as the client wrote it
       const problem = req.untranslatable ?? dialect.unsupported?.(req);
-      if (!problem) return;
-      const param = format.clientParam?.(problem.param) ?? problem.param;
-      throw invalidField(param, param === problem.param ? problem.message : problem.message.replace(problem.param, param));
+      if (problem) {
+        const param = format.clientParam?.(problem.param) ?? problem.param;
+        throw invalidField(param, param === problem.param ? problem.message : problem.message.replace(problem.param, param));
+      }
+      resolution(req, route);
     },
     maxCostPicos: (req, route) => maxChatCostPicos(req, route.model),
     maxTokens: (req, route) => maxChatTokens(req, route.model),
     buildUpstream(req, route) {
       const dialect = dialectOf(route);
       const upstreamModel = route.model.upstreamId;
+      req = { ...req, body: resolution(req, route).body };
       return {
         path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel)),
         query: dialect.query?.(req),
@@ -58,6 +74,11 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
       };
     },
     respond(ctx) {
+      const { dropped } = resolution(ctx.parsed, ctx.route);
+      if (dropped.length > 0) {
+        void ctx.reply.header(DROPPED_HEADER, dropped.join(', '));
+        ctx.ex.extra = { ...ctx.ex.extra, dropped_params: dropped };
+      }
       const reply: ReplyContext = {
         requestedModel: ctx.parsed.model,
         id: `chatcmpl-${ctx.ex.id.replace(/^req_/, '')}`,
@@ -82,7 +103,7 @@ export const chatPlugin: GatewayPlugin = {
     const settings = api.settings as ChatSettings;
     for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
       for (const url of format.urls) {
-        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format) });
+        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format, settings.unsupported_params) });
       }
       for (const route of format.modelRoutes ?? []) api.modelRoute(route);
       for (const route of format.routes ?? []) api.route(route);

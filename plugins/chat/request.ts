@@ -1,4 +1,5 @@
 import type { ModelRequest } from '../../src/sdk.js';
+import type { UnsupportedParam } from './unsupported.js';
 
 /** A message of the canonical (OpenAI chat) request. */
 export interface ChatMessage {
@@ -30,8 +31,10 @@ export interface ChatRequest extends ModelRequest {
   /** Upper bound of the prompt's tokens, for the credit reservation. */
   promptBound: number;
   native?: NativeRequest;
-  /** Set when the canonical form lost something of the native request (e.g. tools). */
+  /** Set when the canonical form lost something of the native request that no policy may drop (e.g. document blocks): a 400 off its own format. */
   untranslatable?: Untranslatable;
+  /** Parameters the canonical form does not carry as written, which the route's `unsupported_params` policy translates, drops or refuses (unsupported.ts). */
+  unsupported?: UnsupportedParam[];
 }
 
 /** The request as the client sent it in a non-OpenAI format, with the headers that steer it. */

@@ -3,6 +3,10 @@ export const chatSettingsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
+    unsupported_params: {
+      enum: ['error', 'drop', 'translate'],
+      description: 'Overrides every provider and model unsupported_params (docs/chat.md, Unsupported parameters); unset: each model follows its YAML (default translate).',
+    },
     responses: {
       type: 'object',
       additionalProperties: false,

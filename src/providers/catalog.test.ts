@@ -118,6 +118,15 @@ describe('endpoint alternatives, model rules, price tiers and variants', () => {
     expect(load({ 'a.yaml': provider(model) }).routesFor('acme-1')[0]?.model).toMatchObject({ maxTokensParam: 'max_tokens', pricingTiers: [], pricingVariants: {} });
   });
 
+  it('reads unsupported_params per provider and per model, and refuses a value it does not know', () => {
+    const models = `${model}  - { id: acme-2, modality: chat, unsupported_params: error, pricing: { prompt: "0.000001", completion: "0.000002" } }\n`;
+    const cat = load({ 'a.yaml': `unsupported_params: drop\n${provider(models)}` });
+    expect(cat.routesFor('acme-1')[0]?.provider.unsupportedParams).toBe('drop');
+    expect(cat.routesFor('acme-1')[0]?.model.unsupportedParams).toBeUndefined();
+    expect(cat.routesFor('acme-2')[0]?.model.unsupportedParams).toBe('error');
+    expect(() => load({ 'a.yaml': `unsupported_params: ignore\n${provider(model)}` })).toThrow(/unsupported_params/);
+  });
+
   it("refuses a model its modality's rule refuses, at its file and line", () => {
     const text = provider('  - { id: pic, modality: image, pricing: { request: "0.01" } }\n').replace('  chat: { path: /chat/completions, dialect: openai }', '  image: { path: /images }');
     try {

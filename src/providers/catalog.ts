@@ -5,7 +5,7 @@ import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
-import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef } from './types.js';
+import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
 export interface ModalityRules {
@@ -88,7 +88,7 @@ interface RawModel {
   id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
   description?: string; family?: string; input_modalities?: string[]; output_modalities?: string[];
   tokenizer?: string; is_moderated?: boolean; context_length?: number; max_output_tokens?: number;
-  requires_max_tokens?: boolean; max_tokens_param?: 'max_tokens' | 'max_completion_tokens';
+  requires_max_tokens?: boolean; max_tokens_param?: 'max_tokens' | 'max_completion_tokens'; unsupported_params?: UnsupportedParamsPolicy;
   pricing_tiers?: Array<{ above_prompt_tokens: number; pricing: Partial<Record<PriceKey, string>> }>;
   pricing_variants?: Record<string, Partial<Record<PriceKey, string>>>; per_request_limits?: Record<string, string>; supported_parameters?: string[];
   json_output?: boolean; structured_outputs?: boolean; capabilities?: Partial<Capabilities>;
@@ -96,7 +96,7 @@ interface RawModel {
 }
 interface RawProvider {
   id: string; name: string; base_url: string; auth: { header: string; format: string; rejected_when?: string };
-  headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[];
+  headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[]; unsupported_params?: UnsupportedParamsPolicy;
 }
 
 export interface LoadCatalogOptions {
@@ -185,6 +185,7 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     apiKey: override.api_key || undefined,
     headers: raw.headers ?? {},
     endpoints,
+    unsupportedParams: raw.unsupported_params,
   };
   const models: ModelDef[] = [];
   raw.models.forEach((m, i) => {
@@ -262,6 +263,7 @@ function buildModel(m: RawModel): ModelDef {
     maxOutputTokens: m.max_output_tokens,
     requiresMaxTokens: m.requires_max_tokens ?? false,
     maxTokensParam: m.max_tokens_param ?? 'max_tokens',
+    unsupportedParams: m.unsupported_params,
     perRequestLimits: m.per_request_limits ?? {},
     supportedParameters: m.supported_parameters ?? [],
     jsonOutput: m.json_output ?? false,

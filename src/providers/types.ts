@@ -35,6 +35,9 @@ export interface EndpointDef {
   transforms: CompiledTransforms;
 }
 
+/** What a chat request with a parameter the provider cannot take gets (docs/chat.md, Unsupported parameters). */
+export type UnsupportedParamsPolicy = 'error' | 'drop' | 'translate';
+
 export interface ProviderDef {
   id: string;
   name: string;
@@ -47,6 +50,8 @@ export interface ProviderDef {
   apiKey: string | undefined;
   headers: Record<string, string>;
   endpoints: Record<string, EndpointDef>;
+  /** `unsupported_params` of the provider file: its models' default. */
+  unsupportedParams?: UnsupportedParamsPolicy | undefined;
 }
 
 export type PriceKey =
@@ -77,6 +82,8 @@ export interface ModelDef {
   requiresMaxTokens: boolean;
   /** The field an OpenAI-dialect upstream takes the output limit in (reasoning models: max_completion_tokens). */
   maxTokensParam: 'max_tokens' | 'max_completion_tokens';
+  /** `unsupported_params` of the model in YAML (undefined: the provider's). */
+  unsupportedParams?: UnsupportedParamsPolicy | undefined;
   perRequestLimits: Record<string, string>;
   supportedParameters: string[];
   jsonOutput: boolean;

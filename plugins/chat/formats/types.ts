@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ErrorFormatter, GatewayError, ModelRouteDef, PlainRouteDef, Store } from '../../../src/sdk.js';
+import type { ErrorFormatter, GatewayError, ModelRouteDef, PlainRouteDef, Store, UnsupportedParamsPolicy } from '../../../src/sdk.js';
 import type { ChatDialect, ReplyContext, TokenUsage } from '../dialects/types.js';
 import type { ChatCost } from '../metering.js';
 import type { ChatRequest } from '../request.js';
@@ -68,6 +68,8 @@ export interface FormatServices {
 
 /** `settings.chat` in gateway.yaml. */
 export interface ChatSettings {
+  /** Overrides the provider files' `unsupported_params` for every model when set. */
+  unsupported_params?: UnsupportedParamsPolicy;
   responses: {
     /** Days a stored response is kept (OpenAI keeps 30). */
     retention_days: number;

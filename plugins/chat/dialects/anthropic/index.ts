@@ -39,6 +39,8 @@ export function finishFromStopReason(reason: unknown): FinishReason {
 /** OpenAI request fields with no Anthropic equivalent that change what the reply is. */
 const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
 const PART_TYPES = new Set(['text', 'image_url']);
+/** Anthropic's web search server tool, which a translated web search becomes. */
+export const WEB_SEARCH_TOOL = 'web_search_20250305';
 
 function unsupported(req: ChatRequest): Untranslatable | undefined {
   const b = req.body;
@@ -101,8 +103,10 @@ function anthropicTurns(messages: readonly ChatMessage[]): AnthropicTurn[] {
 /** `tools` and `tool_choice` in Anthropic's terms; parallel_tool_calls false → disable_parallel_tool_use. */
 function anthropicTools(b: ChatRequest['body']): Record<string, unknown> {
   const decls = functionDecls(b.tools);
-  if (decls.length === 0) return {};
-  const tools = decls.map((d) => ({ name: d.name, ...(d.description ? { description: d.description } : {}), input_schema: d.parameters ?? { type: 'object', properties: {} } }));
+  // OpenAI's `web_search_options` (a client's web search tool, translated) → Anthropic's web search server tool.
+  const search = isObject(b.web_search_options) ? [{ type: WEB_SEARCH_TOOL, name: 'web_search' }] : [];
+  if (decls.length === 0 && search.length === 0) return {};
+  const tools = [...decls.map((d) => ({ name: d.name, ...(d.description ? { description: d.description } : {}), input_schema: d.parameters ?? { type: 'object', properties: {} } })), ...search];
   const choice = toolChoice(b.tool_choice);
   const serial = b.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
   let tc: Record<string, unknown> | undefined;

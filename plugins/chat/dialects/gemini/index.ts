@@ -101,14 +101,16 @@ function geminiContents(messages: readonly ChatMessage[]): GeminiContent[] {
 
 const CALLING_MODES = { auto: 'AUTO', none: 'NONE', required: 'ANY', function: 'ANY' } as const;
 
-/** `tools` → functionDeclarations (JSON Schema as parametersJsonSchema); `tool_choice` → toolConfig. */
+/** `tools` → functionDeclarations (JSON Schema as parametersJsonSchema), `web_search_options` → googleSearch; `tool_choice` → toolConfig. */
 function geminiTools(b: ChatRequest['body']): Record<string, unknown> {
   const decls = functionDecls(b.tools);
-  if (decls.length === 0) return {};
+  // OpenAI's `web_search_options` (a client's web search tool, translated) → Gemini's googleSearch tool.
+  const search = isObject(b.web_search_options) ? [{ googleSearch: {} }] : [];
+  if (decls.length === 0) return search.length > 0 ? { tools: search } : {};
   const functionDeclarations = decls.map((d) => ({ name: d.name, ...(d.description ? { description: d.description } : {}), ...(d.parameters ? { parametersJsonSchema: d.parameters } : {}) }));
   const choice = toolChoice(b.tool_choice);
   const config = choice ? { functionCallingConfig: { mode: CALLING_MODES[choice.mode], ...(choice.mode === 'function' ? { allowedFunctionNames: [choice.name] } : {}) } } : undefined;
-  return { tools: [{ functionDeclarations }], ...(config ? { toolConfig: config } : {}) };
+  return { tools: [{ functionDeclarations }, ...search], ...(config ? { toolConfig: config } : {}) };
 }
 
 /** `response_format` → responseMimeType (+ responseJsonSchema for json_schema). */

@@ -40,8 +40,19 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
   });
 
   it.each([
-    ['a server tool', { tools: [{ name: 't', input_schema: {} }, { type: 'web_search_20250305', name: 'web_search' }] }, 'tools[1]'],
-    ['thinking', { thinking: { type: 'enabled', budget_tokens: 2000 } }, 'thinking'],
+    ['a server tool', { tools: [{ name: 't', input_schema: {} }, { type: 'web_search_20250305', name: 'web_search' }] }, { param: 'tools[1]', name: 'web_search_20250305', kind: 'web_search' }],
+    ['another server tool', { tools: [{ type: 'code_execution_20250522', name: 'code' }] }, { param: 'tools[0]', name: 'code_execution_20250522', kind: 'server_tool' }],
+    ['thinking', { thinking: { type: 'enabled', budget_tokens: 2000 } }, { param: 'thinking', kind: 'thinking' }],
+    ['output_config', { output_config: { effort: 'low' } }, { param: 'output_config', kind: 'output_config' }],
+    ['a cache_control hint', { messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }] }] }, { param: 'messages[0].content[0].cache_control', name: 'cache_control' }],
+  ])('reports %s to the unsupported_params policy, and keeps it out of the canonical body', (_n, extra, param) => {
+    const r = parse({ ...ok, ...extra });
+    expect(r.untranslatable).toBeUndefined();
+    expect(r.unsupported).toEqual([expect.objectContaining(param)]);
+    expect(JSON.stringify(r.body)).not.toMatch(/web_search|code_execution|cache_control|thinking|output_config/);
+  });
+
+  it.each([
     ['a tool_result with an image', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'image', source: {} }] }] }] }, 'messages[0].content[0].content'],
     ['a document block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'document', source: {} }] }] }, 'messages[0].content[1]'],
   ])('marks %s as untranslatable (served only by an Anthropic provider)', (_n, extra, param) => {
@@ -114,14 +125,15 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
       expect(r.body.messages.map((m) => m.content)).toEqual(['a', 'b', 'new hint']);
     });
 
-    it('output_config on one is served only by Claude', () => {
-      expect(parse({ ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'system', content: 'x', output_config: { effort: 'low' } }] }).untranslatable)
-        .toMatchObject({ param: 'messages[1].output_config' });
+    it('output_config on one is left to the unsupported_params policy', () => {
+      expect(parse({ ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'system', content: 'x', output_config: { effort: 'low' } }] }).unsupported)
+        .toEqual([expect.objectContaining({ param: 'messages[1].output_config', kind: 'output_config' })]);
     });
   });
 
   it('thinking disabled is translatable', () => {
     expect(parse({ ...ok, thinking: { type: 'disabled' } }).untranslatable).toBeUndefined();
+    expect(parse({ ...ok, thinking: { type: 'disabled' } }).unsupported).toEqual([]);
   });
 
   it.each([

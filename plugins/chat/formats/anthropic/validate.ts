@@ -1,12 +1,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { invalidField } from '../../../../src/sdk.js';
 import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import type { UnsupportedParam } from '../../unsupported.js';
 
 /** Client headers that steer an Anthropic request; forwarded when the provider speaks Anthropic Messages. */
 const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
-/** Request fields with no canonical (OpenAI chat) equivalent that change what the reply is. */
-const NATIVE_ONLY_FIELDS = ['thinking', 'mcp_servers', 'container', 'output_format', 'output_config'];
+/** Request fields with no canonical (OpenAI chat) equivalent that change what the reply is: refused off Claude, whatever the policy. */
+const NATIVE_ONLY_FIELDS = ['mcp_servers', 'container', 'output_format'];
+/** Request fields the `unsupported_params` policy decides on (translated by the reasoning translations once registered, else dropped or refused). */
+const POLICY_FIELDS = ['thinking', 'output_config'];
 /** Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool messages). */
 const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
 
@@ -42,6 +45,7 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
     promptBound: promptTokenBound([system ?? null, messages], body.tools ?? null, text),
     native: { format: 'anthropic', body, headers: forwardedHeaders(headers) },
     untranslatable: untranslatable(body, typed),
+    unsupported: unsupportedParams(body, typed),
   };
 }
 
@@ -99,16 +103,11 @@ function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> 
 
 const WHY_NATIVE = 'can only be served by a model whose provider speaks Anthropic Messages';
 
-/** What the canonical form cannot carry: such a request is served only by an Anthropic-dialect provider. */
+/** What the canonical form cannot carry and no policy may drop: such a request is served only by an Anthropic-dialect provider. */
 function untranslatable(body: Record<string, unknown>, messages: Array<{ content: unknown }>): Untranslatable | undefined {
-  const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null && !(f === 'thinking' && isObject(body.thinking) && body.thinking.type === 'disabled'));
+  const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null);
   if (field) return { param: field, message: `${field} ${WHY_NATIVE}` };
-  // Server tools (web search, code execution, computer use…) run at Anthropic; only client tools translate.
-  const t = Array.isArray(body.tools) ? body.tools.findIndex((x) => !isObject(x) || (x.type !== undefined && x.type !== 'custom')) : -1;
-  if (t >= 0) return { param: `tools[${t}]`, message: `server tools ${WHY_NATIVE}` };
   for (const [i, m] of messages.entries()) {
-    const oc = (m as { output_config?: unknown }).output_config;
-    if (isObject(oc) && Object.keys(oc).length > 0) return { param: `messages[${i}].output_config`, message: `output_config on a system message ${WHY_NATIVE}` };
     if (!Array.isArray(m.content)) continue;
     for (const [j, b] of m.content.entries()) {
       const type = isObject(b) ? String(b.type) : '';
@@ -119,6 +118,51 @@ function untranslatable(body: Record<string, unknown>, messages: Array<{ content
     }
   }
   return undefined;
+}
+
+const isWebSearch = (type: string): boolean => type.startsWith('web_search');
+
+/** The first `cache_control` hint (top level, on a system, message, nested tool result or tool block), as a path. */
+function cacheControlPath(body: Record<string, unknown>, messages: Array<{ content: unknown }>): string | undefined {
+  if (body.cache_control !== undefined) return 'cache_control';
+  const inBlocks = (blocks: unknown, at: string): string | undefined => {
+    if (!Array.isArray(blocks)) return undefined;
+    for (const [j, b] of blocks.entries()) {
+      if (isObject(b) && b.cache_control !== undefined) return `${at}[${j}].cache_control`;
+      const nested = isObject(b) ? inBlocks(b.content, `${at}[${j}].content`) : undefined;
+      if (nested) return nested;
+    }
+    return undefined;
+  };
+  return inBlocks(body.system, 'system') ?? messages.map((m, i) => inBlocks(m.content, `messages[${i}].content`)).find((p) => p !== undefined) ?? inBlocks(body.tools, 'tools');
+}
+
+/**
+ * Parameters of a Messages request the canonical form does not carry, for the route's
+ * `unsupported_params` policy: `thinking` and `output_config` (also on a system message),
+ * server tools (a web search becomes the provider's own search where it has one), and
+ * `cache_control` hints (prompt caching is Anthropic's; other providers cache by themselves).
+ */
+function unsupportedParams(body: Record<string, unknown>, messages: Array<{ content: unknown }>): UnsupportedParam[] {
+  const out: UnsupportedParam[] = [];
+  for (const f of POLICY_FIELDS) {
+    const v = body[f];
+    if (v === undefined || v === null || (f === 'thinking' && isObject(v) && v.type === 'disabled')) continue;
+    out.push({ param: f, name: f, kind: f, message: `${f} ${WHY_NATIVE}`, value: v });
+  }
+  for (const [i, m] of messages.entries()) {
+    const oc = (m as { output_config?: unknown }).output_config;
+    if (isObject(oc) && Object.keys(oc).length > 0) out.push({ param: `messages[${i}].output_config`, name: 'output_config', kind: 'output_config', message: `output_config on a system message ${WHY_NATIVE}`, value: oc });
+  }
+  // Server tools (web search, code execution, computer use…) run at Anthropic; only client tools translate.
+  (Array.isArray(body.tools) ? body.tools : []).forEach((t, i) => {
+    if (isObject(t) && (t.type === undefined || t.type === 'custom')) return;
+    const type = isObject(t) ? String(t.type) : 'tool';
+    out.push({ param: `tools[${i}]`, name: type, kind: isWebSearch(type) ? 'web_search' : 'server_tool', message: `server tools ${WHY_NATIVE}`, value: t });
+  });
+  const cache = cacheControlPath(body, messages);
+  if (cache) out.push({ param: cache, name: 'cache_control', kind: 'cache_control', message: `cache_control ${WHY_NATIVE}`, value: undefined });
+  return out;
 }
 
 /** An Anthropic image block as an OpenAI image part (base64 → data URL). */
@@ -144,8 +188,10 @@ function canonicalMessages(m: { role: string; content: unknown }): ChatMessage[]
 
 /** Anthropic `tools` / `tool_choice` as OpenAI function tools, tool_choice and parallel_tool_calls. */
 function canonicalTools(body: Record<string, unknown>): Record<string, unknown> {
-  if (!Array.isArray(body.tools) || body.tools.length === 0) return {};
-  const tools = body.tools.filter(isObject).map((t) => ({
+  // Server tools are not functions: the unsupported_params policy decides on them (unsupportedParams).
+  const clientTools = Array.isArray(body.tools) ? body.tools.filter(isObject).filter((t) => t.type === undefined || t.type === 'custom') : [];
+  if (clientTools.length === 0) return {};
+  const tools = clientTools.map((t) => ({
     type: 'function', function: { name: String(t.name ?? ''), ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: isObject(t.input_schema) ? t.input_schema : { type: 'object' } },
   }));
   const c = isObject(body.tool_choice) ? body.tool_choice : {};

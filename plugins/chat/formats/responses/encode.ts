@@ -49,16 +49,21 @@ const messageItem = (id: string, text: string, status: string): Item => ({
   type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
 });
 
-const callItem = (id: string, call: { id: string; name: string; arguments: string }, status: string): Item => ({
-  type: 'function_call', id, call_id: call.id, name: call.name, arguments: call.arguments, status,
-});
+/** Flat upstream function names → the namespace and name the client declared them under (Codex `namespace` tools). */
+export type NamespacedNames = ReadonlyMap<string, { namespace: string; name: string }>;
+
+/** A function_call item; a function of a namespace comes back under its namespace and own name, as Codex reads it. */
+const callItem = (id: string, call: { id: string; name: string; arguments: string }, status: string, names?: NamespacedNames): Item => {
+  const ns = names?.get(call.name);
+  return { type: 'function_call', id, call_id: call.id, ...(ns ? { namespace: ns.namespace, name: ns.name } : { name: call.name }), arguments: call.arguments, status };
+};
 
 /** A canonical chat.completion as Response output items: the text as a message, each tool call as a function_call. */
-export function outputFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext): Item[] {
+export function outputFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext, names?: NamespacedNames): Item[] {
   const calls = completionToolCalls(completion);
   const out: Item[] = [];
   if (text || calls.length === 0) out.push(messageItem(itemId(ctx, 'message', 0), text, 'completed'));
-  for (const c of calls) out.push(callItem(itemId(ctx, 'function_call', out.length), { id: c.id, name: c.function.name, arguments: c.function.arguments }, 'completed'));
+  for (const c of calls) out.push(callItem(itemId(ctx, 'function_call', out.length), { id: c.id, name: c.function.name, arguments: c.function.arguments }, 'completed', names));
   return out;
 }
 
@@ -97,7 +102,7 @@ export interface ResponsesEncoder {
  * output_text.delta…); each tool call as a function_call item
  * (function_call_arguments.delta…); an item is done before the next one starts.
  */
-export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknown>): ResponsesEncoder {
+export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknown>, names?: NamespacedNames): ResponsesEncoder {
   let seq = 0;
   let started = false;
   const output: Item[] = [];
@@ -140,7 +145,7 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
       frames.push(...closeOpen());
       index = output.length;
       calls.set(k, index);
-      output.push(callItem(itemId(ctx, 'function_call', index), { id: id ?? '', name: name ?? '', arguments: '' }, 'in_progress'));
+      output.push(callItem(itemId(ctx, 'function_call', index), { id: id ?? '', name: name ?? '', arguments: '' }, 'in_progress', names));
       open = { index, kind: 'call', text: '' };
       frames.push(event('response.output_item.added', { output_index: index, item: output[index] }));
     }

@@ -4,7 +4,8 @@ import type { ChatCost } from '../../metering.js';
 import type { ChatRequest } from '../../request.js';
 import type { TokenUsage } from '../../dialects/types.js';
 import type { ChatCodec, ClientFormat, FormatServices } from '../types.js';
-import { finishStatus, outputFromCompletion, responsesEncoder, responseShell, responsesUsage } from './encode.js';
+import { finishStatus, outputFromCompletion, responsesEncoder, responseShell, responsesUsage, type NamespacedNames } from './encode.js';
+import { namespaceFunctions } from '../../unsupported.js';
 import { loadResponse, RECORD_KIND, resolveInput, storeResponse } from './history.js';
 import { nativeResponsesCodec, openaiResponsesDialect, type Finalize } from './native.js';
 import { responsesChatRequest, validateResponsesRequest, type Item } from './parse.js';
@@ -31,15 +32,23 @@ function finalizer(services: FormatServices, orgId: string, req: ChatRequest): F
 }
 
 /** Any dialect's canonical reply as a Response, streamed with the Responses events or not. */
+/** The flat names the request's namespace tools were declared upstream under, back to the client's namespace and name. */
+function namespacedNames(req: ChatRequest): NamespacedNames {
+  const names = new Map<string, { namespace: string; name: string }>();
+  for (const p of req.unsupported ?? []) if (p.kind === 'namespace') for (const f of namespaceFunctions(p.value)) names.set(f.flat, { namespace: f.namespace, name: f.name });
+  return names;
+}
+
 function responsesCodec(dialect: ChatDialect, req: ChatRequest, ctx: ReplyContext, finalize: Finalize): ChatCodec {
   const shell = responseShell(ctx, clientBody(req), wantsStore(req));
+  const names = namespacedNames(req);
   return translatedCodec(dialect, ctx, {
     render(completion, text, u, c) {
       const finish = (completion.choices as Array<{ finish_reason?: unknown }> | undefined)?.[0]?.finish_reason;
-      return finalize({ ...shell, ...finishStatus(finish), output: outputFromCompletion(completion, text, ctx) }, u, c);
+      return finalize({ ...shell, ...finishStatus(finish), output: outputFromCompletion(completion, text, ctx, names) }, u, c);
     },
     encoder() {
-      const encoder = responsesEncoder(ctx, shell);
+      const encoder = responsesEncoder(ctx, shell, names);
       return {
         chunk: (data) => encoder.chunk(data),
         async finish(u, c) {

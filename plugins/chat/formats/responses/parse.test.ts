@@ -46,13 +46,29 @@ describe('Responses request → canonical chat', () => {
   });
 
   it.each([
-    ['a built-in tool', { ...base, tools: [{ type: 'web_search_preview' }] }, [], 'tools[0]'],
     ['an unknown item type (OpenAI may know it)', base, [{ type: 'mystery', x: 1 }], 'input[0]'],
     ['a file part', base, [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }], 'input[0].content[0]'],
     ['an image given by file id', base, [{ role: 'user', content: [{ type: 'input_image', file_id: 'f' }] }], 'input[0].content[0]'],
     ['a stored prompt', { ...base, prompt: { id: 'p' } }, [], 'prompt'],
   ])('marks %s as served only natively', (_n, body, items, param) => {
     expect(translate(body, items as Item[]).untranslatable).toMatchObject({ param });
+  });
+
+  it.each([
+    ['a web search', { ...base, tools: [{ type: 'web_search_preview' }] }, [], [{ param: 'tools[0]', name: 'web_search_preview', kind: 'web_search' }]],
+    ['another built-in tool', { ...base, tools: [{ type: 'code_interpreter' }] }, [], [{ param: 'tools[0]', kind: 'builtin_tool' }]],
+    ['a namespace', { ...base, tools: [{ type: 'namespace', name: 'ns', tools: [] }] }, [], [{ param: 'tools[0]', kind: 'namespace' }]],
+    ['an additional_tools item and its namespace', base, [{ type: 'additional_tools', id: 'a', role: 'developer', tools: [{ type: 'function', name: 'f' }, { type: 'namespace', name: 'ns', tools: [] }] }, { role: 'user', content: 'hi' }],
+      [{ param: 'input[0]', kind: 'additional_tools' }, { param: 'input[0].tools[1]', kind: 'namespace' }]],
+  ])('leaves %s to the unsupported_params policy', (_n, body, items, expected) => {
+    const r = translate(body, items as Item[]);
+    expect(r.untranslatable).toBeUndefined();
+    expect(r.unsupported).toEqual(expected.map((e) => expect.objectContaining(e)));
+  });
+
+  it('a call of a namespaced function goes upstream under its flat name', () => {
+    const r = translate(base, [{ type: 'function_call', call_id: 'c', namespace: 'mcp__git', name: 'status', arguments: '{}' }, { type: 'function_call_output', call_id: 'c', output: 'ok' }]);
+    expect(r.body.messages[0]).toMatchObject({ tool_calls: [{ function: { name: 'mcp__git__status' } }] });
   });
 
   it.each([

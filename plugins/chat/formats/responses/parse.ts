@@ -1,5 +1,6 @@
 import { invalidField } from '../../../../src/sdk.js';
 import { contentText, isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
+import { flatName, type UnsupportedParam } from '../../unsupported.js';
 
 /**
  * OpenAI Responses API requests (`POST /v1/responses`): validation (400 naming the
@@ -45,6 +46,8 @@ function validateItem(item: unknown, i: number): void {
     need('call_id');
     if (typeof item.output !== 'string') validateContent(item.output, `${param}.output`);
   } else if (type === 'item_reference') need('id');
+  else if (type === 'additional_tools') validateTools(item.tools, `${param}.tools`);
+  if (type === 'function_call' && item.namespace !== undefined && item.namespace !== null) need('namespace');
 }
 
 function optionalType(body: Item, field: string, type: 'string' | 'boolean' | 'number'): void {
@@ -52,12 +55,16 @@ function optionalType(body: Item, field: string, type: 'string' | 'boolean' | 'n
   if (v !== undefined && v !== null && typeof v !== type) throw invalidField(field, `${field} must be a ${type}`);
 }
 
-function validateTools(tools: unknown): void {
+function validateTools(tools: unknown, param = 'tools'): void {
   if (tools === undefined || tools === null) return;
-  if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array');
+  if (!Array.isArray(tools)) throw invalidField(param, `${param} must be an array`);
   tools.forEach((t, i) => {
-    if (!isObject(t) || typeof t.type !== 'string') throw invalidField(`tools[${i}]`, `tools[${i}] must be an object with a type`);
-    if (t.type === 'function' && (typeof t.name !== 'string' || t.name === '')) throw invalidField(`tools[${i}].name`, 'a function tool needs a name');
+    if (!isObject(t) || typeof t.type !== 'string') throw invalidField(`${param}[${i}]`, `${param}[${i}] must be an object with a type`);
+    if (t.type === 'function' && (typeof t.name !== 'string' || t.name === '')) throw invalidField(`${param}[${i}].name`, 'a function tool needs a name');
+    if (t.type === 'namespace') {
+      if (typeof t.name !== 'string' || t.name === '') throw invalidField(`${param}[${i}].name`, 'a namespace tool needs a name');
+      validateTools(t.tools ?? [], `${param}[${i}].tools`);
+    }
   });
 }
 
@@ -121,13 +128,15 @@ function canonicalMessages(items: readonly Item[], instructions: unknown, proble
       out.push(msg);
       assistant = item.role === 'assistant' ? msg : undefined;
     } else if (type === 'function_call') {
-      const call = { id: String(item.call_id), type: 'function', function: { name: String(item.name), arguments: String(item.arguments) } };
+      // A call of a function in a namespace (Codex) goes upstream under the flat name its namespace was declared with.
+      const name = typeof item.namespace === 'string' ? flatName(item.namespace, String(item.name)) : String(item.name);
+      const call = { id: String(item.call_id), type: 'function', function: { name, arguments: String(item.arguments) } };
       if (!assistant) out.push((assistant = { role: 'assistant', content: null }));
       assistant.tool_calls = [...((assistant.tool_calls as unknown[] | undefined) ?? []), call];
     } else if (type === 'function_call_output') {
       out.push({ role: 'tool', tool_call_id: String(item.call_id), content: typeof item.output === 'string' ? item.output : contentText(canonicalParts(item.output, `input[${i}].output`, problems)) });
       assistant = undefined;
-    } else if (type !== 'reasoning') {
+    } else if (type !== 'reasoning' && type !== 'additional_tools') {
       // Unknown to the gateway: OpenAI may know it (it goes there untouched), nobody else can take it.
       problems.push({ param: `input[${i}]`, message: `${type} items ${WHY_NATIVE}` });
     }
@@ -135,13 +144,39 @@ function canonicalMessages(items: readonly Item[], instructions: unknown, proble
   return out;
 }
 
-/** Responses `tools` / `tool_choice` / `text.format` as the canonical fields; built-in tools are reported. */
+const WEB_SEARCH = /^web_search(_preview)?(_\d{4}_\d{2}_\d{2})?$/;
+
+/** A tool other than a function, for the unsupported_params policy: a namespace (flattened), a web search (the provider's own), or another built-in tool. */
+function toolParam(t: Item, param: string): UnsupportedParam {
+  const type = String(t.type);
+  const kind = type === 'namespace' ? 'namespace' : WEB_SEARCH.test(type) ? 'web_search' : 'builtin_tool';
+  return { param, name: type, kind, message: `${type} tools ${WHY_NATIVE}`, value: t };
+}
+
+/**
+ * What of a Responses request the route's unsupported_params policy decides on: its
+ * tools other than functions, and Codex's `additional_tools` input items (their own
+ * tools other than functions reported too).
+ */
+function unsupportedParams(body: Item, items: readonly Item[]): UnsupportedParam[] {
+  const out: UnsupportedParam[] = [];
+  (Array.isArray(body.tools) ? (body.tools as Item[]) : []).forEach((t, i) => {
+    if (t.type !== 'function') out.push(toolParam(t, `tools[${i}]`));
+  });
+  items.forEach((item, i) => {
+    if (itemType(item) !== 'additional_tools') return;
+    out.push({ param: `input[${i}]`, name: 'additional_tools', kind: 'additional_tools', message: `additional_tools items ${WHY_NATIVE}`, value: item });
+    (Array.isArray(item.tools) ? (item.tools as Item[]) : []).forEach((t, j) => {
+      if (t.type !== 'function') out.push(toolParam(t, `input[${i}].tools[${j}]`));
+    });
+  });
+  return out;
+}
+
+/** Responses `tools` / `tool_choice` / `text.format` as the canonical fields; tools other than functions are left to the policy (unsupportedParams). */
 function canonicalOptions(body: Item, problems: Untranslatable[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const tools = Array.isArray(body.tools) ? (body.tools as Item[]) : [];
-  tools.forEach((t, i) => {
-    if (t.type !== 'function') problems.push({ param: `tools[${i}]`, message: `${String(t.type)} tools ${WHY_NATIVE}` });
-  });
   const fns = tools.filter((t) => t.type === 'function').map((t) => ({
     type: 'function', function: { name: t.name, ...(typeof t.description === 'string' ? { description: t.description } : {}), parameters: t.parameters ?? { type: 'object', properties: {} }, ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) },
   }));
@@ -158,6 +193,10 @@ function canonicalOptions(body: Item, problems: Untranslatable[]): Record<string
   if (isObject(body.reasoning) && typeof body.reasoning.effort === 'string') out.reasoning_effort = body.reasoning.effort;
   return out;
 }
+
+/** Whether the request declares tools, at the top or in an `additional_tools` item (their prompt adds to the bound). */
+const hasTools = (body: Item, items: readonly Item[]): boolean =>
+  (Array.isArray(body.tools) && body.tools.length > 0) || items.some((it) => itemType(it) === 'additional_tools' && Array.isArray(it.tools) && it.tools.length > 0);
 
 /**
  * A validated Responses request, its input resolved to `items`, as a ChatRequest: the
@@ -185,8 +224,9 @@ export function responsesChatRequest(body: Item, items: Item[]): ChatRequest {
     includeUsage: false,
     maxTokens,
     prompt: promptText([body.instructions ?? '', ...items.map((it) => it.content ?? it.output ?? '')]),
-    promptBound: promptTokenBound([body.instructions ?? null, items], body.tools ?? null),
+    promptBound: promptTokenBound([body.instructions ?? null, items], hasTools(body, items) ? body.tools ?? [null] : null),
     native: { format: 'responses', body: { ...body, input: items }, headers: {} },
     untranslatable: problems[0],
+    unsupported: unsupportedParams(body, items),
   };
 }
