@@ -51,7 +51,7 @@ function chatHandler(format: ClientFormat): ModalityHandler<ChatRequest> {
       return {
         path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel)),
         query: dialect.query?.(req),
-        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam }),
+        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam, reasoning: route.model.capabilities.reasoning }),
         contentType: 'application/json',
         headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req) },
         stream: req.stream,

@@ -1,4 +1,5 @@
 import type { ModelRequest } from '../../src/sdk.js';
+import type { Reasoning } from './reasoning.js';
 
 /** A message of the canonical (OpenAI chat) request. */
 export interface ChatMessage {
@@ -30,6 +31,8 @@ export interface ChatRequest extends ModelRequest {
   /** Upper bound of the prompt's tokens, for the credit reservation. */
   promptBound: number;
   native?: NativeRequest;
+  /** The reasoning the client asked for, in any format's terms (reasoning.ts); each dialect writes it in its own. */
+  reasoning?: Reasoning;
   /** Set when the canonical form lost something of the native request (e.g. tools). */
   untranslatable?: Untranslatable;
 }

@@ -19,6 +19,8 @@ export interface TokenUsage {
 export interface UpstreamOptions {
   /** Where an OpenAI-dialect upstream takes the output limit (reasoning models: max_completion_tokens). */
   maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
+  /** The model reasons (YAML `capabilities.reasoning`): a translated request's reasoning is sent to it. */
+  reasoning?: boolean;
 }
 
 /** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */

@@ -1,4 +1,5 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
+import { toAnthropicThinking } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
@@ -119,6 +120,7 @@ export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;
   const user = typeof b.user === 'string' ? b.user : undefined;
+  const thinking = req.reasoning ? toAnthropicThinking(req.reasoning, req.maxTokens) : undefined;
   return {
     model: upstreamModel,
     ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
@@ -129,6 +131,7 @@ export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record
     ...(typeof b.top_p === 'number' ? { top_p: b.top_p } : {}),
     ...(user ? { metadata: { user_id: user } } : {}),
     ...anthropicTools(b),
+    ...(thinking ? { thinking } : {}),
     ...(req.stream ? { stream: true } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
+import { toGeminiThinkingConfig } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, callNames, functionDecls, nonFunctionTool, resultObject, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
@@ -132,6 +133,7 @@ export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
     ...(typeof b.frequency_penalty === 'number' ? { frequencyPenalty: b.frequency_penalty } : {}),
     ...(typeof b.seed === 'number' ? { seed: b.seed } : {}),
     ...jsonConfig(b.response_format),
+    ...(req.reasoning ? { thinkingConfig: toGeminiThinkingConfig(req.reasoning) } : {}),
   };
   return {
     contents: geminiContents(b.messages),

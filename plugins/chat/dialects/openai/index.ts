@@ -1,4 +1,5 @@
 import { reportedTokens } from '../../../../src/sdk.js';
+import { toOpenAIEffort } from '../../reasoning.js';
 import type { ChatRequest } from '../../request.js';
 import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent, type UpstreamOptions } from '../types.js';
 
@@ -49,6 +50,13 @@ export const openaiDialect: ChatDialect = {
       delete body.max_tokens;
       delete body.max_completion_tokens;
       body[name] = req.maxTokens;
+    }
+    if (req.native) {
+      // A translated request's reasoning (Anthropic thinking, Gemini thinkingConfig, Responses reasoning) as
+      // reasoning_effort, for a model that reasons; a model that does not gets none (reasoning.ts).
+      delete body.reasoning_effort;
+      const effort = req.reasoning && opts.reasoning ? toOpenAIEffort(req.reasoning) : undefined;
+      if (effort) body.reasoning_effort = effort;
     }
     return JSON.stringify(body);
   },

@@ -1,14 +1,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { invalidField } from '../../../../src/sdk.js';
+import { fromAnthropic } from '../../reasoning.js';
 import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 
 /** Client headers that steer an Anthropic request; forwarded when the provider speaks Anthropic Messages. */
 const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
 /** Request fields with no canonical (OpenAI chat) equivalent that change what the reply is. */
-const NATIVE_ONLY_FIELDS = ['thinking', 'mcp_servers', 'container', 'output_format', 'output_config'];
-/** Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool messages). */
-const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
+const NATIVE_ONLY_FIELDS = ['mcp_servers', 'container', 'output_format'];
+/**
+ * Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool
+ * messages); earlier thinking blocks are context another model cannot use, and are left out.
+ */
+const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']);
 
 /**
  * Validates an Anthropic Messages request (`POST /v1/messages`) and gives it in
@@ -41,6 +45,7 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
     prompt: promptText([systemText, ...typed.map((m) => m.content)]),
     promptBound: promptTokenBound([system ?? null, messages], body.tools ?? null, text),
     native: { format: 'anthropic', body, headers: forwardedHeaders(headers) },
+    ...reasoningOf(body),
     untranslatable: untranslatable(body, typed),
   };
 }
@@ -97,12 +102,24 @@ function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
+/** `thinking` and `output_config.effort`, translated for other providers (reasoning.ts). */
+function reasoningOf(body: Record<string, unknown>): Pick<ChatRequest, 'reasoning'> {
+  if (body.thinking !== undefined && body.thinking !== null && !(isObject(body.thinking) && ['enabled', 'adaptive', 'disabled'].includes(String(body.thinking.type)))) {
+    throw invalidField('thinking.type', 'thinking.type must be "enabled", "adaptive" or "disabled"');
+  }
+  const reasoning = fromAnthropic(body.thinking, body.output_config);
+  return reasoning ? { reasoning } : {};
+}
+
 const WHY_NATIVE = 'can only be served by a model whose provider speaks Anthropic Messages';
 
 /** What the canonical form cannot carry: such a request is served only by an Anthropic-dialect provider. */
 function untranslatable(body: Record<string, unknown>, messages: Array<{ content: unknown }>): Untranslatable | undefined {
-  const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null && !(f === 'thinking' && isObject(body.thinking) && body.thinking.type === 'disabled'));
+  const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null);
   if (field) return { param: field, message: `${field} ${WHY_NATIVE}` };
+  // output_config's effort translates (reasoning.ts); anything else in it (a format) does not.
+  const oc = isObject(body.output_config) ? Object.keys(body.output_config).find((k) => k !== 'effort') : body.output_config != null ? '' : undefined;
+  if (oc !== undefined) return { param: oc ? `output_config.${oc}` : 'output_config', message: `output_config ${oc ? `${oc} ` : ''}${WHY_NATIVE}` };
   // Server tools (web search, code execution, computer use…) run at Anthropic; only client tools translate.
   const t = Array.isArray(body.tools) ? body.tools.findIndex((x) => !isObject(x) || (x.type !== undefined && x.type !== 'custom')) : -1;
   if (t >= 0) return { param: `tools[${t}]`, message: `server tools ${WHY_NATIVE}` };
