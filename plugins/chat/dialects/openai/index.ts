@@ -11,7 +11,7 @@ interface OpenAIUsage {
 }
 
 interface OpenAIChunk {
-  choices?: Array<{ delta?: { content?: string | null; refusal?: string | null; tool_calls?: unknown[] } }>;
+  choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null; refusal?: string | null; tool_calls?: unknown[] } }>;
   usage?: OpenAIUsage | null;
   error?: { message?: string };
 }
@@ -82,7 +82,7 @@ export const openaiDialect: ChatDialect = {
           return { ...NOTHING, usage: openaiUsage(chunk.usage), usageChunk: chunk as Record<string, unknown> };
         }
         // OpenAI streams about one token per chunk.
-        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.refusal || c.delta?.tool_calls?.length ? 1 : 0), 0);
+        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.reasoning_content || c.delta?.refusal || c.delta?.tool_calls?.length ? 1 : 0), 0);
         return { chunks: [data], usage: openaiUsage(chunk.usage), deliveredTokens: delivered, done: false };
       },
     };
