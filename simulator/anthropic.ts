@@ -21,7 +21,7 @@ import {
 } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
 import { pieces, plannedCalls, type PlannedCall } from './features.js';
-import { planReply, promptTokens, textTokens, type ReplyPlan } from './reply.js';
+import { planReply, promptTokens, textTokens, thoughtPlan, type ReplyPlan, type ThoughtPlan } from './reply.js';
 
 /** The version under which sampling parameters are rejected (wire-formats.md). */
 const STRICT_VERSION = '2026-10-21';
@@ -144,11 +144,16 @@ export const handleMessages: Handler = async (req, res, env) => {
   const calls = d.safetyBlock ? [] : toolCalls(r, d, seq);
   const plan: ReplyPlan = d.safetyBlock || calls.length > 0 ? { pieces: [], capped: false } : planReply(d, r.maxTokens);
   const stopReason = d.safetyBlock ? 'refusal' : calls.length > 0 ? 'tool_use' : plan.capped ? 'max_tokens' : 'end_turn';
-  const outputTokens = plan.pieces.length + calls.reduce((n, c) => n + textTokens(c.arguments), 0);
+  // Thinking (enabled or adaptive) comes first, as a signed thinking block; its tokens are output tokens.
+  const thinking = asObject(r.body['thinking']);
+  const thought = !d.safetyBlock && (thinking?.['type'] === 'enabled' || thinking?.['type'] === 'adaptive') ? thoughtPlan(asObject(r.body['output_config'])?.['effort']) : undefined;
+  const outputTokens = plan.pieces.length + calls.reduce((n, c) => n + textTokens(c.arguments), 0) + (thought?.tokens ?? 0);
   const id = `msg_sim${seq}`;
+  const signature = `sim-signature-${seq}`;
   if (!r.stream) {
     const text = plan.pieces.join('');
-    const content = d.safetyBlock ? [] : calls.length > 0 ? calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })) : [{ type: 'text', text }];
+    const answer = d.safetyBlock ? [] : calls.length > 0 ? calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })) : [{ type: 'text', text }];
+    const content = thought ? [{ type: 'thinking', thinking: thought.pieces.join(''), signature }, ...answer] : answer;
     sendJson(
       res,
       200,
@@ -157,7 +162,7 @@ export const handleMessages: Handler = async (req, res, env) => {
     );
     return;
   }
-  const events = messageEvents(id, r, plan, stopReason, calls, outputTokens);
+  const events = messageEvents(id, r, plan, stopReason, calls, outputTokens, thought && { ...thought, signature });
   const error = shape(529).body as JsonObject;
   const errorEvent = named('error', JSON.stringify(error));
   await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
@@ -195,17 +200,30 @@ function toolCalls(r: MessagesRequest, d: SimRequest['directives'], seq: string)
     .map((c, i) => ({ ...c, id: `toolu_sim${seq}_${i}` }));
 }
 
-/** Each tool_use block: its start, the input JSON in two input_json_delta pieces, its stop. */
-function toolEvents(calls: readonly SimToolUse[]): string[] {
-  return calls.flatMap((c, index) => [
-    named('content_block_start', JSON.stringify({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } })),
-    ...pieces(c.arguments, 2).map((p) => named('content_block_delta', JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } }))),
-    named('content_block_stop', JSON.stringify({ type: 'content_block_stop', index })),
-  ]);
+/** Each tool_use block (numbered from `first`): its start, the input JSON in two input_json_delta pieces, its stop. */
+function toolEvents(calls: readonly SimToolUse[], first: number): string[] {
+  return calls.flatMap((c, i) => {
+    const index = first + i;
+    return [
+      named('content_block_start', JSON.stringify({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } })),
+      ...pieces(c.arguments, 2).map((p) => named('content_block_delta', JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } }))),
+      named('content_block_stop', JSON.stringify({ type: 'content_block_stop', index })),
+    ];
+  });
 }
 
-/** message_start, one text block streamed a word per delta (or the tool_use blocks), message_delta, message_stop. */
-function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReason: string, calls: readonly SimToolUse[], outputTokens: number): string[] {
+/** A thinking block: its start, a thinking_delta per piece, the signature_delta, its stop. */
+function thinkingEvents(t: ThoughtPlan & { signature: string }): string[] {
+  return [
+    named('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}'),
+    ...t.pieces.map((p) => named('content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: p } }))),
+    named('content_block_delta', JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: t.signature } })),
+    named('content_block_stop', '{"type":"content_block_stop","index":0}'),
+  ];
+}
+
+/** message_start, the thinking block when asked, one text block streamed a word per delta (or the tool_use blocks), message_delta, message_stop. */
+function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReason: string, calls: readonly SimToolUse[], outputTokens: number, thought?: ThoughtPlan & { signature: string }): string[] {
   const start = {
     type: 'message_start',
     message: {
@@ -220,17 +238,19 @@ function messageEvents(id: string, r: MessagesRequest, plan: ReplyPlan, stopReas
     },
   };
   const events = [named('message_start', JSON.stringify(start))];
-  if (calls.length > 0) events.push(...toolEvents(calls));
+  if (thought) events.push(...thinkingEvents(thought));
+  const at = thought ? 1 : 0;
+  if (calls.length > 0) events.push(...toolEvents(calls, at));
   else if (stopReason !== 'refusal') {
     events.push(
-      named('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+      named('content_block_start', `{"type":"content_block_start","index":${at},"content_block":{"type":"text","text":""}}`),
       named('ping', '{"type":"ping"}'),
     );
     for (const piece of plan.pieces) {
-      const delta = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(piece)}}}`;
+      const delta = `{"type":"content_block_delta","index":${at},"delta":{"type":"text_delta","text":${JSON.stringify(piece)}}}`;
       events.push(named('content_block_delta', delta));
     }
-    events.push(named('content_block_stop', '{"type":"content_block_stop","index":0}'));
+    events.push(named('content_block_stop', `{"type":"content_block_stop","index":${at}}`));
   }
   const delta = {
     type: 'message_delta',

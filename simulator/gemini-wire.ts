@@ -69,11 +69,13 @@ export function promptInfo(body: JsonObject): PromptInfo {
   return { tokens: promptTokens(chars, contents.length), images, text: texts.join('\n') };
 }
 
-export function usageMetadata(prompt: number, candidates: number): JsonObject {
+/** usageMetadata; thinking tokens (`thoughtsTokenCount`) are apart from the candidates' and in the total. */
+export function usageMetadata(prompt: number, candidates: number, thoughts = 0): JsonObject {
   return {
     promptTokenCount: prompt,
     candidatesTokenCount: candidates,
-    totalTokenCount: prompt + candidates,
+    ...(thoughts > 0 ? { thoughtsTokenCount: thoughts } : {}),
+    totalTokenCount: prompt + candidates + thoughts,
     promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
   };
 }

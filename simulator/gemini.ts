@@ -19,7 +19,7 @@ import {
 import { handleLyria, isLyriaModel } from './lyria.js';
 import { pngBytes } from './png.js';
 import { jsonReply, pieces, plannedCalls, type PlannedCall } from './features.js';
-import { planReply, textTokens, type ReplyPlan } from './reply.js';
+import { planReply, textTokens, thoughtPlan, type ReplyPlan, type ThoughtPlan } from './reply.js';
 import { embedText, toFloatList } from './vectors.js';
 
 const BAD_KEY_DETAILS = [
@@ -146,13 +146,27 @@ async function generate(req: SimRequest, res: ServerResponse, seq: string, call:
     await deliver(res, d, call.how, only, [only]);
     return;
   }
-  const maxOut = asNumber(asObject(call.body['generationConfig'])?.['maxOutputTokens']);
+  const config = asObject(call.body['generationConfig']);
+  const maxOut = asNumber(config?.['maxOutputTokens']);
   const reply = replyParts(call.body, d, maxOut);
   const finishReason = reply.capped ? 'MAX_TOKENS' : 'STOP';
-  const merged = mergeText(reply.chunks.flat());
-  const response = partsResponse(call.model, responseId, merged, finishReason, usageMetadata(prompt, reply.tokens));
-  const chunks = call.how.stream ? streamChunks(call.model, responseId, reply, finishReason, prompt) : [];
+  const thinking = thinkingOf(config);
+  const thoughtParts: JsonObject[] = thinking?.show ? [{ text: thinking.plan.pieces.join(''), thought: true }] : [];
+  const thoughts = thinking?.plan.tokens ?? 0;
+  const merged = [...thoughtParts, ...mergeText(reply.chunks.flat())];
+  const response = partsResponse(call.model, responseId, merged, finishReason, usageMetadata(prompt, reply.tokens, thoughts));
+  const chunks = call.how.stream ? streamChunks(call.model, responseId, reply, finishReason, prompt, { parts: thoughtParts, tokens: thoughts }) : [];
   await deliver(res, d, call.how, response, chunks);
+}
+
+/**
+ * The thinking a request asked for with `thinkingConfig` (not `thinkingBudget: 0`): its
+ * tokens (thoughtsTokenCount), and a thought summary part when it sets `includeThoughts`.
+ */
+function thinkingOf(config: JsonObject | undefined): { plan: ThoughtPlan; show: boolean } | undefined {
+  const tc = asObject(config?.['thinkingConfig']);
+  if (tc === undefined || tc['thinkingBudget'] === 0) return undefined;
+  return { plan: thoughtPlan(tc['thinkingLevel']), show: tc['includeThoughts'] === true };
 }
 
 /** Adjacent text parts joined, as a whole (non-streamed) reply has them. */
@@ -172,12 +186,17 @@ function partsResponse(model: string, responseId: string, parts: readonly JsonOb
   return { candidates: [candidate], usageMetadata: usage, modelVersion: model, responseId };
 }
 
-/** One chunk of parts per event; usage is cumulative (one token a chunk, the rest on the last) and the last carries finishReason. */
-function streamChunks(model: string, responseId: string, reply: { chunks: JsonObject[][]; tokens: number }, finish: string, prompt: number): JsonObject[] {
-  return reply.chunks.map((parts, i) => {
+/**
+ * One chunk of parts per event, the thought summary first when there is one; usage is
+ * cumulative (all the thinking from the first, one candidate token a chunk, the rest on
+ * the last) and the last carries finishReason.
+ */
+function streamChunks(model: string, responseId: string, reply: { chunks: JsonObject[][]; tokens: number }, finish: string, prompt: number, thought: { parts: JsonObject[]; tokens: number }): JsonObject[] {
+  const head = thought.parts.length > 0 ? [partsResponse(model, responseId, thought.parts, undefined, usageMetadata(prompt, 0, thought.tokens))] : [];
+  return [...head, ...reply.chunks.map((parts, i) => {
     const last = i === reply.chunks.length - 1;
-    return partsResponse(model, responseId, parts, last ? finish : undefined, usageMetadata(prompt, last ? reply.tokens : Math.min(i + 1, reply.tokens)));
-  });
+    return partsResponse(model, responseId, parts, last ? finish : undefined, usageMetadata(prompt, last ? reply.tokens : Math.min(i + 1, reply.tokens), thought.tokens));
+  })];
 }
 
 /** Imagen over `:predict`: `{instances: [{prompt}], parameters: {sampleCount}}` → one PNG prediction per sample. */

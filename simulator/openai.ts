@@ -21,7 +21,7 @@ import {
 } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
 import { jsonReply, logprobsFor, pieces, plannedCalls, type DeclaredTool, type PlannedCall } from './features.js';
-import { planReply, promptTokens, textTokens, type ReplyPlan } from './reply.js';
+import { planReply, promptTokens, textTokens, thoughtPlan, type ReplyPlan } from './reply.js';
 import { embedText, toBase64, toFloatList } from './vectors.js';
 
 const MISSING_KEY =
@@ -102,17 +102,17 @@ interface ChatUsage {
   readonly total_tokens: number;
 }
 
-function chatUsage(messages: readonly unknown[], completion: number, reported?: number): ChatUsage & JsonObject {
+function chatUsage(messages: readonly unknown[], completion: number, reported?: number, reasoning = 0): ChatUsage & JsonObject {
   let chars = 0;
   for (const m of messages) chars += textChars(asObject(m)?.['content']);
   const prompt = reported ?? promptTokens(chars, messages.length);
   return {
     prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
+    completion_tokens: completion + reasoning,
+    total_tokens: prompt + completion + reasoning,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
     completion_tokens_details: {
-      reasoning_tokens: 0,
+      reasoning_tokens: reasoning,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
@@ -187,7 +187,10 @@ export const handleChat: Handler = async (req, res, env) => {
   // `n` choices, each the same reply; completion tokens are billed for all of them, the prompt once.
   const n = Math.min(Math.max(Math.floor(asNumber(pre.body['n']) ?? 1), 1), 128);
   const top = pre.body['logprobs'] === true ? Math.max(0, Math.floor(asNumber(pre.body['top_logprobs']) ?? 0)) : -1;
-  const usage = chatUsage(messages, n * content.completionTokens, d.usage);
+  // A reasoning model asked for reasoning spends tokens on it, billed as output; OpenAI returns none of its text.
+  const effort = pre.body['reasoning_effort'];
+  const reasoning = typeof effort === 'string' && effort !== 'none' ? n * thoughtPlan(effort).tokens : 0;
+  const usage = chatUsage(messages, n * content.completionTokens, d.usage, reasoning);
   const id = `chatcmpl-sim${env.nextId()}`;
   const created = Math.floor(Date.now() / 1000);
   const calls = content.calls.map((c, i) => ({ id: `call_${id.slice(9)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));

@@ -59,3 +59,17 @@ export function speechSeconds(chars: number, speed = 1): number {
 export function audioSecondsFromBytes(bytes: number): number {
   return bytes / 16_000;
 }
+
+/** What a reasoning reply thinks: its visible text (a summary) and the tokens it spent, billed as output. */
+export interface ThoughtPlan {
+  readonly pieces: readonly string[];
+  readonly tokens: number;
+}
+
+/** Reasoning tokens spent per effort (a summary is shorter than the thinking it sums up). */
+const REASONING_TOKENS: Readonly<Record<string, number>> = { minimal: 4, low: 8, medium: 16, high: 32 };
+
+/** The reasoning of a request that asked for it (`effort` when it named one; medium's otherwise). */
+export function thoughtPlan(effort: unknown): ThoughtPlan {
+  return { pieces: ['Thinking', ' it', ' over.'], tokens: (typeof effort === 'string' ? REASONING_TOKENS[effort] : undefined) ?? REASONING_TOKENS.medium! };
+}

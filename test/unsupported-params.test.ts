@@ -32,6 +32,12 @@ const codex = (model: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** What Claude Code sends with every request: thinking with a budget, and an effort. */
+const thinking = (model: string) => ({
+  model, max_tokens: 8000, thinking: { type: 'enabled', budget_tokens: 4000 }, output_config: { effort: 'medium' },
+  messages: [{ role: 'user', content: 'Think, then answer.' }],
+});
+
 /** The body of the last upstream call. */
 function lastUpstream(t: OrgTestGateway): Record<string, unknown> {
   return JSON.parse(t.sim.received().at(-1)?.body ?? '{}') as Record<string, unknown>;
@@ -93,6 +99,13 @@ describe('translate (the default): translated where a translation exists, else d
     expect(turns.flatMap((m) => (Array.isArray(m.content) ? m.content : []))).toContainEqual(expect.objectContaining({ type: 'tool_use', name: 'mcp__git__status' }));
   });
 
+  it('Messages with thinking and output_config.effort → Gemini: translated (reasoning.ts) as thinkingConfig, nothing dropped', async () => {
+    const r = await postJson(`${t.url}/v1/messages`, { ...thinking('gemini-2.5-flash') }, t.key);
+    expect(r.status).toBe(200);
+    expect((lastUpstream(t).generationConfig as Record<string, unknown>).thinkingConfig).toMatchObject({ thinkingBudget: 4000 });
+    expect(r.headers.get(HEADER)).toBeNull();
+  });
+
   it('OpenAI gets the Codex request as written, and the simulator calls a tool of an additional_tools namespace', async () => {
     const body = codex('gpt-4o-mini', { tools: [] });
     const r = await postJson(`${t.url}/v1/responses`, body, t.key);
@@ -111,6 +124,13 @@ describe('drop: every unsupported parameter is dropped, even one with a translat
     expect(lastUpstream(t)).not.toHaveProperty('tools');
     expect(r.headers.get(HEADER)).toBe('web_search_20250305, cache_control');
     expect(await dropped(t, r.headers)).toEqual(['web_search_20250305', 'cache_control']);
+  });
+
+  it('Messages with thinking → Gemini: no thinkingConfig sent, thinking and output_config named', async () => {
+    const r = await postJson(`${t.url}/v1/messages`, thinking('gemini-2.5-flash'), t.key);
+    expect(r.status).toBe(200);
+    expect(lastUpstream(t).generationConfig ?? {}).not.toHaveProperty('thinkingConfig');
+    expect(r.headers.get(HEADER)).toBe('thinking, output_config');
   });
 
   it.each(['claude-haiku-4-5', 'gemini-2.5-flash'])('Responses → %s: 200 with a text reply, no tools sent, all named', async (model) => {

@@ -38,7 +38,7 @@ function chatHandler(format: ClientFormat, policy: ChatSettings['unsupported_par
   /** What this route does with the request's unsupported parameters (unsupported.ts); throws the 400 under `error`. */
   const resolution = (req: ChatRequest, route: ModelRoute): Resolution => {
     const dialect = dialectOf(route);
-    if (sentNative(format, req, dialect)) return { body: req.body, dropped: [], translated: [] };
+    if (sentNative(format, req, dialect)) return { body: req.body, dropped: [], translated: [], reasoningDropped: false };
     return resolveUnsupported(req, dialect.name, policyOf(route, policy), { clientParam: format.clientParam });
   };
   return {
@@ -63,11 +63,12 @@ function chatHandler(format: ClientFormat, policy: ChatSettings['unsupported_par
     buildUpstream(req, route) {
       const dialect = dialectOf(route);
       const upstreamModel = route.model.upstreamId;
-      req = { ...req, body: resolution(req, route).body };
+      const resolved = resolution(req, route);
+      req = { ...req, body: resolved.body, reasoning: resolved.reasoningDropped ? undefined : req.reasoning };
       return {
         path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel)),
         query: dialect.query?.(req),
-        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam }),
+        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam, reasoning: route.model.capabilities.reasoning }),
         contentType: 'application/json',
         headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req) },
         stream: req.stream,

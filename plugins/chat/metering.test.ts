@@ -24,6 +24,14 @@ describe('chatCost', () => {
     expect(c).toEqual({ ...expected, totalMicros: expected.inputMicros + expected.outputMicros });
   });
 
+  it('prices reasoning tokens at internal_reasoning when the model has that price, else as completion (issue 29)', () => {
+    const thinker = model({ prompt: '0.000001', completion: '0.000004', internal_reasoning: '0.000008' });
+    expect(chatCost(thinker, { promptTokens: 10, completionTokens: 100, reasoningTokens: 60 })).toEqual({ inputMicros: 10, outputMicros: 40 * 4 + 60 * 8, totalMicros: 10 + 40 * 4 + 60 * 8 });
+    expect(chatCost(SONNET, { promptTokens: 0, completionTokens: 100, reasoningTokens: 60 }).outputMicros).toBe(1500);
+    // A count above the completion tokens is never priced twice.
+    expect(chatCost(thinker, { promptTokens: 0, completionTokens: 10, reasoningTokens: 50 }).outputMicros).toBe(80);
+  });
+
   it('prices cached tokens at the prompt price when the model has no cache prices', () => {
     const plain = model({ prompt: '0.000001', completion: '0.000002' });
     expect(chatCost(plain, { promptTokens: 100, completionTokens: 0, cachedTokens: 60, cacheWriteTokens: 40 }).inputMicros).toBe(100);
@@ -58,6 +66,12 @@ describe('maxChatCostPicos (what is reserved)', () => {
   it('holds every prompt token at the dearest input price (cache writes) and max_tokens of output', () => {
     const r = req({ max_tokens: 100 });
     expect(maxChatCostPicos(r, SONNET)).toBe(BigInt(r.promptBound) * 3_750_000n + 100n * 15_000_000n);
+  });
+
+  it('holds output at internal_reasoning when that is dearer than completion', () => {
+    const r = req({ max_tokens: 100 });
+    const thinker = model({ prompt: '0.000001', completion: '0.000004', internal_reasoning: '0.000008' });
+    expect(maxChatCostPicos(r, thinker)).toBe(BigInt(r.promptBound) * 1_000_000n + 100n * 8_000_000n);
   });
 
   it('without max_tokens: the model\'s max output, else its context length', () => {

@@ -20,7 +20,9 @@ function inputKey(prices: Partial<Record<PriceKey, bigint>>, key: PriceKey): Pri
  * Chat cost from token usage and the model's YAML prices (the pricing tier its prompt
  * size reaches, if any). Prompt tokens read from the provider's cache are priced at
  * `input_cache_read`, tokens written to it at `input_cache_write` (each at `prompt`
- * when the model has no such price), the rest at `prompt`. Input and output are each
+ * when the model has no such price), the rest at `prompt`. Completion tokens the
+ * provider reports as reasoning are priced at `internal_reasoning` when the model has
+ * that price, the rest at `completion`. Input and output are each
  * rounded to micro-USD and the total is their sum, so the three figures the client
  * sees always add up and equal the charge.
  */
@@ -33,7 +35,8 @@ export function chatCost(model: ModelDef, u: TokenUsage): ChatCost {
     + picosAt(prices[inputKey(prices, 'input_cache_read')], cached)
     + picosAt(prices[inputKey(prices, 'input_cache_write')], written);
   const inputMicros = picosToMicros(inputPicos);
-  const outputMicros = picosToMicros(picosAt(prices.completion, u.completionTokens));
+  const reasoning = prices.internal_reasoning !== undefined ? Math.min(u.reasoningTokens ?? 0, u.completionTokens) : 0;
+  const outputMicros = picosToMicros(picosAt(prices.completion, u.completionTokens - reasoning) + picosAt(prices.internal_reasoning, reasoning));
   return { inputMicros, outputMicros, totalMicros: inputMicros + outputMicros };
 }
 
@@ -41,7 +44,7 @@ export const ZERO_COST: ChatCost = Object.freeze({ inputMicros: 0, outputMicros:
 
 /**
  * The most a request can cost on a model: every prompt token at the dearest input
- * price, and the completion bound — max_tokens, else the model's max_output_tokens,
+ * price, and the completion bound at the dearest output price (completion or internal_reasoning) — max_tokens, else the model's max_output_tokens,
  * else its context length — for each of the `n` choices (the prompt is billed once,
  * as providers bill it), at the prices of the tier the prompt bound reaches. A model
  * that `requires_max_tokens` is refused by its provider without it, so then only the
@@ -52,7 +55,10 @@ export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
   const prices = pricesFor(model, { promptTokens: req.promptBound });
   const write = prices.input_cache_write ?? 0n;
   const prompt = prices.prompt ?? 0n;
-  return picosAt(write > prompt ? write : prices.prompt, req.promptBound) + picosAt(prices.completion, completion);
+  // Any output token may be a reasoning one: the bound is held at the dearer of the two output prices.
+  const output = prices.completion ?? 0n;
+  const reasoning = prices.internal_reasoning ?? 0n;
+  return picosAt(write > prompt ? write : prices.prompt, req.promptBound) + picosAt(reasoning > output ? reasoning : prices.completion, completion);
 }
 
 /** The completion bound of `maxChatCostPicos`: max_tokens (else the model's bound) for each of the `n` choices. */

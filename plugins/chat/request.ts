@@ -1,5 +1,6 @@
 import type { ModelRequest } from '../../src/sdk.js';
 import type { UnsupportedParam } from './unsupported.js';
+import type { Reasoning } from './reasoning.js';
 
 /** A message of the canonical (OpenAI chat) request. */
 export interface ChatMessage {
@@ -31,6 +32,8 @@ export interface ChatRequest extends ModelRequest {
   /** Upper bound of the prompt's tokens, for the credit reservation. */
   promptBound: number;
   native?: NativeRequest;
+  /** The reasoning the client asked for, in any format's terms (reasoning.ts); each dialect writes it in its own. */
+  reasoning?: Reasoning;
   /** Set when the canonical form lost something of the native request that no policy may drop (e.g. document blocks): a 400 off its own format. */
   untranslatable?: Untranslatable;
   /** Parameters the canonical form does not carry as written, which the route's `unsupported_params` policy translates, drops or refuses (unsupported.ts). */

@@ -19,8 +19,7 @@ import { isObject, type ChatRequest } from './request.js';
  * the log row's `extra.dropped_params`. A request sent to a provider speaking its own
  * format goes as the client wrote it and never comes here.
  *
- * To add a translation, add a `[kind, translator]` pair to TRANSLATORS below (the
- * reasoning translations of `thinking` and `output_config` plug in there).
+ * To add a translation, add a `[kind, translator]` pair to TRANSLATORS below.
  */
 
 /** A client parameter the canonical form does not carry as written. */
@@ -55,6 +54,8 @@ export interface Resolution {
   dropped: string[];
   /** Names of the translated parameters, each once. */
   translated: string[];
+  /** The request's reasoning (`thinking`, `output_config.effort`) was dropped: the dialect must not send it. */
+  reasoningDropped: boolean;
 }
 
 /** Dialects with a web search tool of their own, fed from the canonical `web_search_options` (OpenAI's chat field). */
@@ -105,11 +106,23 @@ const additionalTools: Translator = (p, body) => {
 };
 
 /**
+ * `thinking` and a top-level `output_config` (its `effort`; any other key is refused off
+ * Claude) travel as the request's `reasoning`, which every dialect writes in its own
+ * terms (reasoning.ts): the canonical body needs no change. An `output_config` on a
+ * system message has no translation.
+ */
+const reasoning: Translator = (p, body) => (p.param.startsWith('messages[') ? undefined : body);
+
+/** Kinds whose translation is the request's `reasoning`: dropped, the reasoning goes too. */
+const REASONING_KINDS: ReadonlySet<string> = new Set(['thinking', 'output_config']);
+
+/**
  * The registered translations, by kind. A kind without one (`cache_control`,
- * `server_tool`, and until the reasoning translations land `thinking` and
- * `output_config`) is dropped under `translate`.
+ * `server_tool`) is dropped under `translate`.
  */
 export const TRANSLATORS: ReadonlyMap<string, Translator> = new Map<string, Translator>([
+  ['thinking', reasoning],
+  ['output_config', reasoning],
   ['web_search', webSearch],
   ['namespace', namespace],
   ['additional_tools', additionalTools],
@@ -139,15 +152,19 @@ export function resolveUnsupported(req: ChatRequest, dialect: string, policy: Un
   let body = req.body;
   const dropped = new Set<string>();
   const translated = new Set<string>();
+  let reasoningDropped = false;
   for (const p of params) {
     const translator = policy === 'translate' ? translators.get(p.kind) : undefined;
     const next = translator?.(p, body, dialect);
     if (next) {
       body = next;
       translated.add(p.name);
-    } else dropped.add(p.name);
+    } else {
+      dropped.add(p.name);
+      if (REASONING_KINDS.has(p.kind) && !p.param.startsWith('messages[')) reasoningDropped = true;
+    }
   }
-  return { body, dropped: [...dropped], translated: [...translated] };
+  return { body, dropped: [...dropped], translated: [...translated], reasoningDropped };
 }
 
 /** The reply header naming the dropped parameters. */

@@ -19,6 +19,8 @@ export interface TokenUsage {
 export interface UpstreamOptions {
   /** Where an OpenAI-dialect upstream takes the output limit (reasoning models: max_completion_tokens). */
   maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
+  /** The model reasons (YAML `capabilities.reasoning`): a translated request's reasoning is sent to it. */
+  reasoning?: boolean;
 }
 
 /** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */
@@ -113,7 +115,8 @@ export interface ToolCallPiece { index?: number; id?: string; function?: { name?
 /** The first choice of a serialised canonical chunk, as client-format encoders read it. */
 export interface ChunkChoice {
   index?: number;
-  delta?: { content?: string | null; tool_calls?: ToolCallPiece[] };
+  /** `reasoning_content`: the model's reasoning text (thinking, thought summaries), as DeepSeek and LiteLLM name it. */
+  delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallPiece[] };
   finish_reason?: string | null;
 }
 
@@ -130,11 +133,12 @@ export function chunkJson(ctx: ReplyContext, delta: Record<string, unknown>, fin
   });
 }
 
-/** A canonical `chat.completion` with one choice: text and, when the model called tools, its calls. */
-export function completionObject(ctx: ReplyContext, text: string, finish: FinishReason, usage: TokenUsage | undefined, toolCalls: ToolCall[] = []): Record<string, unknown> {
+/** A canonical `chat.completion` with one choice: text, its reasoning when there is any, and, when the model called tools, its calls. */
+export function completionObject(ctx: ReplyContext, text: string, finish: FinishReason, usage: TokenUsage | undefined, toolCalls: ToolCall[] = [], reasoning = ''): Record<string, unknown> {
+  const thought = reasoning ? { reasoning_content: reasoning } : {};
   const message = toolCalls.length > 0
-    ? { role: 'assistant', content: text || null, refusal: null, tool_calls: toolCalls }
-    : { role: 'assistant', content: text, refusal: null };
+    ? { role: 'assistant', content: text || null, ...thought, refusal: null, tool_calls: toolCalls }
+    : { role: 'assistant', content: text, ...thought, refusal: null };
   return {
     id: ctx.id, object: 'chat.completion', created: ctx.created, model: ctx.requestedModel,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
@@ -158,6 +162,13 @@ export function completionToolCalls(completion: Record<string, unknown>): ToolCa
   const choices = Array.isArray(completion.choices) ? (completion.choices as Array<{ message?: { tool_calls?: unknown } }>) : [];
   const calls = choices[0]?.message?.tool_calls;
   return Array.isArray(calls) ? (calls as ToolCall[]) : [];
+}
+
+/** The reasoning text of a canonical completion's first choice (`reasoning_content`), or ''. */
+export function completionReasoning(completion: Record<string, unknown>): string {
+  const choices = Array.isArray(completion.choices) ? (completion.choices as Array<{ message?: { reasoning_content?: unknown } }>) : [];
+  const r = choices[0]?.message?.reasoning_content;
+  return typeof r === 'string' ? r : '';
 }
 
 /** The text of a canonical completion's choices. */

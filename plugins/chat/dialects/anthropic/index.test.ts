@@ -105,9 +105,9 @@ describe('anthropic dialect: stream (named events → canonical chunks)', () => 
       expected: { usage: { promptTokens: 52, completionTokens: 1, cachedTokens: 50, cacheWriteTokens: 0 }, done: true },
     },
     {
-      name: 'thinking deltas are not part of the answer',
+      name: 'thinking deltas are reasoning, not part of the answer (but delivered output, billed if the stream is cut)',
       events: [start({ input_tokens: 1 }), ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'hmm' } }), delta('A')],
-      expected: { text: 'A', delivered: 1, done: false },
+      expected: { text: 'A', delivered: 2, done: false },
     },
     {
       name: 'an error event ends the stream with its message',

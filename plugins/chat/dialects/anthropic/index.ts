@@ -1,4 +1,5 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
+import { toAnthropicThinking } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
@@ -123,6 +124,7 @@ export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;
   const user = typeof b.user === 'string' ? b.user : undefined;
+  const thinking = req.reasoning ? toAnthropicThinking(req.reasoning, req.maxTokens) : undefined;
   return {
     model: upstreamModel,
     ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
@@ -133,12 +135,13 @@ export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record
     ...(typeof b.top_p === 'number' ? { top_p: b.top_p } : {}),
     ...(user ? { metadata: { user_id: user } } : {}),
     ...anthropicTools(b),
+    ...(thinking ? { thinking } : {}),
     ...(req.stream ? { stream: true } : {}),
   };
 }
 
 interface AnthropicMessage {
-  content?: Array<{ type?: string; text?: string; id?: string; name?: string; input?: unknown }>;
+  content?: Array<{ type?: string; text?: string; thinking?: string; id?: string; name?: string; input?: unknown }>;
   stop_reason?: string | null;
   usage?: AnthropicUsage;
 }
@@ -150,7 +153,8 @@ function fromAnthropicResponse(body: string, ctx: ReplyContext): { completion: R
   const calls: ToolCall[] = msg.content.filter((c) => c.type === 'tool_use')
     .map((c) => ({ id: c.id ?? '', type: 'function', function: { name: c.name ?? '', arguments: JSON.stringify(c.input ?? {}) } }));
   const usage = anthropicUsage(msg.usage);
-  return { completion: completionObject(ctx, text, finishFromStopReason(msg.stop_reason), usage, calls), usage };
+  const reasoning = msg.content.filter((c) => c.type === 'thinking').map((c) => c.thinking ?? '').join('');
+  return { completion: completionObject(ctx, text, finishFromStopReason(msg.stop_reason), usage, calls, reasoning), usage };
 }
 
 interface StreamEvent {
@@ -158,14 +162,14 @@ interface StreamEvent {
   index?: number;
   message?: { usage?: AnthropicUsage };
   content_block?: { type?: string; text?: string; id?: string; name?: string };
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  delta?: { type?: string; text?: string; thinking?: string; partial_json?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
   error?: { message?: string; type?: string };
 }
 
 /**
  * Anthropic named events (message_start … message_stop) → canonical chunks, one event
- * at a time: text deltas as content, each tool_use block as a tool call whose
+ * at a time: text deltas as content, thinking deltas as reasoning_content, each tool_use block as a tool call whose
  * input_json_delta pieces become argument deltas.
  */
 function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined, data: string): TranslatedEvent } {
@@ -197,6 +201,8 @@ function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined
             const index = toolOfBlock.get(ev.index ?? -1);
             return index === undefined ? NOTHING : delta(toolCallDelta(index, { arguments: d.partial_json }), estimateTokens(d.partial_json));
           }
+          // Thinking arrives as thinking_delta pieces (its signature_delta is Anthropic's own and stays there).
+          if (d?.type === 'thinking_delta' && d.thinking) return delta({ reasoning_content: d.thinking }, estimateTokens(d.thinking));
           return d?.type === 'text_delta' && d.text ? text(d.text) : NOTHING;
         }
         case 'message_delta': {

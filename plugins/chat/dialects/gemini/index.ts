@@ -1,4 +1,5 @@
 import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
+import { toGeminiThinkingConfig } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, callNames, functionDecls, nonFunctionTool, resultObject, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
@@ -134,6 +135,7 @@ export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
     ...(typeof b.frequency_penalty === 'number' ? { frequencyPenalty: b.frequency_penalty } : {}),
     ...(typeof b.seed === 'number' ? { seed: b.seed } : {}),
     ...jsonConfig(b.response_format),
+    ...(req.reasoning ? { thinkingConfig: toGeminiThinkingConfig(req.reasoning) } : {}),
   };
   return {
     contents: geminiContents(b.messages),
@@ -155,6 +157,11 @@ interface GeminiResponse {
 /** Visible text of the first candidate (thought summaries are not part of the answer). */
 function candidateText(r: GeminiResponse): string {
   return (r.candidates?.[0]?.content?.parts ?? []).filter((p) => !p.thought && typeof p.text === 'string').map((p) => p.text).join('');
+}
+
+/** Thought summaries of the first candidate (parts with `thought: true`): the reasoning text. */
+function candidateThoughts(r: GeminiResponse): string {
+  return (r.candidates?.[0]?.content?.parts ?? []).filter((p) => p.thought === true && typeof p.text === 'string').map((p) => p.text).join('');
 }
 
 /** The function calls of the first candidate, as canonical tool calls numbered from `first`. */
@@ -180,7 +187,7 @@ function fromGeminiResponse(body: string, ctx: ReplyContext): TranslatedResponse
   if (typeof r !== 'object' || r === null || (!Array.isArray(r.candidates) && !r.promptFeedback)) throw new Error('not a Gemini response');
   const usage = geminiUsage(r.usageMetadata);
   const calls = candidateCalls(r, ctx, 0);
-  return { completion: completionObject(ctx, candidateText(r), finishOf(r, calls.length > 0) ?? 'stop', usage, calls), usage };
+  return { completion: completionObject(ctx, candidateText(r), finishOf(r, calls.length > 0) ?? 'stop', usage, calls, candidateThoughts(r)), usage };
 }
 
 /** `alt=sse` events (each a whole GenerateContentResponse, no names, no [DONE]) → canonical chunks. */
@@ -201,6 +208,8 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
         chunks.push(chunkJson(ctx, { role: 'assistant', content: '' }, null));
         started = true;
       }
+      const thoughts = candidateThoughts(r);
+      if (thoughts) chunks.push(chunkJson(ctx, { reasoning_content: thoughts }, null));
       if (text) chunks.push(chunkJson(ctx, { content: text }, null));
       // Gemini sends each function call whole: one delta carries its name and all its arguments.
       for (const call of candidateCalls(r, ctx, toolCalls)) {
@@ -209,9 +218,11 @@ function geminiStream(ctx: ReplyContext): { onEvent(event: string | undefined, d
       const finish = finishOf(r, toolCalls > 0);
       if (finish) chunks.push(chunkJson(ctx, {}, finish));
       // usageMetadata counts are cumulative: their growth is exactly what this event delivered.
-      const candidates = r.usageMetadata?.candidatesTokenCount;
-      const delivered = typeof candidates === 'number' ? Math.max(0, candidates - candidatesSoFar) : estimateTokens(text);
-      if (typeof candidates === 'number') candidatesSoFar = Math.max(candidatesSoFar, candidates);
+      // Thinking tokens are output too: a stream cut short is billed for the thoughts it delivered.
+      const m = r.usageMetadata;
+      const candidates = typeof m?.candidatesTokenCount === 'number' ? m.candidatesTokenCount + (typeof m.thoughtsTokenCount === 'number' ? m.thoughtsTokenCount : 0) : undefined;
+      const delivered = candidates !== undefined ? Math.max(0, candidates - candidatesSoFar) : estimateTokens(text + thoughts);
+      if (candidates !== undefined) candidatesSoFar = Math.max(candidatesSoFar, candidates);
       return { chunks, usage, deliveredTokens: delivered, done: finish !== undefined };
     },
   };

@@ -1,4 +1,5 @@
 import { reportedTokens } from '../../../../src/sdk.js';
+import { toOpenAIEffort } from '../../reasoning.js';
 import type { ChatRequest } from '../../request.js';
 import { MALFORMED, NOTHING, parseStreamEvent, type ChatDialect, type TokenUsage, type TranslatedEvent, type UpstreamOptions } from '../types.js';
 
@@ -10,7 +11,7 @@ interface OpenAIUsage {
 }
 
 interface OpenAIChunk {
-  choices?: Array<{ delta?: { content?: string | null; refusal?: string | null; tool_calls?: unknown[] } }>;
+  choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null; refusal?: string | null; tool_calls?: unknown[] } }>;
   usage?: OpenAIUsage | null;
   error?: { message?: string };
 }
@@ -50,6 +51,13 @@ export const openaiDialect: ChatDialect = {
       delete body.max_completion_tokens;
       body[name] = req.maxTokens;
     }
+    if (req.native) {
+      // A translated request's reasoning (Anthropic thinking, Gemini thinkingConfig, Responses reasoning) as
+      // reasoning_effort, for a model that reasons; a model that does not gets none (reasoning.ts).
+      delete body.reasoning_effort;
+      const effort = req.reasoning && opts.reasoning ? toOpenAIEffort(req.reasoning) : undefined;
+      if (effort) body.reasoning_effort = effort;
+    }
     return JSON.stringify(body);
   },
   pathVars: (_req, upstreamModel) => ({ model: upstreamModel }),
@@ -74,7 +82,7 @@ export const openaiDialect: ChatDialect = {
           return { ...NOTHING, usage: openaiUsage(chunk.usage), usageChunk: chunk as Record<string, unknown> };
         }
         // OpenAI streams about one token per chunk.
-        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.refusal || c.delta?.tool_calls?.length ? 1 : 0), 0);
+        const delivered = choices.reduce((n, c) => n + (c.delta?.content || c.delta?.reasoning_content || c.delta?.refusal || c.delta?.tool_calls?.length ? 1 : 0), 0);
         return { chunks: [data], usage: openaiUsage(chunk.usage), deliveredTokens: delivered, done: false };
       },
     };

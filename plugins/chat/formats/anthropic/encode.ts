@@ -1,5 +1,5 @@
 import { formatSse } from '../../../../src/sdk.js';
-import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionReasoning, completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { argumentsObject } from '../../tools.js';
 import { costFields, type ChatCost } from '../../metering.js';
 
@@ -33,13 +33,20 @@ export function anthropicUsageObject(u: TokenUsage, c: ChatCost | undefined): Re
   };
 }
 
-/** A canonical chat.completion as an Anthropic message: text, then a tool_use block per tool call. */
+/**
+ * A thinking block for reasoning another provider wrote. Its signature is empty: only
+ * Anthropic signs thinking, and a block sent back to another model is left out anyway.
+ */
+const thinkingBlock = (thinking: string): Record<string, unknown> => ({ type: 'thinking', thinking, signature: '' });
+
+/** A canonical chat.completion as an Anthropic message: the reasoning as a thinking block, the text, then a tool_use block per tool call. */
 export function messageFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext, u: TokenUsage, c: ChatCost): Record<string, unknown> {
   const choice = Array.isArray(completion.choices) ? (completion.choices[0] as { finish_reason?: unknown } | undefined) : undefined;
   const tools = completionToolCalls(completion).map((t) => ({ type: 'tool_use', id: t.id, name: t.function.name, input: argumentsObject(t.function.arguments) }));
+  const reasoning = completionReasoning(completion);
   return {
     id: messageId(ctx), type: 'message', role: 'assistant', model: ctx.requestedModel,
-    content: [...(text ? [{ type: 'text', text }] : []), ...tools],
+    content: [...(reasoning ? [thinkingBlock(reasoning)] : []), ...(text ? [{ type: 'text', text }] : []), ...tools],
     stop_reason: stopReason(choice?.finish_reason), stop_sequence: null,
     usage: anthropicUsageObject(u, c),
   };
@@ -60,7 +67,8 @@ export interface AnthropicEncoder {
 const event = (type: string, body: Record<string, unknown>): string => formatSse(JSON.stringify({ type, ...body }), type);
 
 /**
- * Canonical chunks → Anthropic named events: message_start on the first; a text block
+ * Canonical chunks → Anthropic named events: message_start on the first; a thinking
+ * block for reasoning (thinking_delta…); a text block
  * for the text (content_block_start, text_delta…); a tool_use block per tool call
  * (its arguments as input_json_delta pieces), each block stopped before the next
  * starts; at the end message_delta with the usage and cost, then message_stop.
@@ -70,6 +78,7 @@ export function anthropicEncoder(ctx: ReplyContext): AnthropicEncoder {
   let open: number | undefined;
   let blocks = 0;
   let textBlock: number | undefined;
+  let thinkingAt: number | undefined;
   const toolBlocks = new Map<number, number>();
   let stop = 'end_turn';
   const start = (u: TokenUsage | undefined): string[] => {
@@ -96,6 +105,15 @@ export function anthropicEncoder(ctx: ReplyContext): AnthropicEncoder {
     chunk(data, usage) {
       const frames = start(usage);
       const choice = firstChoice(data);
+      const thought = choice?.delta?.reasoning_content;
+      if (thought) {
+        if (thinkingAt === undefined || open !== thinkingAt) {
+          const b = begin(thinkingBlock(''));
+          frames.push(...b.frames);
+          thinkingAt = b.index;
+        }
+        frames.push(event('content_block_delta', { index: thinkingAt, delta: { type: 'thinking_delta', thinking: thought } }));
+      }
       const text = choice?.delta?.content;
       if (text) {
         if (textBlock === undefined || open !== textBlock) {

@@ -55,6 +55,7 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
   it.each([
     ['a tool_result with an image', { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'image', source: {} }] }] }] }, 'messages[0].content[0].content'],
     ['a document block', { messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'document', source: {} }] }] }, 'messages[0].content[1]'],
+    ['an output_config format', { output_config: { effort: 'low', format: { type: 'json_schema' } } }, 'output_config.format'],
   ])('marks %s as untranslatable (served only by an Anthropic provider)', (_n, extra, param) => {
     expect(parse({ ...ok, ...extra }).untranslatable).toMatchObject({ param });
   });
@@ -134,6 +135,18 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
   it('thinking disabled is translatable', () => {
     expect(parse({ ...ok, thinking: { type: 'disabled' } }).untranslatable).toBeUndefined();
     expect(parse({ ...ok, thinking: { type: 'disabled' } }).unsupported).toEqual([]);
+  });
+
+  it('thinking and output_config.effort translate, as Claude Code sends them (issue 29)', () => {
+    expect(parse({ ...ok, thinking: { type: 'enabled', budget_tokens: 6000 } })).toMatchObject({ untranslatable: undefined, reasoning: { enabled: true, budget: 6000, show: true } });
+    expect(parse({ ...ok, thinking: { type: 'adaptive' }, output_config: { effort: 'high' } })).toMatchObject({ untranslatable: undefined, reasoning: { enabled: true, effort: 'high' } });
+    expect(() => parse({ ...ok, thinking: { type: 'sometimes' } })).toThrow(/thinking\.type/);
+  });
+
+  it('earlier thinking blocks are left out of a translation, not refused', () => {
+    const r = parse({ ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }, { type: 'redacted_thinking', data: 'x' }, { type: 'text', text: 'b' }] }, { role: 'user', content: 'c' }] });
+    expect(r.untranslatable).toBeUndefined();
+    expect(r.body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'b' }] });
   });
 
   it.each([

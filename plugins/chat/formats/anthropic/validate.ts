@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { invalidField } from '../../../../src/sdk.js';
+import { fromAnthropic } from '../../reasoning.js';
 import { isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import type { UnsupportedParam } from '../../unsupported.js';
 
@@ -8,10 +9,13 @@ const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'];
 
 /** Request fields with no canonical (OpenAI chat) equivalent that change what the reply is: refused off Claude, whatever the policy. */
 const NATIVE_ONLY_FIELDS = ['mcp_servers', 'container', 'output_format'];
-/** Request fields the `unsupported_params` policy decides on (translated by the reasoning translations once registered, else dropped or refused). */
+/** Request fields the `unsupported_params` policy decides on (carried by the reasoning translations, reasoning.ts, under `translate`). */
 const POLICY_FIELDS = ['thinking', 'output_config'];
-/** Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool messages). */
-const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result']);
+/**
+ * Content blocks the canonical form carries (tool_use → tool_calls, tool_result → tool
+ * messages); earlier thinking blocks are context another model cannot use, and are left out.
+ */
+const TRANSLATED_BLOCKS = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']);
 
 /**
  * Validates an Anthropic Messages request (`POST /v1/messages`) and gives it in
@@ -44,6 +48,7 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
     prompt: promptText([systemText, ...typed.map((m) => m.content)]),
     promptBound: promptTokenBound([system ?? null, messages], body.tools ?? null, text),
     native: { format: 'anthropic', body, headers: forwardedHeaders(headers) },
+    ...reasoningOf(body),
     untranslatable: untranslatable(body, typed),
     unsupported: unsupportedParams(body, typed),
   };
@@ -101,12 +106,24 @@ function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> 
   return out;
 }
 
+/** `thinking` and `output_config.effort`, translated for other providers (reasoning.ts). */
+function reasoningOf(body: Record<string, unknown>): Pick<ChatRequest, 'reasoning'> {
+  if (body.thinking !== undefined && body.thinking !== null && !(isObject(body.thinking) && ['enabled', 'adaptive', 'disabled'].includes(String(body.thinking.type)))) {
+    throw invalidField('thinking.type', 'thinking.type must be "enabled", "adaptive" or "disabled"');
+  }
+  const reasoning = fromAnthropic(body.thinking, body.output_config);
+  return reasoning ? { reasoning } : {};
+}
+
 const WHY_NATIVE = 'can only be served by a model whose provider speaks Anthropic Messages';
 
 /** What the canonical form cannot carry and no policy may drop: such a request is served only by an Anthropic-dialect provider. */
 function untranslatable(body: Record<string, unknown>, messages: Array<{ content: unknown }>): Untranslatable | undefined {
   const field = NATIVE_ONLY_FIELDS.find((f) => body[f] !== undefined && body[f] !== null);
   if (field) return { param: field, message: `${field} ${WHY_NATIVE}` };
+  // output_config's effort translates (reasoning.ts); anything else in it (a format) does not.
+  const oc = isObject(body.output_config) ? Object.keys(body.output_config).find((k) => k !== 'effort') : body.output_config != null ? '' : undefined;
+  if (oc !== undefined) return { param: oc ? `output_config.${oc}` : 'output_config', message: `output_config ${oc ? `${oc} ` : ''}${WHY_NATIVE}` };
   for (const [i, m] of messages.entries()) {
     if (!Array.isArray(m.content)) continue;
     for (const [j, b] of m.content.entries()) {

@@ -1,5 +1,5 @@
 import { formatSse, type GatewayError } from '../../../../src/sdk.js';
-import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionReasoning, completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { costFields, type ChatCost } from '../../metering.js';
 import { argumentsObject } from '../../tools.js';
 
@@ -53,11 +53,12 @@ function responseObject(ctx: ReplyContext, parts: unknown[], finish: string | un
   };
 }
 
-/** A canonical chat.completion as a GenerateContentResponse: text, then a functionCall part per tool call. */
+/** A canonical chat.completion as a GenerateContentResponse: the reasoning as a `thought: true` part, text, then a functionCall part per tool call. */
 export function geminiFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext, u: TokenUsage, c: ChatCost): Record<string, unknown> {
   const choice = Array.isArray(completion.choices) ? (completion.choices[0] as { finish_reason?: unknown } | undefined) : undefined;
   const calls = completionToolCalls(completion).map((t) => ({ functionCall: { id: t.id, name: t.function.name, args: argumentsObject(t.function.arguments) } }));
-  const parts = [...(text ? [{ text }] : []), ...calls];
+  const reasoning = completionReasoning(completion);
+  const parts = [...(reasoning ? [{ text: reasoning, thought: true }] : []), ...(text ? [{ text }] : []), ...calls];
   return responseObject(ctx, parts.length > 0 ? parts : [{ text: '' }], FINISH[String(choice?.finish_reason)] ?? 'STOP', geminiUsageObject(u, c));
 }
 
@@ -68,7 +69,7 @@ export interface GeminiEncoder {
 
 /**
  * Canonical chunks → `alt=sse` events, each a whole GenerateContentResponse: one per
- * text delta; function calls (Gemini sends each whole) are gathered from their
+ * text delta (reasoning as `thought: true` parts); function calls (Gemini sends each whole) are gathered from their
  * argument deltas and sent in the last event, with the finish reason and the usage.
  */
 export function geminiEncoder(ctx: ReplyContext): GeminiEncoder {
@@ -84,8 +85,11 @@ export function geminiEncoder(ctx: ReplyContext): GeminiEncoder {
         call.args += d.function?.arguments ?? '';
       }
       if (choice?.finish_reason) finish = FINISH[choice.finish_reason] ?? 'STOP';
-      const text = choice?.delta?.content;
-      return text ? [formatSse(JSON.stringify(responseObject(ctx, [{ text }], undefined, undefined)))] : [];
+      const parts = [
+        ...(choice?.delta?.reasoning_content ? [{ text: choice.delta.reasoning_content, thought: true }] : []),
+        ...(choice?.delta?.content ? [{ text: choice.delta.content }] : []),
+      ];
+      return parts.length > 0 ? [formatSse(JSON.stringify(responseObject(ctx, parts, undefined, undefined)))] : [];
     },
     finish(u, c) {
       const parts = calls.filter(Boolean).map((k) => ({ functionCall: { id: k.id, name: k.name, args: argumentsObject(k.args) } }));

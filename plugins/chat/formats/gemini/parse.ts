@@ -1,6 +1,7 @@
 import { GatewayError, invalidField } from '../../../../src/sdk.js';
 import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import type { ParseInput } from '../types.js';
+import { fromGemini } from '../../reasoning.js';
 
 /** The Gemini API methods this format serves. */
 const ACTIONS = new Set(['generateContent', 'streamGenerateContent']);
@@ -183,6 +184,7 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
   const ids = new CallIds();
   const messages: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
   for (const c of body.contents) messages.push(...canonicalMessages(c.role ?? 'user', c.parts, ids));
+  const reasoning = fromGemini(config.thinkingConfig);
   const canonical = { model, messages, ...canonicalConfig(config), ...canonicalTools(body), ...(stream ? { stream: true } : {}) };
   return {
     model,
@@ -194,6 +196,7 @@ export function parseGeminiRequest(input: ParseInput): ChatRequest {
     prompt: promptText([system, ...body.contents.map((c) => c.parts)]),
     promptBound: promptTokenBound([body.systemInstruction ?? null, body.contents], body.tools ?? null, input.text),
     native: { format: 'gemini', body, headers: {} },
+    ...(reasoning ? { reasoning } : {}),
     untranslatable: untranslatable(body, body.contents),
   };
 }

@@ -1,5 +1,6 @@
 import { invalidField } from '../../../../src/sdk.js';
 import { isObject, MAX_CHOICES, promptText, promptTokenBound, type ChatMessage, type ChatRequest } from '../../request.js';
+import { fromOpenAI, type Reasoning } from '../../reasoning.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
@@ -32,7 +33,12 @@ export function parseChatRequest(body: unknown, text?: string): ChatRequest {
     choices: choices ?? 1,
     prompt: promptText(typed.map((m) => m.content)),
     promptBound: promptTokenBound([messages, body.functions ?? null], body.tools ?? null, text),
+    ...reasoningOf(fromOpenAI(body.reasoning_effort)),
   };
+}
+
+function reasoningOf(reasoning: Reasoning | undefined): Pick<ChatRequest, 'reasoning'> {
+  return reasoning ? { reasoning } : {};
 }
 
 function validateMessage(m: unknown, i: number): void {

@@ -1,5 +1,5 @@
 import { formatSse, type GatewayError } from '../../../../src/sdk.js';
-import { completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
+import { completionReasoning, completionToolCalls, firstChoice, type ReplyContext, type TokenUsage } from '../../dialects/types.js';
 import { costFields, type ChatCost } from '../../metering.js';
 import { itemId, responseId } from './ids.js';
 import type { Item } from './parse.js';
@@ -58,19 +58,33 @@ const callItem = (id: string, call: { id: string; name: string; arguments: strin
   return { type: 'function_call', id, call_id: call.id, ...(ns ? { namespace: ns.namespace, name: ns.name } : { name: call.name }), arguments: call.arguments, status };
 };
 
-/** A canonical chat.completion as Response output items: the text as a message, each tool call as a function_call. */
+/** Reasoning another provider returned, as a Responses reasoning item with its text as the summary. */
+const reasoningItem = (id: string, text: string): Item => ({ type: 'reasoning', id, summary: text ? [{ type: 'summary_text', text }] : [] });
+
+/** A canonical chat.completion as Response output items: the reasoning as a reasoning item, the text as a message, each tool call as a function_call. */
 export function outputFromCompletion(completion: Record<string, unknown>, text: string, ctx: ReplyContext, names?: NamespacedNames): Item[] {
   const calls = completionToolCalls(completion);
-  const out: Item[] = [];
-  if (text || calls.length === 0) out.push(messageItem(itemId(ctx, 'message', 0), text, 'completed'));
+  const reasoning = completionReasoning(completion);
+  const out: Item[] = reasoning ? [reasoningItem(itemId(ctx, 'reasoning', 0), reasoning)] : [];
+  if (text || calls.length === 0) out.push(messageItem(itemId(ctx, 'message', out.length), text, 'completed'));
   for (const c of calls) out.push(callItem(itemId(ctx, 'function_call', out.length), { id: c.id, name: c.function.name, arguments: c.function.arguments }, 'completed', names));
   return out;
 }
 
 type Emit = (type: string, body: Record<string, unknown>) => string;
 
-/** The events that finish an output item: a message's text and part, or a call's arguments, then the item itself. */
-function doneEvents(event: Emit, item: Item, index: number, kind: 'text' | 'call'): string[] {
+type ItemKind = 'text' | 'call' | 'reasoning';
+
+/** The events that finish an output item: a message's text and part, a call's arguments, or a reasoning summary, then the item itself. */
+function doneEvents(event: Emit, item: Item, index: number, kind: ItemKind): string[] {
+  if (kind === 'reasoning') {
+    const part = (item.summary as Item[])[0];
+    return [
+      event('response.reasoning_summary_text.done', { item_id: item.id, output_index: index, summary_index: 0, text: part?.text }),
+      event('response.reasoning_summary_part.done', { item_id: item.id, output_index: index, summary_index: 0, part }),
+      event('response.output_item.done', { output_index: index, item }),
+    ];
+  }
   if (kind === 'call') {
     return [
       event('response.function_call_arguments.done', { item_id: item.id, output_index: index, arguments: item.arguments }),
@@ -98,7 +112,7 @@ export interface ResponsesEncoder {
 
 /**
  * Canonical chunks → Responses events: response.created and response.in_progress
- * first; the text as a message item (output_item.added, content_part.added,
+ * first; reasoning as a reasoning item (reasoning_summary_text.delta…); the text as a message item (output_item.added, content_part.added,
  * output_text.delta…); each tool call as a function_call item
  * (function_call_arguments.delta…); an item is done before the next one starts.
  */
@@ -106,7 +120,7 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
   let seq = 0;
   let started = false;
   const output: Item[] = [];
-  let open: { index: number; kind: 'text' | 'call'; text: string } | undefined;
+  let open: { index: number; kind: ItemKind; text: string } | undefined;
   const calls = new Map<number, number>();
   let finish: string | null = null;
   const event: Emit = (type, body) => formatSse(JSON.stringify({ type, sequence_number: seq++, ...body }), type);
@@ -119,7 +133,8 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
     if (!open) return [];
     const { index, kind, text } = open;
     open = undefined;
-    output[index] = kind === 'text' ? messageItem(String(output[index]?.id), text, 'completed') : { ...output[index], status: 'completed' };
+    const id = String(output[index]?.id);
+    output[index] = kind === 'text' ? messageItem(id, text, 'completed') : kind === 'reasoning' ? reasoningItem(id, text) : { ...output[index], status: 'completed' };
     return doneEvents(event, output[index] as Item, index, kind);
   };
   const text = (delta: string): string[] => {
@@ -136,6 +151,21 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
     const o = open as { index: number; text: string };
     o.text += delta;
     frames.push(event('response.output_text.delta', { item_id: output[o.index]?.id, output_index: o.index, content_index: 0, delta, logprobs: [] }));
+    return frames;
+  };
+  const reasoning = (delta: string): string[] => {
+    const frames: string[] = [];
+    if (open?.kind !== 'reasoning') {
+      frames.push(...closeOpen());
+      const index = output.length;
+      output.push(reasoningItem(itemId(ctx, 'reasoning', index), ''));
+      open = { index, kind: 'reasoning', text: '' };
+      frames.push(event('response.output_item.added', { output_index: index, item: output[index] }),
+        event('response.reasoning_summary_part.added', { item_id: output[index]?.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } }));
+    }
+    const o = open as { index: number; text: string };
+    o.text += delta;
+    frames.push(event('response.reasoning_summary_text.delta', { item_id: output[o.index]?.id, output_index: o.index, summary_index: 0, delta }));
     return frames;
   };
   const call = (k: number, id: string | undefined, name: string | undefined, args: string): string[] => {
@@ -161,6 +191,7 @@ export function responsesEncoder(ctx: ReplyContext, shell: Record<string, unknow
     chunk(data) {
       const frames = start();
       const choice = firstChoice(data);
+      if (choice?.delta?.reasoning_content) frames.push(...reasoning(choice.delta.reasoning_content));
       if (choice?.delta?.content) frames.push(...text(choice.delta.content));
       for (const d of choice?.delta?.tool_calls ?? []) frames.push(...call(d.index ?? 0, d.id, d.function?.name, d.function?.arguments ?? ''));
       if (choice?.finish_reason) finish = choice.finish_reason;

@@ -1,6 +1,7 @@
 import { invalidField } from '../../../../src/sdk.js';
 import { contentText, isObject, promptText, promptTokenBound, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { flatName, type UnsupportedParam } from '../../unsupported.js';
+import { fromResponses } from '../../reasoning.js';
 
 /**
  * OpenAI Responses API requests (`POST /v1/responses`): validation (400 naming the
@@ -210,6 +211,7 @@ export function responsesChatRequest(body: Item, items: Item[]): ChatRequest {
   if (body.prompt !== undefined && body.prompt !== null) problems.push({ param: 'prompt', message: `stored prompts ${WHY_NATIVE}` });
   const num = (k: string): Record<string, unknown> => (typeof body[k] === 'number' ? { [k]: body[k] } : {});
   const maxTokens = typeof body.max_output_tokens === 'number' ? body.max_output_tokens : undefined;
+  const reasoning = fromResponses(body.reasoning);
   const canonical = {
     model: body.model, messages, ...options, ...num('temperature'), ...num('top_p'),
     ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
@@ -226,6 +228,7 @@ export function responsesChatRequest(body: Item, items: Item[]): ChatRequest {
     prompt: promptText([body.instructions ?? '', ...items.map((it) => it.content ?? it.output ?? '')]),
     promptBound: promptTokenBound([body.instructions ?? null, items], hasTools(body, items) ? body.tools ?? [null] : null),
     native: { format: 'responses', body: { ...body, input: items }, headers: {} },
+    ...(reasoning ? { reasoning } : {}),
     untranslatable: problems[0],
     unsupported: unsupportedParams(body, items),
   };
