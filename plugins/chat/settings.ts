@@ -3,6 +3,13 @@ export const chatSettingsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
+    default_max_tokens: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      maximum: 1_000_000,
+      default: null,
+      description: 'Output bound (max_tokens) sent upstream, and reserved for, when a chat request names none in its format; a project\'s default_max_tokens wins over it. null (the default): off, a Claude model without max_tokens gets Anthropic\'s 400.',
+    },
     responses: {
       type: 'object',
       additionalProperties: false,

@@ -68,6 +68,8 @@ export interface FormatServices {
 
 /** `settings.chat` in gateway.yaml. */
 export interface ChatSettings {
+  /** Output bound for requests that name none, unless their project sets its own (plugins/chat/default-max-tokens.ts); null: off. */
+  default_max_tokens?: number | null;
   responses: {
     /** Days a stored response is kept (OpenAI keeps 30). */
     retention_days: number;
