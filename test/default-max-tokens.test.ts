@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ErrorBody } from '../src/errors.js';
 import { useOrgGateway, type OrgTestGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
+import { addUser, type Api, signIn } from './management-helpers.js';
 
 /**
  * Issue 29: a default max_tokens for clients that send no output bound (docs/chat.md,
@@ -117,5 +119,66 @@ describe('with settings.chat.default_max_tokens in gateway.yaml', () => {
       expect(sent, c.url).toBe(c.url === '/v1/messages' ? 7 : c.bound(c.body));
       expect((await logRow(t, requestIdOf(r))).extra ?? {}, c.url).not.toHaveProperty('default_max_tokens');
     }
+  });
+});
+
+describe('a project\'s default_max_tokens', () => {
+  const t = useOrgGateway('dmt-project', '5', { yaml: { settings: { chat: { default_max_tokens: YAML_DEFAULT } } } }, { ledger: true });
+  let owner: Api;
+  let projectPath: string;
+  let key: string;
+  beforeAll(async () => {
+    await addUser(t, 'owner@dmt.test', { org: 'dmt-project', role: 'owner' });
+    owner = await signIn(t.url, 'owner@dmt.test');
+    const p = await owner.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'agents' });
+    expect(p.status, JSON.stringify(p.body)).toBe(201);
+    expect(p.body.default_max_tokens).toBeNull();
+    projectPath = `/api/v1/orgs/${t.orgId}/projects/${p.body.id as string}`;
+    const k = await owner.post(`${projectPath}/keys`, { name: 'sdk' });
+    expect(k.status, JSON.stringify(k.body)).toBe(201);
+    key = k.body.key as string;
+  });
+
+  it('is set by PATCH, shown by the response and GET, and wins over gateway.yaml\'s', async () => {
+    const r = await owner.patch(projectPath, { default_max_tokens: 42 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.default_max_tokens).toBe(42);
+    expect(r.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null }); // limits untouched
+    expect((await owner.get(projectPath)).body.default_max_tokens).toBe(42);
+    const listed = (await owner.get(`/api/v1/orgs/${t.orgId}/projects`)).body.data as Body[];
+    expect(listed.find((p) => p.name === 'agents')?.default_max_tokens).toBe(42);
+    const chat = await messages(t, key, { model: 'claude-haiku-4-5', messages: hi });
+    expect(chat.status, JSON.stringify(chat.body)).toBe(200);
+    expect(lastUpstream(t).body.max_tokens).toBe(42);
+    expect((await logRow(t, requestIdOf(chat))).extra).toMatchObject({ default_max_tokens: 42 });
+    // The org's other project has none: gateway.yaml's applies there.
+    await messages(t, t.key, { model: 'claude-haiku-4-5', messages: hi });
+    expect(lastUpstream(t).body.max_tokens).toBe(YAML_DEFAULT);
+  });
+
+  it('PATCH refuses 0, 1.5, "x" and 1,000,001 with a 400 naming the field, and keeps the value', async () => {
+    for (const bad of [0, 1.5, 'x', 1_000_001]) {
+      const r = await owner.patch(projectPath, { default_max_tokens: bad });
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect((r.body as unknown as ErrorBody).error).toMatchObject({ code: 'invalid_request', param: 'default_max_tokens' });
+      expect((r.body as unknown as ErrorBody).error.message).toContain('default_max_tokens');
+    }
+    expect((await owner.get(projectPath)).body.default_max_tokens).toBe(42);
+  });
+
+  it('PATCH with null clears it: gateway.yaml\'s default applies again', async () => {
+    const r = await owner.patch(projectPath, { default_max_tokens: null });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.default_max_tokens).toBeNull();
+    const chat = await messages(t, key, { model: 'claude-haiku-4-5', messages: hi });
+    expect(chat.status).toBe(200);
+    expect(lastUpstream(t).body.max_tokens).toBe(YAML_DEFAULT);
+  });
+
+  it('PATCH with limits alone still works and leaves the default as it is', async () => {
+    expect((await owner.patch(projectPath, { default_max_tokens: 77 })).status).toBe(200);
+    const r = await owner.patch(projectPath, { limits: { rpm: 100 } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ default_max_tokens: 77, limits: { rpm: 100 } });
   });
 });
