@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/errors.js';
 import { useOrgGateway, type OrgTestGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
+import { cli, KEY, lastLine, query, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';
 import { addUser, type Api, signIn } from './management-helpers.js';
 
 /**
@@ -180,5 +181,51 @@ describe('a project\'s default_max_tokens', () => {
     const r = await owner.patch(projectPath, { limits: { rpm: 100 } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ default_max_tokens: 77, limits: { rpm: 100 } });
+  });
+});
+
+describe('gateway projects update --default-max-tokens', { timeout: 60_000 }, () => {
+  const env = useCliServer('tollgate-cli-dmt-');
+  const column = (): unknown => query<{ default_max_tokens: number | null }>(env.db, "SELECT default_max_tokens FROM projects WHERE name = 'default'")[0]?.default_max_tokens;
+
+  it('has help text', async () => {
+    const r = await cli(['projects', 'update', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Change a project's settings/);
+    expect(r.stdout).toMatch(/--default-max-tokens <n>\s+chat output bound \(1 to 1000000\)/);
+  });
+
+  it('sets it and prints it; the running server sends it upstream for a request without max_tokens', async () => {
+    const k = await cli(['keys', 'create', '--org', 'acme', '--config', env.config]);
+    const key = lastLine(k.stdout);
+    expect(key).toMatch(KEY);
+    const r = await cli(['projects', 'update', 'default', '--org', 'acme', '--default-max-tokens', '64', '--config', env.config]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('project "default" in "acme": default max_tokens 64\n');
+    expect(column()).toBe(64);
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 200; i++) {
+      if (i > 0) await sleep(100);
+      status = (await postJson(`${env.server.url}/v1/messages`, { model: 'claude-haiku-4-5', messages: hi }, undefined, { 'x-api-key': key, ...MESSAGES_HEADERS })).status;
+    }
+    expect(status).toBe(200);
+    const call = env.sim.received().at(-1);
+    expect(JSON.parse(call?.body ?? '{}')).toMatchObject({ max_tokens: 64 });
+  });
+
+  it('refuses a bad value (exit 1, nothing written) and clears it with none', async () => {
+    for (const bad of ['0', '1.5', 'x', '1000001']) {
+      const r = await cli(['projects', 'update', 'default', '--org', 'acme', '--default-max-tokens', bad, '--config', env.config]);
+      expect(r.code, bad).toBe(1);
+      expect(r.stderr, bad).toMatch(/--default-max-tokens.*must be a whole number from 1 to 1000000/);
+    }
+    const none = await cli(['projects', 'update', 'default', '--org', 'acme', '--config', env.config]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/give --default-max-tokens/);
+    expect(none.stderr).not.toMatch(STACK_FRAME);
+    expect(column()).toBe(64);
+    const r = await cli(['projects', 'update', 'default', '--org', 'acme', '--default-max-tokens', 'none', '--config', env.config]);
+    expect(r.stdout).toBe('project "default" in "acme": default max_tokens none\n');
+    expect(column()).toBeNull();
   });
 });
