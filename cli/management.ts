@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createKey, createProject, createUser, requireOrg, requireProject } from '../src/admin.js';
 import { randomBase62 } from '../src/ids.js';
+import { MAX_DEFAULT_MAX_TOKENS } from '../src/management/routes-limits.js';
 import { allowedModels } from '../src/management/routes-orgs.js';
 import { formatUsd } from '../src/money.js';
 import type { OrgRole } from '../src/store/accounts.js';
@@ -55,6 +56,25 @@ export function addProjectCommands(program: Command): void {
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
     });
   addProjectLimitCommand(projects);
+  projects.command('update <name>')
+    .description('Change a project\'s settings; options left out keep their value. Running instances are told at once.')
+    .requiredOption('--org <name>', 'organization name')
+    .option('--default-max-tokens <n>', `chat output bound (1 to ${MAX_DEFAULT_MAX_TOKENS}) sent and reserved for when a request names none, over gateway.yaml's settings.chat.default_max_tokens; none clears it`, maxTokensOrNone)
+    .addOption(configOption())
+    .action(async (name: string, opts: { org: string; defaultMaxTokens?: number | 'none'; config: string }) => {
+      if (opts.defaultMaxTokens === undefined) throw new Error('give --default-max-tokens (a number, or none to clear it)');
+      const value = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
+      await withStore(opts.config, async (s, invalidation) => {
+        const project = await requireProject(s, await requireOrg(s, opts.org), name);
+        await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, value);
+        await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new value
+      });
+      console.log(`project "${name}" in "${opts.org}": default max_tokens ${value ?? 'none'}`);
+    });
+}
+
+function maxTokensOrNone(value: string): number | 'none' {
+  return value === 'none' ? value : positiveInt(MAX_DEFAULT_MAX_TOKENS)(value);
 }
 
 export function addUserCommands(program: Command): void {

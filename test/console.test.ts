@@ -288,6 +288,25 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect(((await project.json()) as { limits: { rpm: number } }).limits.rpm).toBe(1000);
   });
 
+  it('sets the project\'s default max_tokens in the project limits dialog, keeping its limits', async () => {
+    await visit('Keys');
+    const region = page.getByRole('region', { name: 'Project limits' });
+    await region.getByText('not set').waitFor();
+    await page.getByRole('button', { name: 'Edit project limits' }).click();
+    const pd = page.getByRole('dialog', { name: 'Edit project limits' });
+    expect(await pd.getByLabel('Default max_tokens').inputValue()).toBe('');
+    expect(await pd.getByLabel('Requests per minute').inputValue()).toBe('1000');
+    await pd.getByLabel('Default max_tokens').fill('2048');
+    await pd.getByRole('button', { name: 'Save limits' }).click();
+    await pd.waitFor({ state: 'hidden' });
+    await region.getByText('2,048').waitFor();
+    await region.getByText('1,000 requests/min').waitFor(); // the limits kept
+    const projectId = (await (await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/keys`)).json() as { data: Array<{ name: string; project_id: string }> })
+      .data.find((k) => k.name === 'e2e key')?.project_id;
+    const project = await (await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/projects/${projectId}`)).json() as { default_max_tokens: number; limits: { rpm: number } };
+    expect([project.default_max_tokens, project.limits.rpm]).toEqual([2048, 1000]);
+  });
+
   it('revokes the key after a confirmation; the key is then refused', async () => {
     await visit('Keys');
     await page.getByRole('button', { name: 'Revoke key e2e key' }).click();

@@ -73,7 +73,11 @@ export interface LimitUsage {
   at: string; rpm: WindowUsage | null; tpm: WindowUsage | null; concurrency: { limit: number; used: number; remaining: number } | null;
   budget: { limit_usd: number; period: BudgetPeriod; spent_usd: number; held_usd: number; remaining_usd: number; period_start: string | null; resets_at: string | null } | null;
 }
-export interface Project { id: string; name: string; created_at: string; live_keys: number; limits: Limits }
+export interface Project {
+  id: string; name: string; created_at: string; live_keys: number; limits: Limits;
+  /** Chat output bound for requests that name none (docs/chat.md); null: gateway.yaml's, if any. */
+  default_max_tokens: number | null;
+}
 export interface ProjectDetail extends Project { usage: LimitUsage | null }
 export interface ApiKey {
   id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';

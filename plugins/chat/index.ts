@@ -1,6 +1,7 @@
 import {
   type EndpointDef, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi,
 } from '../../src/sdk.js';
+import { withDefaultMaxTokens } from './default-max-tokens.js';
 import { COUNT_ENDPOINT } from './formats/anthropic/count.js';
 import { clientFormats, NATIVE_ONLY_DIALECTS } from './formats/index.js';
 import type { ChatSettings, ClientFormat } from './formats/types.js';
@@ -32,21 +33,29 @@ const sentNative = (format: ClientFormat, req: ChatRequest, dialect: ChatDialect
 
 /**
  * The chat handler for one client format: the same models, routes, metering and
- * streaming behind each endpoint. `policy` is the gateway-wide `unsupported_params` override.
+ * streaming behind each endpoint. `settings.unsupported_params` is the gateway-wide override.
  */
-function chatHandler(format: ClientFormat, policy: ChatSettings['unsupported_params']): ModalityHandler<ChatRequest> {
+function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHandler<ChatRequest> {
   /** What this route does with the request's unsupported parameters (unsupported.ts); throws the 400 under `error`. */
   const resolution = (req: ChatRequest, route: ModelRoute): Resolution => {
     const dialect = dialectOf(route);
     if (sentNative(format, req, dialect)) return { body: req.body, dropped: [], translated: [], reasoningDropped: false };
-    return resolveUnsupported(req, dialect.name, policyOf(route, policy), { clientParam: format.clientParam });
+    return resolveUnsupported(req, dialect.name, policyOf(route, settings.unsupported_params), { clientParam: format.clientParam });
   };
   return {
     modality: 'chat',
-    parse: (body, request) => format.parse({
-      body, text: request.jsonText, headers: request.headers, params: (request.params ?? {}) as Record<string, string>,
-      query: (request.query ?? {}) as Record<string, unknown>, orgId: request.exchange.org?.id ?? '',
-    }),
+    async parse(body, request) {
+      const ex = request.exchange;
+      const parsed = await format.parse({
+        body, text: request.jsonText, headers: request.headers, params: (request.params ?? {}) as Record<string, string>,
+        query: (request.query ?? {}) as Record<string, unknown>, orgId: ex.org?.id ?? '',
+      });
+      // The parse runs after auth, so the key's project (read with the key, cached with it) is known here.
+      const bound = ex.project?.defaultMaxTokens ?? settings.default_max_tokens ?? undefined;
+      const req = withDefaultMaxTokens(parsed, bound);
+      if (req !== parsed) ex.extra = { ...ex.extra, default_max_tokens: bound };
+      return req;
+    },
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
       const dialect = dialectOf(route);
@@ -104,7 +113,7 @@ export const chatPlugin: GatewayPlugin = {
     const settings = api.settings as ChatSettings;
     for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
       for (const url of format.urls) {
-        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format, settings.unsupported_params) });
+        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format, settings) });
       }
       for (const route of format.modelRoutes ?? []) api.modelRoute(route);
       for (const route of format.routes ?? []) api.route(route);

@@ -7,6 +7,13 @@ export const chatSettingsSchema = {
       enum: ['error', 'drop', 'translate'],
       description: 'Overrides every provider and model unsupported_params (docs/chat.md, Unsupported parameters); unset: each model follows its YAML (default translate).',
     },
+    default_max_tokens: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      maximum: 1_000_000,
+      default: null,
+      description: 'Output bound (max_tokens) sent upstream, and reserved for, when a chat request names none in its format; a project\'s default_max_tokens wins over it. null (the default): off, a Claude model without max_tokens gets Anthropic\'s 400.',
+    },
     responses: {
       type: 'object',
       additionalProperties: false,

@@ -6,7 +6,7 @@ import type { ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
 import { keyScope, projectScope } from '../limits/admission.js';
 import { projectOf } from './routes-orgs.js';
-import { input, params, type JsonSchema } from './schemas.js';
+import { input, int, maybe, params, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
@@ -16,6 +16,15 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
 const PATCH_BODY = input({ limits: LIMITS_INPUT }, ['limits']);
+/** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
+export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
+const PROJECT_PATCH_BODY: JsonSchema = {
+  ...input({
+    limits: LIMITS_INPUT,
+    default_max_tokens: maybe(int(`Chat output bound for requests that name none, 1–${MAX_DEFAULT_MAX_TOKENS}; null clears it`, { minimum: 1, maximum: MAX_DEFAULT_MAX_TOKENS })),
+  }),
+  minProperties: 1,
+};
 
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
@@ -72,12 +81,18 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'Changes the project\'s limits: fields left out keep their value, null removes a limit.',
-      schema: { params: params('org', 'project'), body: PATCH_BODY, response: { 200: PROJECT_DETAIL } },
+      summary: 'Changes the project\'s limits and its default_max_tokens: fields left out keep their value, null removes a limit or the default.',
+      schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
-        if (!(await store.limits.setProjectLimits(orgId, project.id, patched(project.limits, request.body)))) throw new GatewayError('not_found', [`No project ${project.id}`]);
+        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null };
+        const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
+        // Both are checked before either is written: a bad limit leaves the default as it was.
+        const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
+        if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
+        if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
+        // Evicts every cached key, so the project's keys read its new limits and default at once on every instance.
         await d.invalidation.invalidate('limits', project.id);
         return projectDetail(orgId, project.id);
       },

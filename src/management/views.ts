@@ -24,8 +24,13 @@ export const orgView = (org: Org, role: OrgRole | 'operator') => ({
   id: org.id, name: org.name, balance_usd: microsToUsd(org.balanceMicros), retention: org.retention, created_at: iso(org.createdAt), role,
 });
 
-export const PROJECT = obj({ id: str('prj_…'), name: str(), created_at: time(), live_keys: int('Keys neither revoked nor expired'), limits: LIMITS });
-export const projectView = (p: ProjectSummary) => ({ id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits) });
+export const PROJECT = obj({
+  id: str('prj_…'), name: str(), created_at: time(), live_keys: int('Keys neither revoked nor expired'), limits: LIMITS,
+  default_max_tokens: maybe(int('Chat output bound sent and reserved for when a request names none (docs/chat.md); null: gateway.yaml\'s settings.chat.default_max_tokens, if any')),
+});
+export const projectView = (p: ProjectSummary) => ({
+  id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits), default_max_tokens: p.defaultMaxTokens,
+});
 
 export const API_KEY = obj({
   id: str('key_…'), prefix: str('The start of the key (tg_ + 8 characters); the key itself is shown only when created'),

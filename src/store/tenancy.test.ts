@@ -25,13 +25,26 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
   it('gives every new org a default project, and keeps project names unique per org', async () => {
     const a = await newOrg();
     const b = await newOrg();
-    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {} }]);
+    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {}, defaultMaxTokens: null }]);
     const web = await store.tenancy.createProject(a.id, 'web');
     await expect(other.tenancy.createProject(a.id, 'web')).rejects.toBeInstanceOf(DuplicateError);
     expect((await store.tenancy.createProject(b.id, 'web')).orgId).toBe(b.id);
     expect((await other.tenancy.listProjects(a.id)).map((p) => p.name)).toEqual(['default', 'web']);
     expect(await store.tenancy.getProject(a.id, web.id)).toEqual(web);
     expect(await store.tenancy.getProject(b.id, web.id)).toBeUndefined();
+  });
+
+  it('sets and clears a project\'s default max_tokens, only in the project\'s own org', async () => {
+    const org = await newOrg();
+    const stranger = await newOrg();
+    const project = await defaultProject(org);
+    expect(await store.tenancy.setProjectDefaultMaxTokens(org.id, project, 4096)).toBe(true);
+    expect((await other.tenancy.getProject(org.id, project))?.defaultMaxTokens).toBe(4096);
+    expect((await other.tenancy.listProjects(org.id))[0]?.defaultMaxTokens).toBe(4096);
+    expect(await store.tenancy.setProjectDefaultMaxTokens(stranger.id, project, 1)).toBe(false);
+    expect((await store.tenancy.findProject(org.id, 'default'))?.defaultMaxTokens).toBe(4096);
+    expect(await store.tenancy.setProjectDefaultMaxTokens(org.id, project, null)).toBe(true);
+    expect((await other.tenancy.getProject(org.id, project))?.defaultMaxTokens).toBeNull();
   });
 
   it('creates keys only in a project of the same org, and lists, finds and revokes them scoped by org', async () => {

@@ -18,6 +18,8 @@ export interface Project {
   createdAt: number;
   /** Limits shared by all the project's keys (docs/limits.md); `{}`: none. */
   limits: LimitSpec;
+  /** Chat output bound used when a request names none (docs/chat.md); null: none, the gateway.yaml default applies. */
+  defaultMaxTokens: number | null;
 }
 
 export interface ProjectSummary extends Project {
@@ -68,6 +70,8 @@ export interface TenancyStore {
   /** The project with this id in this org (undefined for another org's). */
   getProject(orgId: string, projectId: string): Promise<Project | undefined>;
   findProject(orgId: string, name: string): Promise<Project | undefined>;
+  /** Sets (null: clears) the project's default max_tokens; false when the project is not the org's. */
+  setProjectDefaultMaxTokens(orgId: string, projectId: string, value: number | null): Promise<boolean>;
 
   /** Undefined when the project is not the org's: nothing is written. */
   createKey(key: NewApiKey): Promise<ApiKeyRecord | undefined>;
@@ -111,7 +115,7 @@ export class SqlTenancyStore implements TenancyStore {
   }
 
   async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
-    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits };
+    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null };
     await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
     `a project named "${name}" already exists in this organization`);
@@ -133,6 +137,10 @@ export class SqlTenancyStore implements TenancyStore {
   async findProject(orgId: string, name: string): Promise<Project | undefined> {
     const [row] = await this.db.all<ProjectRow>('SELECT * FROM projects WHERE org_id = ? AND name = ?', [orgId, name]);
     return row && toProject(row);
+  }
+
+  async setProjectDefaultMaxTokens(orgId: string, projectId: string, value: number | null): Promise<boolean> {
+    return (await this.db.run('UPDATE projects SET default_max_tokens = ? WHERE id = ? AND org_id = ?', [value, projectId, orgId])) > 0;
   }
 
   async createKey(k: NewApiKey): Promise<ApiKeyRecord | undefined> {
@@ -187,5 +195,8 @@ export class SqlTenancyStore implements TenancyStore {
   }
 }
 
-interface ProjectRow extends LimitColumns { id: string; org_id: string; name: string; created_at: number }
-const toProject = (r: ProjectRow): Project => ({ id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r) });
+interface ProjectRow extends LimitColumns { id: string; org_id: string; name: string; created_at: number; default_max_tokens: number | null }
+const toProject = (r: ProjectRow): Project => ({
+  id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r),
+  defaultMaxTokens: r.default_max_tokens === null ? null : Number(r.default_max_tokens),
+});

@@ -120,12 +120,17 @@ export function BudgetSpend({ usage, failed = false }: { usage: LimitUsage | nul
 
 /**
  * A modal dialog that edits the limits of a key or a project (`PATCH path {limits}`): every field is sent,
- * an emptied one as null (removes that limit). A 400 shows next to the field it names.
+ * an emptied one as null (removes that limit). A 400 shows next to the field it names. A project's
+ * dialog (`defaultMaxTokens` given) also edits its default max_tokens (docs/chat.md), emptied: null.
  */
-export function EditLimits(props: { title: string; path: string; limits: Limits | undefined; onClose: () => void; onSaved: () => void }): JSX.Element {
+export function EditLimits(props: {
+  title: string; path: string; limits: Limits | undefined; defaultMaxTokens?: number | null; onClose: () => void; onSaved: () => void;
+}): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const [draft, setDraft] = useState<LimitsDraft>(EMPTY_LIMITS);
+  const [maxTokens, setMaxTokens] = useState('');
+  const withMaxTokens = props.defaultMaxTokens !== undefined;
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const form = useFocusInvalid(error);
@@ -135,17 +140,20 @@ export function EditLimits(props: { title: string; path: string; limits: Limits 
     if (!d) return;
     if (open && props.limits) {
       setDraft(draftOf(props.limits));
+      setMaxTokens(props.defaultMaxTokens == null ? '' : String(props.defaultMaxTokens));
       setError(undefined);
       if (!d.open) d.showModal();
     }
     if (!open && d.open) d.close();
-  }, [open, props.limits]);
+  }, [open, props.limits, props.defaultMaxTokens]);
+  const maxTokensError = error instanceof ApiError && error.param === 'default_max_tokens' ? error.message : undefined;
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setError(undefined);
     setBusy(true);
     try {
-      await patch(props.path, { limits: patchLimits(draft) });
+      const bound = withMaxTokens ? { default_max_tokens: maxTokens.trim() ? num(maxTokens) : null } : {};
+      await patch(props.path, { limits: patchLimits(draft), ...bound });
       props.onSaved();
       props.onClose();
     } catch (err) {
@@ -160,7 +168,15 @@ export function EditLimits(props: { title: string; path: string; limits: Limits 
         <h2 id={titleId}>{props.title}</h2>
         <p class="muted small">An empty field is no limit. A change applies at once on every instance; what was already counted stays counted.</p>
         <LimitFields value={draft} onChange={setDraft} error={error} />
-        {limitFieldOf(error) ? null : <ErrorBox error={error} />}
+        {withMaxTokens ? (
+          <div class="grid">
+            <Field label="Default max_tokens" error={maxTokensError}>
+              <input type="number" min="1" max="1000000" step="1" inputMode="numeric" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+            </Field>
+            <p class="muted small">Sent as the output bound of chat requests that give no max_tokens (Claude models refuse them otherwise). Empty: gateway.yaml's default, if it sets one.</p>
+          </div>
+        ) : null}
+        {limitFieldOf(error) || maxTokensError ? null : <ErrorBox error={error} />}
         <div class="actions">
           <button type="submit" disabled={busy}>Save limits</button>
           <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
@@ -189,11 +205,12 @@ export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string
               {p.usage?.rpm ? <><dt>Requests this minute</dt><dd>{int(p.usage.rpm.used)} of {int(p.usage.rpm.limit)}</dd></> : null}
               {p.usage?.tpm ? <><dt>Tokens this minute</dt><dd>{int(p.usage.tpm.used)} of {int(p.usage.tpm.limit)}</dd></> : null}
               {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /></dd></> : null}
+              <dt>Default max_tokens</dt><dd>{p.default_max_tokens === null ? <span class="muted">not set</span> : int(p.default_max_tokens)}</dd>
             </dl>
           </>
         )}
       </Show>
-      <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing}
+      <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing} defaultMaxTokens={detail.data?.default_max_tokens ?? null}
         onClose={() => setEditing(undefined)} onSaved={detail.reload} />
     </section>
   );

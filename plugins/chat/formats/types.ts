@@ -70,6 +70,8 @@ export interface FormatServices {
 export interface ChatSettings {
   /** Overrides the provider files' `unsupported_params` for every model when set. */
   unsupported_params?: UnsupportedParamsPolicy;
+  /** Output bound for requests that name none, unless their project sets its own (plugins/chat/default-max-tokens.ts); null: off. */
+  default_max_tokens?: number | null;
   responses: {
     /** Days a stored response is kept (OpenAI keeps 30). */
     retention_days: number;

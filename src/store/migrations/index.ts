@@ -8,6 +8,7 @@ import { ledgerSchema } from './006-ledger.js';
 import { balanceSlices } from './007-balance-slices.js';
 import { usageIndexes } from './008-usage-indexes.js';
 import { invitations } from './009-invitations.js';
+import { projectMaxTokens } from './010-project-max-tokens.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -28,7 +29,7 @@ export interface Migration {
 export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
-export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations];
+export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
