@@ -44,7 +44,7 @@ export interface Simulator {
   received(): ReceivedCall[];
 }
 
-/** One provider call as the simulator received it; a body longer than 64 KiB keeps its start. */
+/** One provider call as the simulator received it; a body longer than 64 KiB keeps its first and last 32 KiB (a conversation's latest turn is at its end). */
 export interface ReceivedCall {
   route: string;
   headers: Record<string, string>;
@@ -167,7 +167,9 @@ async function onRequest(req: IncomingMessage, res: ServerResponse, state: SimSt
   }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-  state.received.push({ route: key, headers, body: body.subarray(0, MAX_RECEIVED_BODY).toString('utf8') });
+  const kept = body.length <= MAX_RECEIVED_BODY ? body.toString('utf8')
+    : `${body.subarray(0, MAX_RECEIVED_BODY / 2).toString('utf8')}…${body.subarray(body.length - MAX_RECEIVED_BODY / 2).toString('utf8')}`;
+  state.received.push({ route: key, headers, body: kept });
   if (state.received.length > MAX_RECEIVED) state.received.shift();
   if (state.latencyMs > 0 && !(await pause(res, state.latencyMs))) return;
   const handler = routeFor(method, path);
