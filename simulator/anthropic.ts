@@ -79,8 +79,11 @@ function unmatchedToolResult(messages: readonly unknown[]): string | undefined {
   return undefined;
 }
 
-/** Auth and request validation in the order the API applies them; sends the error itself. */
-function validate(req: SimRequest, res: ServerResponse, requestId: string): MessagesRequest | undefined {
+/**
+ * Auth and request validation in the order the API applies them; sends the error itself.
+ * A token count (`count_tokens`) takes the same body without `max_tokens`.
+ */
+function validate(req: SimRequest, res: ServerResponse, requestId: string, count = false): MessagesRequest | undefined {
   const fail = (status: number, message: string): undefined => {
     sendError(res, anthropicError(status, ERROR_TYPES[status] ?? 'invalid_request_error', message, requestId));
     return undefined;
@@ -91,16 +94,16 @@ function validate(req: SimRequest, res: ServerResponse, requestId: string): Mess
   if (body === undefined) return fail(400, 'There was an error parsing the body of your request.');
   const model = asString(body['model']);
   if (model === undefined) return fail(400, 'model: Field required');
-  const maxTokens = asNumber(body['max_tokens']);
+  const maxTokens = count ? 0 : asNumber(body['max_tokens']);
   if (maxTokens === undefined) return fail(400, 'max_tokens: Field required');
   const messages = asArray(body['messages']);
   if (messages === undefined) return fail(400, 'messages: Field required');
-  if (header(req.headers, 'anthropic-version') === STRICT_VERSION) {
+  if (!count && header(req.headers, 'anthropic-version') === STRICT_VERSION) {
     for (const name of ['temperature', 'top_p', 'top_k']) {
       if (body[name] !== undefined) return fail(400, `${name}: Extra inputs are not permitted`);
     }
   }
-  const stray = unmatchedToolResult(messages);
+  const stray = count ? undefined : unmatchedToolResult(messages);
   if (stray !== undefined) return fail(400, stray);
   if (model.startsWith('unknown-')) return fail(404, `model: ${model}`);
   return { model, maxTokens, inputTokens: countInput(body, messages), stream: body['stream'] === true, body, messages };
@@ -112,18 +115,10 @@ function validate(req: SimRequest, res: ServerResponse, requestId: string): Mess
  */
 export const handleCountTokens: Handler = async (req, res, env) => {
   const requestId = `req_sim${env.nextId()}`;
-  const fail = (status: number, message: string): void => sendError(res, anthropicError(status, ERROR_TYPES[status] ?? 'invalid_request_error', message, requestId));
-  const key = header(req.headers, 'x-api-key') ?? bearer(req.headers);
-  if (key === undefined || isRejectedKey(key)) return fail(401, 'invalid x-api-key');
-  const body = parseJsonObject(req.body);
-  if (body === undefined) return fail(400, 'There was an error parsing the body of your request.');
-  const model = asString(body['model']);
-  if (model === undefined) return fail(400, 'model: Field required');
-  const messages = asArray(body['messages']);
-  if (messages === undefined) return fail(400, 'messages: Field required');
-  if (model.startsWith('unknown-')) return fail(404, `model: ${model}`);
+  const valid = validate(req, res, requestId, true);
+  if (valid === undefined) return;
   if (await applyFaults(res, req.directives, anthropicErrorShape(requestId), false)) return;
-  sendJson(res, 200, { input_tokens: req.directives.usage ?? countInput(body, messages) }, { 'request-id': requestId });
+  sendJson(res, 200, { input_tokens: req.directives.usage ?? valid.inputTokens }, { 'request-id': requestId });
 };
 
 function countInput(body: JsonObject, messages: readonly unknown[]): number {
