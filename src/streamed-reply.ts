@@ -71,7 +71,10 @@ export class StreamedReply {
   }
 
   private cut(): void {
-    if (!this.ex.abort.signal.aborted) this.ex.abort.abort(new GatewayError('stream_stalled', [this.stallMs]));
+    if (this.ex.abort.signal.aborted) return;
+    // At warn (the default level): a client that stopped reading is worth an operator's look.
+    this.reply.log.warn({ code: 'stream_stalled', stallMs: this.stallMs }, `the client took nothing of this stream for ${this.stallMs} ms: cut`);
+    this.ex.abort.abort(new GatewayError('stream_stalled', [this.stallMs]));
   }
 }
 
