@@ -4,6 +4,7 @@ import { randomBase62 } from '../src/ids.js';
 import { MAX_DEFAULT_MAX_TOKENS } from '../src/management/routes-limits.js';
 import { allowedModels } from '../src/management/routes-orgs.js';
 import { formatUsd } from '../src/money.js';
+import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
@@ -60,16 +61,26 @@ export function addProjectCommands(program: Command): void {
     .description('Change a project\'s settings; options left out keep their value. Running instances are told at once.')
     .requiredOption('--org <name>', 'organization name')
     .option('--default-max-tokens <n>', `chat output bound (1 to ${MAX_DEFAULT_MAX_TOKENS}) sent and reserved for when a request names none, over gateway.yaml's settings.chat.default_max_tokens; none clears it`, maxTokensOrNone)
+    .addOption(new Option('--unsupported-params <policy>', 'chat policy for request parameters a model cannot take (docs/chat.md, Unsupported parameters), over gateway.yaml\'s settings.chat.unsupported_params and the provider files\'; none clears it')
+      .choices([...UNSUPPORTED_PARAMS_POLICIES, 'none']))
     .addOption(configOption())
-    .action(async (name: string, opts: { org: string; defaultMaxTokens?: number | 'none'; config: string }) => {
-      if (opts.defaultMaxTokens === undefined) throw new Error('give --default-max-tokens (a number, or none to clear it)');
-      const value = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
+    .action(async (name: string, opts: { org: string; defaultMaxTokens?: number | 'none'; unsupportedParams?: UnsupportedParamsPolicy | 'none'; config: string }) => {
+      if (opts.defaultMaxTokens === undefined && opts.unsupportedParams === undefined) {
+        throw new Error('give --default-max-tokens (a number, or none to clear it) or --unsupported-params (error, drop, translate, or none to clear it)');
+      }
+      const maxTokens = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
+      const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
-        await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, value);
-        await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new value
+        if (maxTokens !== undefined) await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, maxTokens);
+        if (policy !== undefined) await s.tenancy.setProjectUnsupportedParams(project.orgId, project.id, policy);
+        await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new values
       });
-      console.log(`project "${name}" in "${opts.org}": default max_tokens ${value ?? 'none'}`);
+      const changed = [
+        maxTokens !== undefined ? `default max_tokens ${maxTokens ?? 'none'}` : '',
+        policy !== undefined ? `unsupported_params ${policy ?? 'none'}` : '',
+      ].filter(Boolean);
+      console.log(`project "${name}" in "${opts.org}": ${changed.join(', ')}`);
     });
 }
 

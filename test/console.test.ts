@@ -307,6 +307,35 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect([project.default_max_tokens, project.limits.rpm]).toEqual([2048, 1000]);
   });
 
+  it('sets the project\'s unsupported_params in the project limits dialog, keeping its default max_tokens, and clears it', async () => {
+    await visit('Keys');
+    const card = page.getByRole('region', { name: 'Project limits' }).locator('dl.details'); // not the dialog's options
+    await card.getByText('gateway default').waitFor();
+    const projectUrl = async (): Promise<string> => {
+      const keys = await (await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/keys`)).json() as { data: Array<{ name: string; project_id: string }> };
+      return `${t.url}/api/v1/orgs/${orgId}/projects/${keys.data.find((k) => k.name === 'e2e key')?.project_id ?? ''}`;
+    };
+    const settings = async (): Promise<unknown> => {
+      const p = await (await browser.context.request.get(await projectUrl())).json() as { unsupported_params: string | null; default_max_tokens: number | null };
+      return [p.unsupported_params, p.default_max_tokens];
+    };
+    await page.getByRole('button', { name: 'Edit project limits' }).click();
+    const pd = page.getByRole('dialog', { name: 'Edit project limits' });
+    expect(await pd.getByLabel('Unsupported parameters').inputValue()).toBe('');
+    await pd.getByLabel('Unsupported parameters').selectOption('error');
+    await pd.getByRole('button', { name: 'Save limits' }).click();
+    await pd.waitFor({ state: 'hidden' });
+    await card.getByText('error', { exact: true }).waitFor();
+    expect(await settings()).toEqual(['error', 2048]); // the default max_tokens kept
+    await page.getByRole('button', { name: 'Edit project limits' }).click();
+    expect(await pd.getByLabel('Unsupported parameters').inputValue()).toBe('error');
+    await pd.getByLabel('Unsupported parameters').selectOption('');
+    await pd.getByRole('button', { name: 'Save limits' }).click();
+    await pd.waitFor({ state: 'hidden' });
+    await card.getByText('gateway default').waitFor();
+    expect(await settings()).toEqual([null, 2048]);
+  });
+
   it('revokes the key after a confirmation; the key is then refused', async () => {
     await visit('Keys');
     await page.getByRole('button', { name: 'Revoke key e2e key' }).click();

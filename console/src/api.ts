@@ -77,7 +77,10 @@ export interface Project {
   id: string; name: string; created_at: string; live_keys: number; limits: Limits;
   /** Chat output bound for requests that name none (docs/chat.md); null: gateway.yaml's, if any. */
   default_max_tokens: number | null;
+  /** Chat policy for parameters a model cannot take (docs/chat.md); null: gateway.yaml's, else the provider files'. */
+  unsupported_params: UnsupportedParams | null;
 }
+export type UnsupportedParams = 'error' | 'drop' | 'translate';
 export interface ProjectDetail extends Project { usage: LimitUsage | null }
 export interface ApiKey {
   id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';

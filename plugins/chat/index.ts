@@ -33,14 +33,15 @@ const sentNative = (format: ClientFormat, req: ChatRequest, dialect: ChatDialect
 
 /**
  * The chat handler for one client format: the same models, routes, metering and
- * streaming behind each endpoint. `settings.unsupported_params` is the gateway-wide override.
+ * streaming behind each endpoint. `settings.unsupported_params` is the gateway-wide override,
+ * under the key's project's own.
  */
 function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHandler<ChatRequest> {
   /** What this route does with the request's unsupported parameters (unsupported.ts); throws the 400 under `error`. */
   const resolution = (req: ChatRequest, route: ModelRoute): Resolution => {
     const dialect = dialectOf(route);
     if (sentNative(format, req, dialect)) return { body: req.body, dropped: [], translated: [], reasoningDropped: false };
-    return resolveUnsupported(req, dialect.name, policyOf(route, settings.unsupported_params), { clientParam: format.clientParam });
+    return resolveUnsupported(req, dialect.name, policyOf(route, req.projectPolicy, settings.unsupported_params), { clientParam: format.clientParam });
   };
   return {
     modality: 'chat',
@@ -54,7 +55,8 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
       const bound = ex.project?.defaultMaxTokens ?? settings.default_max_tokens ?? undefined;
       const req = withDefaultMaxTokens(parsed, bound);
       if (req !== parsed) ex.extra = { ...ex.extra, default_max_tokens: bound };
-      return req;
+      const projectPolicy = ex.project?.unsupportedParams;
+      return projectPolicy ? { ...req, projectPolicy } : req;
     },
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {

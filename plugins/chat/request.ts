@@ -1,4 +1,4 @@
-import type { ModelRequest } from '../../src/sdk.js';
+import type { ModelRequest, UnsupportedParamsPolicy } from '../../src/sdk.js';
 import type { UnsupportedParam } from './unsupported.js';
 import type { Reasoning } from './reasoning.js';
 
@@ -38,6 +38,8 @@ export interface ChatRequest extends ModelRequest {
   untranslatable?: Untranslatable;
   /** Parameters the canonical form does not carry as written, which the route's `unsupported_params` policy translates, drops or refuses (unsupported.ts). */
   unsupported?: UnsupportedParam[];
+  /** The key's project's `unsupported_params` (read at parse), over gateway.yaml's and the route's (unsupported.ts `policyOf`). */
+  projectPolicy?: UnsupportedParamsPolicy;
 }
 
 /** The request as the client sent it in a non-OpenAI format, with the headers that steer it. */

@@ -5,7 +5,7 @@ export const chatSettingsSchema = {
   properties: {
     unsupported_params: {
       enum: ['error', 'drop', 'translate'],
-      description: 'Overrides every provider and model unsupported_params (docs/chat.md, Unsupported parameters); unset: each model follows its YAML (default translate).',
+      description: 'Overrides every provider and model unsupported_params (docs/chat.md, Unsupported parameters); a project\'s own unsupported_params wins over it. Unset: each model follows its YAML (default translate).',
     },
     default_max_tokens: {
       type: ['integer', 'null'],

@@ -6,7 +6,7 @@ import { policyOf, resolveUnsupported, type UnsupportedParam } from './unsupport
 const route = (provider?: 'error' | 'drop', model?: 'error' | 'drop' | 'translate'): ModelRoute =>
   ({ provider: { unsupportedParams: provider }, model: { unsupportedParams: model } }) as unknown as ModelRoute;
 
-describe('policyOf: gateway override, else model, else provider, else translate', () => {
+describe('policyOf: project, else gateway override, else model, else provider, else translate', () => {
   it.each([
     [route(), undefined, 'translate'],
     [route('drop'), undefined, 'drop'],
@@ -14,6 +14,15 @@ describe('policyOf: gateway override, else model, else provider, else translate'
     [route('drop', 'error'), 'translate', 'translate'],
   ] as const)('%j with override %s → %s', (r, override, expected) => {
     expect(policyOf(r, override)).toBe(expected);
+  });
+
+  it.each([
+    [route('drop', 'translate'), 'error', 'translate', 'error'],
+    [route(), 'drop', 'error', 'drop'],
+    [route('drop', 'error'), null, 'translate', 'translate'],
+    [route('drop', 'error'), undefined, undefined, 'error'],
+  ] as const)('%j with project %s and gateway %s → %s', (r, project, gateway, expected) => {
+    expect(policyOf(r, project, gateway)).toBe(expected);
   });
 });
 

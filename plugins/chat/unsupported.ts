@@ -5,8 +5,8 @@ import { isObject, type ChatRequest } from './request.js';
  * Unsupported parameters: a policy instead of a wall (docs/chat.md, Unsupported
  * parameters). A client format reports each parameter of its request that the
  * canonical (OpenAI chat) form does not carry as an `UnsupportedParam`; per route, the
- * model's policy (`unsupported_params` in provider YAML, or `settings.chat.unsupported_params`)
- * decides what becomes of it:
+ * policy (the key's project's `unsupported_params`, else `settings.chat.unsupported_params`,
+ * else the model's or provider's in provider YAML: `policyOf`) decides what becomes of it:
  *
  * - `translate` (the default): a registered translator carries it into the canonical
  *   body in terms the route's dialect sends on (e.g. a web search tool → Gemini's
@@ -128,9 +128,13 @@ export const TRANSLATORS: ReadonlyMap<string, Translator> = new Map<string, Tran
   ['additional_tools', additionalTools],
 ]);
 
-/** The policy a route applies: the gateway-wide override, else the model's, else its provider's, else `translate`. */
-export function policyOf(route: ModelRoute, override: UnsupportedParamsPolicy | undefined): UnsupportedParamsPolicy {
-  return override ?? route.model.unsupportedParams ?? route.provider.unsupportedParams ?? 'translate';
+/**
+ * The policy a route applies: the first override set (the key's project's, then
+ * gateway.yaml's `settings.chat.unsupported_params`), else the model's, else its
+ * provider's, else `translate`.
+ */
+export function policyOf(route: ModelRoute, ...overrides: Array<UnsupportedParamsPolicy | null | undefined>): UnsupportedParamsPolicy {
+  return overrides.find((o) => o != null) ?? route.model.unsupportedParams ?? route.provider.unsupportedParams ?? 'translate';
 }
 
 /** How a format names a field in its 400s, and the translations to use (TRANSLATORS unless given). */

@@ -1,12 +1,13 @@
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
+import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
 import { keyScope, projectScope } from '../limits/admission.js';
 import { projectOf } from './routes-orgs.js';
-import { input, int, maybe, params, type JsonSchema } from './schemas.js';
+import { input, int, maybe, params, str, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
@@ -22,6 +23,9 @@ const PROJECT_PATCH_BODY: JsonSchema = {
   ...input({
     limits: LIMITS_INPUT,
     default_max_tokens: maybe(int(`Chat output bound for requests that name none, 1–${MAX_DEFAULT_MAX_TOKENS}; null clears it`, { minimum: 1, maximum: MAX_DEFAULT_MAX_TOKENS })),
+    unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys, over gateway.yaml\'s and the provider files\' (docs/chat.md); null clears it', {
+      enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
+    })),
   }),
   minProperties: 1,
 };
@@ -81,18 +85,19 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'Changes the project\'s limits and its default_max_tokens: fields left out keep their value, null removes a limit or the default.',
+      summary: 'Changes the project\'s limits, its default_max_tokens and its unsupported_params: fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
-        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null };
+        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null };
         const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
-        // Both are checked before either is written: a bad limit leaves the default as it was.
+        // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
         if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
         if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
-        // Evicts every cached key, so the project's keys read its new limits and default at once on every instance.
+        if (body.unsupported_params !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, project.id, body.unsupported_params))) gone();
+        // Evicts every cached key, so the project's keys read its new limits and settings at once on every instance.
         await d.invalidation.invalidate('limits', project.id);
         return projectDetail(orgId, project.id);
       },

@@ -1,4 +1,5 @@
 import { microsToUsd } from '../money.js';
+import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
 import type { LogListItem } from '../store/log-query.js';
 import type { ProviderKeyInfo } from '../store/provider-key-store.js';
@@ -27,9 +28,13 @@ export const orgView = (org: Org, role: OrgRole | 'operator') => ({
 export const PROJECT = obj({
   id: str('prj_…'), name: str(), created_at: time(), live_keys: int('Keys neither revoked nor expired'), limits: LIMITS,
   default_max_tokens: maybe(int('Chat output bound sent and reserved for when a request names none (docs/chat.md); null: gateway.yaml\'s settings.chat.default_max_tokens, if any')),
+  unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys (docs/chat.md); null: gateway.yaml\'s settings.chat.unsupported_params, else the provider files\'', {
+    enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
+  })),
 });
 export const projectView = (p: ProjectSummary) => ({
   id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits), default_max_tokens: p.defaultMaxTokens,
+  unsupported_params: p.unsupportedParams,
 });
 
 export const API_KEY = obj({

@@ -36,7 +36,8 @@ export interface EndpointDef {
 }
 
 /** What a chat request with a parameter the provider cannot take gets (docs/chat.md, Unsupported parameters). */
-export type UnsupportedParamsPolicy = 'error' | 'drop' | 'translate';
+export const UNSUPPORTED_PARAMS_POLICIES = ['error', 'drop', 'translate'] as const;
+export type UnsupportedParamsPolicy = (typeof UNSUPPORTED_PARAMS_POLICIES)[number];
 
 export interface ProviderDef {
   id: string;

@@ -25,7 +25,7 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
   it('gives every new org a default project, and keeps project names unique per org', async () => {
     const a = await newOrg();
     const b = await newOrg();
-    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {}, defaultMaxTokens: null }]);
+    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {}, defaultMaxTokens: null, unsupportedParams: null }]);
     const web = await store.tenancy.createProject(a.id, 'web');
     await expect(other.tenancy.createProject(a.id, 'web')).rejects.toBeInstanceOf(DuplicateError);
     expect((await store.tenancy.createProject(b.id, 'web')).orgId).toBe(b.id);
@@ -45,6 +45,22 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
     expect((await store.tenancy.findProject(org.id, 'default'))?.defaultMaxTokens).toBe(4096);
     expect(await store.tenancy.setProjectDefaultMaxTokens(org.id, project, null)).toBe(true);
     expect((await other.tenancy.getProject(org.id, project))?.defaultMaxTokens).toBeNull();
+  });
+
+  it('sets and clears a project\'s unsupported_params, only in the project\'s own org, beside its default max_tokens', async () => {
+    const org = await newOrg();
+    const stranger = await newOrg();
+    const project = await defaultProject(org);
+    await store.tenancy.setProjectDefaultMaxTokens(org.id, project, 512);
+    expect(await store.tenancy.setProjectUnsupportedParams(org.id, project, 'error')).toBe(true);
+    expect(await other.tenancy.getProject(org.id, project)).toMatchObject({ unsupportedParams: 'error', defaultMaxTokens: 512 });
+    expect((await other.tenancy.listProjects(org.id))[0]?.unsupportedParams).toBe('error');
+    expect(await store.tenancy.setProjectUnsupportedParams(stranger.id, project, 'drop')).toBe(false);
+    expect((await store.tenancy.findProject(org.id, 'default'))?.unsupportedParams).toBe('error');
+    expect(await store.tenancy.setProjectUnsupportedParams(org.id, project, 'drop')).toBe(true);
+    expect((await other.tenancy.getProject(org.id, project))?.unsupportedParams).toBe('drop');
+    expect(await store.tenancy.setProjectUnsupportedParams(org.id, project, null)).toBe(true);
+    expect(await other.tenancy.getProject(org.id, project)).toMatchObject({ unsupportedParams: null, defaultMaxTokens: 512 });
   });
 
   it('creates keys only in a project of the same org, and lists, finds and revokes them scoped by org', async () => {

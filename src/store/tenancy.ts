@@ -2,6 +2,7 @@ import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
 import type { OrgRole } from './accounts.js';
 import type { LimitSpec } from '../limits/types.js';
+import type { UnsupportedParamsPolicy } from '../providers/types.js';
 import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
 import { ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
@@ -20,6 +21,8 @@ export interface Project {
   limits: LimitSpec;
   /** Chat output bound used when a request names none (docs/chat.md); null: none, the gateway.yaml default applies. */
   defaultMaxTokens: number | null;
+  /** Chat `unsupported_params` policy over gateway.yaml's and the provider files' (docs/chat.md); null: none, theirs apply. */
+  unsupportedParams: UnsupportedParamsPolicy | null;
 }
 
 export interface ProjectSummary extends Project {
@@ -72,6 +75,8 @@ export interface TenancyStore {
   findProject(orgId: string, name: string): Promise<Project | undefined>;
   /** Sets (null: clears) the project's default max_tokens; false when the project is not the org's. */
   setProjectDefaultMaxTokens(orgId: string, projectId: string, value: number | null): Promise<boolean>;
+  /** Sets (null: clears) the project's `unsupported_params` policy; false when the project is not the org's. */
+  setProjectUnsupportedParams(orgId: string, projectId: string, value: UnsupportedParamsPolicy | null): Promise<boolean>;
 
   /** Undefined when the project is not the org's: nothing is written. */
   createKey(key: NewApiKey): Promise<ApiKeyRecord | undefined>;
@@ -115,7 +120,7 @@ export class SqlTenancyStore implements TenancyStore {
   }
 
   async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
-    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null };
+    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null, unsupportedParams: null };
     await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
     `a project named "${name}" already exists in this organization`);
@@ -141,6 +146,10 @@ export class SqlTenancyStore implements TenancyStore {
 
   async setProjectDefaultMaxTokens(orgId: string, projectId: string, value: number | null): Promise<boolean> {
     return (await this.db.run('UPDATE projects SET default_max_tokens = ? WHERE id = ? AND org_id = ?', [value, projectId, orgId])) > 0;
+  }
+
+  async setProjectUnsupportedParams(orgId: string, projectId: string, value: UnsupportedParamsPolicy | null): Promise<boolean> {
+    return (await this.db.run('UPDATE projects SET unsupported_params = ? WHERE id = ? AND org_id = ?', [value, projectId, orgId])) > 0;
   }
 
   async createKey(k: NewApiKey): Promise<ApiKeyRecord | undefined> {
@@ -195,8 +204,11 @@ export class SqlTenancyStore implements TenancyStore {
   }
 }
 
-interface ProjectRow extends LimitColumns { id: string; org_id: string; name: string; created_at: number; default_max_tokens: number | null }
+interface ProjectRow extends LimitColumns {
+  id: string; org_id: string; name: string; created_at: number; default_max_tokens: number | null; unsupported_params: UnsupportedParamsPolicy | null;
+}
 const toProject = (r: ProjectRow): Project => ({
   id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r),
   defaultMaxTokens: r.default_max_tokens === null ? null : Number(r.default_max_tokens),
+  unsupportedParams: r.unsupported_params ?? null,
 });

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
-import { ApiError, get, patch, type BudgetPeriod, type LimitUsage, type Limits, type ProjectDetail } from '../api';
+import { ApiError, get, patch, type BudgetPeriod, type LimitUsage, type Limits, type Project, type ProjectDetail, type UnsupportedParams } from '../api';
 import { int, usd, when } from '../format';
 import { ErrorBox, Field, Show, useLoad } from '../ui';
 
@@ -121,16 +121,19 @@ export function BudgetSpend({ usage, failed = false }: { usage: LimitUsage | nul
 /**
  * A modal dialog that edits the limits of a key or a project (`PATCH path {limits}`): every field is sent,
  * an emptied one as null (removes that limit). A 400 shows next to the field it names. A project's
- * dialog (`defaultMaxTokens` given) also edits its default max_tokens (docs/chat.md), emptied: null.
+ * dialog (`project` given) also edits its chat settings (docs/chat.md): the default max_tokens
+ * (emptied: null) and the unsupported_params policy ("gateway default": null).
  */
 export function EditLimits(props: {
-  title: string; path: string; limits: Limits | undefined; defaultMaxTokens?: number | null; onClose: () => void; onSaved: () => void;
+  title: string; path: string; limits: Limits | undefined; project?: Pick<Project, 'default_max_tokens' | 'unsupported_params'>;
+  onClose: () => void; onSaved: () => void;
 }): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const [draft, setDraft] = useState<LimitsDraft>(EMPTY_LIMITS);
   const [maxTokens, setMaxTokens] = useState('');
-  const withMaxTokens = props.defaultMaxTokens !== undefined;
+  const [policy, setPolicy] = useState<UnsupportedParams | ''>('');
+  const { project } = props;
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const form = useFocusInvalid(error);
@@ -140,20 +143,23 @@ export function EditLimits(props: {
     if (!d) return;
     if (open && props.limits) {
       setDraft(draftOf(props.limits));
-      setMaxTokens(props.defaultMaxTokens == null ? '' : String(props.defaultMaxTokens));
+      setMaxTokens(project?.default_max_tokens == null ? '' : String(project.default_max_tokens));
+      setPolicy(project?.unsupported_params ?? '');
       setError(undefined);
       if (!d.open) d.showModal();
     }
     if (!open && d.open) d.close();
-  }, [open, props.limits, props.defaultMaxTokens]);
-  const maxTokensError = error instanceof ApiError && error.param === 'default_max_tokens' ? error.message : undefined;
+  }, [open, props.limits, project]);
+  const paramError = (param: string): string | undefined => (error instanceof ApiError && error.param === param ? error.message : undefined);
+  const maxTokensError = paramError('default_max_tokens');
+  const policyError = paramError('unsupported_params');
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setError(undefined);
     setBusy(true);
     try {
-      const bound = withMaxTokens ? { default_max_tokens: maxTokens.trim() ? num(maxTokens) : null } : {};
-      await patch(props.path, { limits: patchLimits(draft), ...bound });
+      const settings = project ? { default_max_tokens: maxTokens.trim() ? num(maxTokens) : null, unsupported_params: policy || null } : {};
+      await patch(props.path, { limits: patchLimits(draft), ...settings });
       props.onSaved();
       props.onClose();
     } catch (err) {
@@ -168,15 +174,24 @@ export function EditLimits(props: {
         <h2 id={titleId}>{props.title}</h2>
         <p class="muted small">An empty field is no limit. A change applies at once on every instance; what was already counted stays counted.</p>
         <LimitFields value={draft} onChange={setDraft} error={error} />
-        {withMaxTokens ? (
+        {project ? (
           <div class="grid">
             <Field label="Default max_tokens" error={maxTokensError}>
               <input type="number" min="1" max="1000000" step="1" inputMode="numeric" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
             </Field>
             <p class="muted small">Sent as the output bound of chat requests that give no max_tokens (Claude models refuse them otherwise). Empty: gateway.yaml's default, if it sets one.</p>
+            <Field label="Unsupported parameters" error={policyError}>
+              <select value={policy} onChange={(e) => setPolicy(e.currentTarget.value as UnsupportedParams | '')}>
+                <option value="">Gateway default</option>
+                <option value="translate">translate</option>
+                <option value="drop">drop</option>
+                <option value="error">error</option>
+              </select>
+            </Field>
+            <p class="muted small">What a chat request's parameters that the model's provider cannot take become: translated where the gateway can, dropped, or refused with 400. Over gateway.yaml's and the provider files' policy.</p>
           </div>
         ) : null}
-        {limitFieldOf(error) || maxTokensError ? null : <ErrorBox error={error} />}
+        {limitFieldOf(error) || maxTokensError || policyError ? null : <ErrorBox error={error} />}
         <div class="actions">
           <button type="submit" disabled={busy}>Save limits</button>
           <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
@@ -206,11 +221,12 @@ export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string
               {p.usage?.tpm ? <><dt>Tokens this minute</dt><dd>{int(p.usage.tpm.used)} of {int(p.usage.tpm.limit)}</dd></> : null}
               {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /></dd></> : null}
               <dt>Default max_tokens</dt><dd>{p.default_max_tokens === null ? <span class="muted">not set</span> : int(p.default_max_tokens)}</dd>
+              <dt>Unsupported parameters</dt><dd>{p.unsupported_params ?? <span class="muted">gateway default</span>}</dd>
             </dl>
           </>
         )}
       </Show>
-      <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing} defaultMaxTokens={detail.data?.default_max_tokens ?? null}
+      <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing} project={detail.data}
         onClose={() => setEditing(undefined)} onSaved={detail.reload} />
     </section>
   );

@@ -68,7 +68,7 @@ export interface FormatServices {
 
 /** `settings.chat` in gateway.yaml. */
 export interface ChatSettings {
-  /** Overrides the provider files' `unsupported_params` for every model when set. */
+  /** Overrides the provider files' `unsupported_params` for every model when set; a project's own wins over it. */
   unsupported_params?: UnsupportedParamsPolicy;
   /** Output bound for requests that name none, unless their project sets its own (plugins/chat/default-max-tokens.ts); null: off. */
   default_max_tokens?: number | null;
