@@ -13,8 +13,10 @@ import { logRow } from './harness.js';
  */
 
 describe('examples/ollama.yaml', () => {
-  it('enables the ollama provider on the local server, extending the embedded defaults', () => {
-    const config = loadGatewayConfig(join(packageRoot(), 'examples', 'ollama.yaml'), compileSchemas(), {});
+  it('enables the ollama provider on the server OLLAMA_BASE_URL names (the simulator until then), extending the embedded defaults', () => {
+    const file = join(packageRoot(), 'examples', 'ollama.yaml');
+    expect(loadGatewayConfig(file, compileSchemas(), {}).providers.ollama).toEqual({ base_url: 'http://127.0.0.1:8790/ollama/v1', api_key: 'ollama' });
+    const config = loadGatewayConfig(file, compileSchemas(), { OLLAMA_BASE_URL: 'http://127.0.0.1:11434/v1' });
     expect(config.providers.ollama).toEqual({ base_url: 'http://127.0.0.1:11434/v1', api_key: 'ollama' });
     expect(config.providers.openai?.base_url).toBe('http://127.0.0.1:8790/openai/v1');
   });
