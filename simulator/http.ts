@@ -16,6 +16,8 @@ export interface SimRequest {
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
   readonly directives: Directives;
+  /** Azure OpenAI's variant of the OpenAI wire format (azure.ts): filter results in every reply. */
+  readonly azure?: boolean;
 }
 
 /** Per-simulator state handed to handlers (modules themselves hold none). */
@@ -23,6 +25,8 @@ export interface SimEnv {
   readonly mp3: Mp3Cache;
   /** A short id unique within this simulator instance. */
   nextId(): string;
+  /** Microsoft Entra access tokens this simulator issued (azure.ts), with their expiry (ms since the epoch). */
+  readonly entraTokens: Map<string, number>;
 }
 
 export type Handler = (req: SimRequest, res: ServerResponse, env: SimEnv) => Promise<void>;

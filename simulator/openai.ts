@@ -148,6 +148,12 @@ interface ChatContent {
  */
 function chatContent(body: JsonObject, messages: readonly unknown[], d: SimRequest['directives'], maxTokens: number | undefined): ChatContent {
   if (d.safetyBlock) return { plan: { pieces: [], capped: false }, calls: [], finish: 'content_filter', completionTokens: 0 };
+  if (d.safetyFinish) {
+    // The output filter cut the reply: the first half of it was generated (and is billed).
+    const planned = planReply(d, maxTokens).pieces;
+    const cut = planned.slice(0, Math.max(1, Math.ceil(planned.length / 2)));
+    return { plan: { pieces: cut, capped: false }, calls: [], finish: 'content_filter', completionTokens: cut.length };
+  }
   const choice = body['tool_choice'];
   const named = asString(asObject(asObject(choice)?.['function'])?.['name']);
   const last = asObject(messages[messages.length - 1]);
@@ -204,7 +210,8 @@ export const handleChat: Handler = async (req, res, env) => {
       object: 'chat.completion',
       created,
       model: pre.model,
-      choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs, finish_reason: content.finish })),
+      choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs, finish_reason: content.finish, ...(req.azure ? { content_filter_results: filterResults(content.finish) } : {}) })),
+      ...(req.azure ? { prompt_filter_results: PROMPT_FILTER_RESULTS } : {}),
       usage,
       service_tier: 'default',
       system_fingerprint: 'fp_simulator',
@@ -214,9 +221,20 @@ export const handleChat: Handler = async (req, res, env) => {
   const includeUsage = asObject(pre.body['stream_options'])?.['include_usage'] === true;
   const input: ChunkInput = { id, created, model: pre.model, plan: content.plan, finish: content.finish, usage, includeUsage };
   const events = n === 1 && calls.length === 0 && top < 0 ? chatChunks(input) : richChunks(input, { n, calls, top });
+  // Azure opens every stream with the prompt's filter results, in a chunk with no choice, id or model.
+  if (req.azure) events.unshift(`data: ${JSON.stringify({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: PROMPT_FILTER_RESULTS })}\n\n`);
   const errorEvent = `data: ${JSON.stringify(openaiErrorShape(500).body)}\n\n`;
   await writeEvents(res, events, streamPlan(d, 'text/event-stream; charset=utf-8', errorEvent));
 };
+
+const SAFE = { filtered: false, severity: 'safe' };
+/** Azure's content filter verdict on the prompt, in every Azure chat reply. */
+const PROMPT_FILTER_RESULTS = [{ prompt_index: 0, content_filter_results: { hate: SAFE, self_harm: SAFE, sexual: SAFE, violence: SAFE, jailbreak: { filtered: false, detected: false } } }];
+
+/** Azure's verdict on a choice's output: violence filtered when the filter cut it. */
+function filterResults(finish: string): JsonObject {
+  return { hate: SAFE, self_harm: SAFE, sexual: SAFE, violence: finish === 'content_filter' ? { filtered: true, severity: 'medium' } : SAFE };
+}
 
 interface ChunkInput {
   readonly id: string;

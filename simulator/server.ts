@@ -1,6 +1,6 @@
 /**
  * Provider simulator: one local `node:http` server speaking the real upstream wire
- * formats (OpenAI, Anthropic, Gemini + Lyria, ElevenLabs, Deepgram) for tests, the
+ * formats (OpenAI, Azure OpenAI, Anthropic, Gemini + Lyria, ElevenLabs, Deepgram) for tests, the
  * demo and benchmarks. Routing is by path suffix so any prefix works
  * (`/openai/v1/…`, `/v1/…`, `/groq/openai/v1/…`); behaviour is steered per request
  * by `[[sim:…]]` directives in the prompt (directives.ts).
@@ -9,6 +9,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { handleCountTokens, handleMessages } from './anthropic.js';
+import { handleAzure, handleEntraToken } from './azure.js';
 import { handleListen } from './deepgram.js';
 import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
 import { handleTextToSpeech } from './elevenlabs.js';
@@ -63,6 +64,8 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** Picks the handler for a provider path, or undefined (404). */
 export function routeFor(method: string, path: string): Handler | undefined {
   if (method !== 'POST') return undefined;
+  if (path.includes('/openai/deployments/')) return handleAzure;
+  if (path.endsWith('/oauth2/v2.0/token')) return handleEntraToken;
   if (path.endsWith('/v1/chat/completions')) return handleChat;
   if (path.endsWith('/v1/responses')) return handleResponses;
   if (path.endsWith('/v1/images/generations')) return handleImages;
@@ -97,7 +100,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     received: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
-    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0') },
+    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map() },
   };
   const server = createServer({ noDelay: true }, (req, res) => {
     onRequest(req, res, state).catch((err: unknown) => failInternal(res, err));

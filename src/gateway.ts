@@ -134,7 +134,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       spilled = false;
     }),
   });
-  const upstream = new UpstreamClient();
+  const upstream = new UpstreamClient({ now });
   let lastDegradedWarning = Number.NEGATIVE_INFINITY;
   const limiter = createLimiter({
     redis, now,

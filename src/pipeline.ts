@@ -7,7 +7,7 @@ import { admitLimits, type Admission } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
 import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
 import type { Metered, ModalityHandler, ModelRequest, RespondContext } from './plugin.js';
-import type { ProviderCatalog } from './providers/catalog.js';
+import { bindEndpoint, type ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
@@ -140,7 +140,7 @@ function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed:
 /** The route with the endpoint the handler picks for this request, when it is not the modality's own. */
 function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P, route: ModelRoute): ModelRoute {
   const endpoint = handler.endpoint?.(parsed, route);
-  return endpoint && endpoint !== route.endpoint ? { ...route, endpoint } : route;
+  return endpoint && endpoint !== route.endpoint ? { ...route, endpoint: bindEndpoint(endpoint, route.model) } : route;
 }
 
 /** A key with a model allow-list may use only the routes of the models it names (a `provider/model` pin or an alias counts as its model). */
@@ -246,6 +246,8 @@ async function callUpstream<P extends ModelRequest>(
   if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure))) {
     throw new GatewayError('upstream_unauthorized', [message]);
   }
+  const mapped = await mappedError(last.planned.route, last.failure);
+  if (mapped) throw mapped;
   // Cut at the drain deadline while waiting for the upstream: the client is told so, not that it left.
   if (last.failure.kind === 'aborted') throw serverCut(ex) ?? upstreamError(last.failure, message, timeout);
   throw upstreamError(last.failure, message, timeout);
@@ -259,6 +261,17 @@ async function keyRejected(route: ModelRoute, failure: UpstreamFailure): Promise
   } catch {
     return false;
   }
+}
+
+/** The provider file's `errors` rules (e.g. Azure's 400 content_filter → content_blocked): the first that matches the error body decides. */
+async function mappedError(route: ModelRoute, failure: UpstreamFailure): Promise<GatewayError | undefined> {
+  const rules = route.provider.errorRules;
+  if (!rules || failure.json === undefined) return undefined;
+  for (const rule of rules) {
+    if (rule.status !== undefined && rule.status !== failure.status) continue;
+    if (await rule.when(failure.json)) return new GatewayError(rule.code, [failure.providerMessage || `upstream status ${failure.status}`]);
+  }
+  return undefined;
 }
 
 function isRetryable(f: UpstreamFailure, route: ModelRoute): boolean {

@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError } from './errors.js';
-import type { ModelRoute } from './providers/types.js';
+import { EntraTokenSource } from './auth-schemes/entra.js';
+import type { ModelRoute, ProviderDef } from './providers/types.js';
 
 /** What a modality plugin asks the core to send for one route. */
 export interface UpstreamRequest {
@@ -113,9 +114,13 @@ export class UpstreamClient {
   private readonly agent: Agent;
   /** `base_url` + path → its origin and path, so a call without query parameters parses no URL. */
   private readonly targets = new Map<string, { origin: string; path: string }>();
+  /** Each provider's Microsoft Entra tokens (`auth.entra`), minted on first use. */
+  private readonly entraTokens = new WeakMap<ProviderDef, EntraTokenSource>();
+  private readonly now: () => number;
 
-  constructor(opts: { connections?: number } = {}) {
+  constructor(opts: { connections?: number; now?: () => number } = {}) {
     this.agent = new Agent({ connections: opts.connections ?? 256, keepAliveTimeout: 30_000, pipelining: 1 });
+    this.now = opts.now ?? Date.now;
   }
 
   /**
@@ -130,6 +135,7 @@ export class UpstreamClient {
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
     if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
+    else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
@@ -149,6 +155,14 @@ export class UpstreamClient {
       }
       throw classify(err, headersTimeout, signal);
     }
+  }
+
+  /** The provider's current Entra token; an UpstreamFailure when Entra refuses the credentials or cannot be reached. */
+  private entraToken(provider: ProviderDef): Promise<string> {
+    let source = this.entraTokens.get(provider);
+    if (!source && provider.entra) this.entraTokens.set(provider, (source = new EntraTokenSource(provider.entra, this.agent, this.now)));
+    if (!source) throw new Error(`provider ${provider.id} has no Entra credentials`);
+    return source.get();
   }
 
   async close(): Promise<void> {

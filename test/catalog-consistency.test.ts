@@ -65,7 +65,7 @@ describe('provider YAML names', () => {
     const dir = copyProviders(tempDir());
     writeFileSync(join(dir, 'zz-bad.yaml'), provider('zzbad', model('zz-mini', ['gpt-4o-mini'])));
     expect(aliasProblems(dir)).toEqual([
-      'alias "gpt-4o-mini" of zz-mini (zz-bad.yaml) is the id of another model (openai.yaml)',
+      'alias "gpt-4o-mini" of zz-mini (zz-bad.yaml) is the id of another model (azure.yaml, openai.yaml)',
     ]);
   });
 

@@ -38,6 +38,11 @@ const CASES: ProviderCase[] = [
   openaiCompatible('groq', 'llama-3.1-8b-instant', '/groq/openai/v1', { prompt: '0.05', completion: '0.08' }),
   openaiCompatible('deepseek', 'deepseek-chat', '/deepseek/v1', { prompt: '0.28', completion: '0.42' }),
   openaiCompatible('mistral', 'mistral-small-latest', '/mistral/v1', { prompt: '0.10', completion: '0.30' }),
+  // OpenAI-compatible hosts declared by YAML alone (issue 30): no code.
+  openaiCompatible('xai', 'grok-3-mini', '/xai/v1', { prompt: '0.30', completion: '0.50' }),
+  { ...openaiCompatible('together', 'llama-3.3-70b-instruct-turbo', '/together/v1', { prompt: '0.88', completion: '0.88' }), upstreamModel: 'meta-llama/Llama-3.3-70B-Instruct-Turbo' },
+  { ...openaiCompatible('fireworks', 'gpt-oss-120b', '/fireworks/inference/v1', { prompt: '0.15', completion: '0.60' }), upstreamModel: 'accounts/fireworks/models/gpt-oss-120b' },
+  { ...openaiCompatible('openrouter', 'openrouter-gpt-3.5-turbo', '/openrouter/api/v1', { prompt: '0.50', completion: '1.50' }), upstreamModel: 'openai/gpt-3.5-turbo' },
 ];
 
 const t = useOrgGateway('providers', '5', {}, { ledger: true });

@@ -30,6 +30,7 @@ export function copyProviders(dir: string): string {
 const SIMULATOR_PREFIXES: Record<string, string> = {
   openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
   anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
+  xai: '/xai/v1', together: '/together/v1', fireworks: '/fireworks/inference/v1', openrouter: '/openrouter/api/v1',
 };
 
 /** Provider ids declared by the YAML files of a providers folder. */

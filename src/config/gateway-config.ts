@@ -18,6 +18,12 @@ export interface ProviderOverride {
   base_url?: string;
   api_key?: string;
   enabled?: boolean;
+  /** Replaces the provider file's `api_version.default` (Azure OpenAI's `api-version`). */
+  api_version?: string;
+  /** Model id → its name in the `{deployment}` path variable (Azure deployment names). */
+  deployments?: Record<string, string>;
+  /** Microsoft Entra ID client credentials, for providers whose file declares `auth.entra`. */
+  entra?: { tenant_id: string; client_id: string; client_secret: string; token_url?: string };
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */

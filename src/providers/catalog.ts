@@ -5,7 +5,7 @@ import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
-import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
+import type { Capabilities, EndpointDef, ErrorRule, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
 export interface ModalityRules {
@@ -32,8 +32,9 @@ export class ProviderCatalog {
     this.providers = new Map(providers.map((p) => [p.id, p]));
     const routes = new Map<string, ModelRoute[]>();
     for (const { provider, model } of models) {
-      const endpoint = provider.endpoints[model.modality];
-      if (!endpoint) continue;
+      const template = provider.endpoints[model.modality];
+      if (!template) continue;
+      const endpoint = bindEndpoint(template, model);
       for (const name of [model.id, ...model.aliases]) {
         const list = routes.get(name) ?? [];
         list.push({ provider, endpoint, model });
@@ -78,6 +79,19 @@ export class ProviderCatalog {
   }
 }
 
+/** Where Microsoft Entra ID mints tokens when gateway.yaml names no `token_url`. */
+const ENTRA_TOKEN_URL = 'https://login.microsoftonline.com/{tenant_id}/oauth2/v2.0/token';
+
+/**
+ * An endpoint of this model's route: its `{deployment}` path variable filled with the
+ * model's deployment (gateway.yaml `deployments`), so the plugins' `fillPath` sees only
+ * the variables they fill. Endpoints without it are returned as they are.
+ */
+export function bindEndpoint(endpoint: EndpointDef, model: ModelDef): EndpointDef {
+  if (model.deployment === undefined || !endpoint.path.includes('{deployment}')) return endpoint;
+  return { ...endpoint, path: endpoint.path.replaceAll('{deployment}', encodeURIComponent(model.deployment)) };
+}
+
 interface RawEndpoint {
   modality?: string; method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
   first_byte_timeout_ms?: number;
@@ -95,7 +109,8 @@ interface RawModel {
   deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
 }
 interface RawProvider {
-  id: string; name: string; base_url: string; auth: { header: string; format: string; rejected_when?: string };
+  id: string; name: string; enabled?: boolean; base_url: string; auth: { header: string; format: string; rejected_when?: string; entra?: { scope: string } };
+  api_version?: { query: string; default: string }; errors?: Array<{ when: string; code: ErrorRule['code']; status?: number }>;
   headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[]; unsupported_params?: UnsupportedParamsPolicy;
 }
 
@@ -125,7 +140,7 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
       const file = readYamlFile(join(opts.dir, name), opts.env);
       assertValid(opts.schemas.provider, file);
       const loaded = buildProvider(file, opts, problems);
-      if (!loaded || opts.overrides[loaded.provider.id]?.enabled === false) continue;
+      if (!loaded || !enabled((file.data as RawProvider).enabled, opts.overrides[loaded.provider.id])) continue;
       if (providers.some((p) => p.id === loaded.provider.id)) {
         problems.push({ file: file.file, line: file.lineOf('/id'), path: '/id', message: `provider id "${loaded.provider.id}" is declared twice` });
         continue;
@@ -147,19 +162,33 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
   return new ProviderCatalog(providers, models);
 }
 
+/** A provider file with `enabled: false` is loaded only when gateway.yaml names it (and does not say `enabled: false`). */
+function enabled(byFile: boolean | undefined, override: ProviderOverride | undefined): boolean {
+  if (override?.enabled !== undefined) return override.enabled;
+  return byFile !== false || override !== undefined;
+}
+
 function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: ConfigProblem[]): { provider: ProviderDef; models: ModelDef[] } | undefined {
   const raw = file.data as RawProvider;
   const override = opts.overrides[raw.id] ?? {};
   const problem = (path: string, message: string): void => {
     problems.push({ file: file.file, line: file.lineOf(path), path, message });
   };
+  const overrideProblem = (key: string, message: string): void => {
+    const path = `/providers/${raw.id}/${key}`;
+    problems.push({ file: opts.overridesSource?.file ?? 'gateway.yaml', line: opts.overridesSource?.lineOf(path), path, message });
+  };
+  if (override.api_version !== undefined && !raw.api_version) {
+    overrideProblem('api_version', `provider "${raw.id}" takes no api_version (its file ${file.file} declares none)`);
+  }
+  const apiVersion = raw.api_version ? { [raw.api_version.query]: override.api_version ?? raw.api_version.default } : {};
   const endpoints: Record<string, EndpointDef> = {};
   for (const [name, e] of Object.entries(raw.endpoints)) {
     const modality = e.modality ?? name;
     const rules = opts.modalities.get(modality);
     let endpoint: EndpointDef;
     try {
-      endpoint = buildEndpoint(name, modality, e);
+      endpoint = buildEndpoint(name, modality, { ...e, query: { ...e.query, ...apiVersion } });
     } catch (err) {
       problem(`/endpoints/${name}`, `bad transform: ${(err as Error).message}`);
       continue;
@@ -175,6 +204,14 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     }
     endpoints[name] = endpoint;
   }
+  const usesDeployment = Object.values(raw.endpoints).some((e) => e.path.includes('{deployment}'));
+  if (override.deployments && !usesDeployment) {
+    overrideProblem('deployments', `provider "${raw.id}" has no {deployment} in its endpoint paths, so it takes no deployments`);
+  } else {
+    for (const id of Object.keys(override.deployments ?? {})) {
+      if (!raw.models.some((m) => m.id === id)) overrideProblem(`deployments/${id}`, `provider "${raw.id}" has no model "${id}" (its models: ${raw.models.map((m) => m.id).join(', ')})`);
+    }
+  }
   const provider: ProviderDef = {
     id: raw.id,
     name: raw.name,
@@ -183,6 +220,8 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     auth: { header: raw.auth.header, format: raw.auth.format },
     keyRejected: compileRejection(raw.auth.rejected_when, problem),
     apiKey: override.api_key || undefined,
+    entra: entraOf(raw, override, overrideProblem),
+    errorRules: compileErrorRules(raw.errors, problem),
     headers: raw.headers ?? {},
     endpoints,
     unsupportedParams: raw.unsupported_params,
@@ -200,11 +239,40 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
       return;
     }
     const model = buildModel(m);
+    if (usesDeployment) model.deployment = override.deployments?.[m.id] ?? model.upstreamId;
     const fault = rules?.checkModel?.(model);
     if (fault) problem(`/models/${i}`, fault);
     else models.push(model);
   });
   return { provider, models };
+}
+
+function entraOf(raw: RawProvider, override: ProviderOverride, problem: (key: string, message: string) => void): ProviderDef['entra'] {
+  const e = override.entra;
+  if (!e) return undefined;
+  if (!raw.auth.entra) {
+    problem('entra', `provider "${raw.id}" does not take Microsoft Entra tokens (its file declares no auth.entra)`);
+    return undefined;
+  }
+  if (override.api_key) {
+    problem('entra', `provider "${raw.id}": give api_key or entra, not both`);
+    return undefined;
+  }
+  const tokenUrl = (e.token_url ?? ENTRA_TOKEN_URL).replace('{tenant_id}', encodeURIComponent(e.tenant_id));
+  return { tokenUrl, clientId: e.client_id, clientSecret: e.client_secret, scope: raw.auth.entra.scope };
+}
+
+function compileErrorRules(rules: RawProvider['errors'], problem: (path: string, message: string) => void): ErrorRule[] | undefined {
+  if (!rules) return undefined;
+  const out: ErrorRule[] = [];
+  rules.forEach((r, i) => {
+    try {
+      out.push({ status: r.status, code: r.code, when: compilePredicate(r.when, `errors[${i}].when`) });
+    } catch (err) {
+      problem(`/errors/${i}/when`, (err as Error).message);
+    }
+  });
+  return out;
 }
 
 function compileRejection(source: string | undefined, problem: (path: string, message: string) => void): ProviderDef['keyRejected'] {

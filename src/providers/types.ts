@@ -35,6 +35,21 @@ export interface EndpointDef {
   transforms: CompiledTransforms;
 }
 
+/** Client credentials for Microsoft Entra ID tokens (src/auth-schemes/entra.ts). Secret: never logged. */
+export interface EntraCredentials {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  scope: string;
+}
+
+/** One `errors` rule of a provider file. */
+export interface ErrorRule {
+  status: number | undefined;
+  code: 'content_blocked' | 'upstream_unauthorized' | 'upstream_rate_limited' | 'upstream_error';
+  when: (errorBody: unknown) => Promise<boolean>;
+}
+
 /** What a chat request with a parameter the provider cannot take gets (docs/chat.md, Unsupported parameters). */
 export const UNSUPPORTED_PARAMS_POLICIES = ['error', 'drop', 'translate'] as const;
 export type UnsupportedParamsPolicy = (typeof UNSUPPORTED_PARAMS_POLICIES)[number];
@@ -45,6 +60,10 @@ export interface ProviderDef {
   file: string;
   baseUrl: string;
   auth: { header: string; format: string };
+  /** Microsoft Entra ID client credentials and scope (gateway.yaml `entra`, file `auth.entra`): bearer tokens instead of the key. */
+  entra?: EntraCredentials | undefined;
+  /** The provider file's `errors`: error bodies that map to a gateway code (e.g. Azure's content_filter → content_blocked). */
+  errorRules?: ErrorRule[] | undefined;
   /** True when a 4xx error body (other than 401/403) means the provider refused the key (`auth.rejected_when`). */
   keyRejected: ((errorBody: unknown) => Promise<boolean>) | undefined;
   /** The gateway's own key for this provider (from gateway.yaml), if any. */
@@ -67,6 +86,8 @@ export interface Capabilities {
 export interface ModelDef {
   id: string;
   upstreamId: string;
+  /** The `{deployment}` path variable (gateway.yaml `deployments`, else the upstream id); set only for providers whose paths use it. */
+  deployment?: string | undefined;
   modality: string;
   name: string;
   aliases: string[];
