@@ -18,6 +18,8 @@ export interface ProviderOverride {
   base_url?: string;
   api_key?: string;
   enabled?: boolean;
+  /** Region and credentials of a provider whose auth is aws-sigv4 (src/aws-sigv4.ts); absent credentials: the standard AWS chain. */
+  aws?: { region?: string; access_key_id?: string; secret_access_key?: string; session_token?: string };
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */
