@@ -78,7 +78,7 @@ describe('bedrock-converse replies', () => {
     expect(out[3]).toMatchObject({ done: true, usage: { promptTokens: 3, completionTokens: 1 } });
     expect(out[4]?.error).toBe('throttlingException: slow down');
     const corrupt = Buffer.from(frame('metadata', {}));
-    corrupt[corrupt.length - 1] ^= 1;
+    corrupt.writeUInt8(corrupt.readUInt8(corrupt.length - 1) ^ 1, corrupt.length - 1);
     expect(() => eventStreamDecoder().push(corrupt)).toThrow();
     const cut = eventStreamDecoder();
     cut.push(bytes.subarray(0, 10));
