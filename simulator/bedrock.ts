@@ -9,8 +9,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Message } from '@smithy/eventstream-codec';
-import { eventStreamCodec } from '../plugins/chat/dialects/bedrock/eventstream.js';
+import { EventStreamCodec, type Message } from '@smithy/eventstream-codec';
 import { verifySigV4, type AwsFault } from './aws-sigv4.js';
 import { pieces, plannedCalls, type PlannedCall } from './features.js';
 import { pause, sendJson, type Handler, type SimRequest } from './http.js';
@@ -192,7 +191,7 @@ function exception(type: string, message: string): Message {
  * slices across frames, `chunk_delay_ms` pauses between frames.
  */
 async function writeFrames(res: ServerResponse, events: Message[], d: Directives, errorType: string): Promise<void> {
-  const codec = eventStreamCodec();
+  const codec = new EventStreamCodec((b) => Buffer.from(b).toString('utf8'), (t) => new Uint8Array(Buffer.from(t, 'utf8')));
   const cut = d.dropMidStream || d.streamError;
   const list = cut ? events.slice(0, Math.max(1, Math.floor(events.length / 2))) : events;
   if (d.streamError && !d.dropMidStream) list.push(exception(errorType, 'The system encountered an unexpected error during processing. Try your request again.'));
