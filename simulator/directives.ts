@@ -35,6 +35,8 @@ export interface Directives {
   readonly toolCalls?: number;
   /** Send a stream's headers, then wait this long before its first byte (a stalled first chunk). */
   readonly bodyDelayMs?: number;
+  /** Bedrock: answer with this AWS error type (`aws_error=ModelNotReadyException`), at its status unless `status` names one. */
+  readonly awsError?: string;
   /** Moderations: flag the input. */
   readonly flagged: boolean;
   readonly safetyBlock: boolean;
@@ -110,6 +112,10 @@ function applySetting(out: Mutable<Directives>, setting: string): void {
   if (setting === '') return;
   const eq = setting.indexOf('=');
   const name = (eq < 0 ? setting : setting.slice(0, eq)).toLowerCase().replaceAll('-', '_');
+  if (name === 'aws_error' && /^[A-Za-z]+Exception$/.test(setting.slice(eq + 1))) {
+    out.awsError = setting.slice(eq + 1);
+    return;
+  }
   const flag = FLAGS[name];
   if (flag !== undefined && eq < 0) {
     (out as Record<string, unknown>)[flag] = true;
@@ -140,6 +146,7 @@ export function directivesFromBody(body: Buffer, scope?: string): Directives {
 export function hasFault(d: Directives): boolean {
   return (
     (d.status !== undefined && d.status !== 200) ||
+    d.awsError !== undefined ||
     d.delayMs !== undefined ||
     d.bodyDelayMs !== undefined ||
     d.safetyBlock ||

@@ -6,6 +6,7 @@
 
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Directives } from './directives.js';
+import type { SimAws } from './aws-sigv4.js';
 import type { Mp3Cache } from './mp3.js';
 
 export interface SimRequest {
@@ -27,6 +28,8 @@ export interface SimEnv {
   nextId(): string;
   /** Microsoft Entra access tokens this simulator issued (azure.ts), with their expiry (ms since the epoch). */
   readonly entraTokens: Map<string, number>;
+  /** The simulated AWS account: region and access keys that Bedrock's signature check accepts. */
+  readonly aws: SimAws;
 }
 
 export type Handler = (req: SimRequest, res: ServerResponse, env: SimEnv) => Promise<void>;

@@ -1,6 +1,6 @@
 /**
  * Provider simulator: one local `node:http` server speaking the real upstream wire
- * formats (OpenAI, Azure OpenAI, Anthropic, Gemini + Lyria, ElevenLabs, Deepgram) for tests, the
+ * formats (OpenAI, Azure OpenAI, Anthropic, Gemini + Lyria, ElevenLabs, Deepgram, Bedrock) for tests, the
  * demo and benchmarks. Routing is by path suffix so any prefix works
  * (`/openai/v1/…`, `/v1/…`, `/groq/openai/v1/…`); behaviour is steered per request
  * by `[[sim:…]]` directives in the prompt (directives.ts).
@@ -10,6 +10,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { handleCountTokens, handleMessages } from './anthropic.js';
 import { handleAzure, handleEntraToken } from './azure.js';
+import { defaultSimAws, type SimAws } from './aws-sigv4.js';
+import { handleBedrock, isBedrockPath } from './bedrock.js';
 import { handleListen } from './deepgram.js';
 import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
 import { handleTextToSpeech } from './elevenlabs.js';
@@ -28,6 +30,8 @@ export interface SimulatorOptions {
   host?: string;
   /** Fixed delay added before every provider response (default 0). */
   latencyMs?: number;
+  /** The simulated AWS account Bedrock checks signatures against (default: SIM_AWS's region and key pair). */
+  aws?: SimAws;
 }
 
 export interface Simulator {
@@ -78,6 +82,7 @@ export function routeFor(method: string, path: string): Handler | undefined {
   if (path.includes('/v1beta/models/') && path.includes(':')) return handleGemini;
   if (path.includes('/v1/text-to-speech/')) return handleTextToSpeech;
   if (path.endsWith('/v1/listen')) return handleListen;
+  if (isBedrockPath(path)) return handleBedrock;
   return undefined;
 }
 
@@ -100,7 +105,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     received: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
-    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map() },
+    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map(), aws: opts.aws ?? defaultSimAws() },
   };
   const server = createServer({ noDelay: true }, (req, res) => {
     onRequest(req, res, state).catch((err: unknown) => failInternal(res, err));

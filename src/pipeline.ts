@@ -219,7 +219,8 @@ async function callUpstream<P extends ModelRequest>(
         // A stream that sends nothing for first_byte_timeout_ms (headers included) has stalled: nothing reached the client yet.
         const firstByte = built.stream ? route.endpoint.firstByteTimeoutMs : undefined;
         const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, { timeoutMs: timeout, firstByteMs: firstByte, traceHeaders });
-        const kind = statusKind(response.statusCode);
+        const byStatus = statusKind(response.statusCode);
+        const kind = byStatus && (route.provider.errorKind?.(response.headers) ?? byStatus);
         if (!kind) {
           if (firstByte !== undefined) await awaitFirstByte(response, Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
           record(response.statusCode, null);

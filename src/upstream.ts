@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { AuthSchemeError, type SignableRequest, type UpstreamSigner } from './aws-sigv4.js';
 import { GatewayError } from './errors.js';
 import { EntraTokenSource } from './auth-schemes/entra.js';
 import type { ModelRoute, ProviderDef } from './providers/types.js';
@@ -134,16 +135,18 @@ export class UpstreamClient {
     const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
-    if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
-    else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
+    let sent = headers;
+    if (provider.signer) sent = await signed(provider.signer, { method: endpoint.method, origin, path, headers, body: req.body }, apiKey);
+    else if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
+    else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     try {
       return await this.agent.request({
         origin,
         path,
         method: endpoint.method,
-        headers,
+        headers: sent,
         body: req.body,
         signal,
         headersTimeout,
@@ -183,6 +186,25 @@ export class UpstreamClient {
       this.targets.set(href, known);
     }
     return known;
+  }
+}
+
+/**
+ * The headers of a request signed by its provider's auth scheme (aws-sigv4): the body
+ * signed is the one sent, so it must be in memory. Credentials that cannot be had fail
+ * the attempt as the provider refusing them would (401, upstream_unauthorized), and a
+ * stream body that cannot be signed as a 400.
+ */
+async function signed(signer: UpstreamSigner, req: Omit<SignableRequest, 'body'> & { body: UpstreamRequest['body'] }, key: string | undefined): Promise<Record<string, string>> {
+  const body = req.body;
+  if (body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+    throw new UpstreamFailure('4xx', 'a streamed body cannot be signed', 400, JSON.stringify({ message: 'this provider signs each request: a streamed upload cannot be sent to it' }));
+  }
+  try {
+    return await signer.sign({ ...req, body }, key);
+  } catch (err) {
+    if (!(err instanceof AuthSchemeError)) throw err;
+    throw new UpstreamFailure('4xx', 'no credentials', 401, JSON.stringify({ message: err.message }));
   }
 }
 

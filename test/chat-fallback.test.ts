@@ -139,10 +139,11 @@ describe('no fallback', () => {
     const before = await t.balance(t.orgId);
     const r = await postJson(`${t.url}/v1/chat/completions`, chat('claude-haiku-4-5', 'Hi [[sim:status=500]]'), t.key);
     expect(r.status).toBe(502);
-    expect((r.body as ErrorBody).error).toMatchObject({ code: 'upstream_error', usedProvider: 'backup' });
+    // claude-haiku-4-5 is served by anthropic, backup and bedrock, tried in file-name order.
+    expect((r.body as ErrorBody).error).toMatchObject({ code: 'upstream_error', usedProvider: 'bedrock' });
     expect(await t.balance(t.orgId)).toBe(before);
     const row = await logRow(t, r.headers.get('x-request-id') ?? '');
-    expect(row.attempts.map((x) => x.provider)).toEqual(['anthropic', 'anthropic', 'backup']);
+    expect(row.attempts.map((x) => x.provider)).toEqual(['anthropic', 'anthropic', 'backup', 'bedrock', 'bedrock']);
   });
 });
 

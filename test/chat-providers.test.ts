@@ -25,7 +25,8 @@ const openaiCompatible = (provider: string, model: string, prefix: string, price
 const CASES: ProviderCase[] = [
   openaiCompatible('openai', 'gpt-4o-mini', '/openai/v1', { prompt: '0.15', completion: '0.60' }),
   {
-    provider: 'anthropic', model: 'claude-haiku-4-5', upstreamModel: 'claude-haiku-4-5-20251001', price: { prompt: '1', completion: '5' },
+    // Pinned: claude-haiku-4-5 is also served by bedrock, where a failure here would fall back to.
+    provider: 'anthropic', model: 'anthropic/claude-haiku-4-5', upstreamModel: 'claude-haiku-4-5-20251001', price: { prompt: '1', completion: '5' },
     calls: { plain: 'POST /anthropic/v1/messages', stream: 'POST /anthropic/v1/messages' },
   },
   {
@@ -34,6 +35,10 @@ const CASES: ProviderCase[] = [
       plain: 'POST /gemini/v1beta/models/gemini-2.5-flash:generateContent',
       stream: 'POST /gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent',
     },
+  },
+  {
+    provider: 'bedrock', model: 'nova-micro', upstreamModel: 'amazon.nova-micro-v1:0', price: { prompt: '0.035', completion: '0.14' },
+    calls: { plain: 'POST /bedrock/model/amazon.nova-micro-v1%3A0/converse', stream: 'POST /bedrock/model/amazon.nova-micro-v1%3A0/converse-stream' },
   },
   openaiCompatible('groq', 'llama-3.1-8b-instant', '/groq/openai/v1', { prompt: '0.05', completion: '0.08' }),
   openaiCompatible('deepseek', 'deepseek-chat', '/deepseek/v1', { prompt: '0.28', completion: '0.42' }),

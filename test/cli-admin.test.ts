@@ -98,10 +98,11 @@ describe('gateway validate', () => {
 
   it('says which providers go to real hosts, and warns of one with no api_key (it is not the embedded defaults)', async () => {
     const file = join(dir, 'real-hosts.yaml');
-    writeFileSync(file, `extends: ${join(ROOT, 'gateway.yaml')}\nproviders:\n  anthropic: { base_url: "https://api.anthropic.com/v1", api_key: "" }\n  deepgram: { base_url: "https://api.deepgram.com/v1", api_key: "dg-key" }\n`);
+    writeFileSync(file, `extends: ${join(ROOT, 'gateway.yaml')}\nproviders:\n  anthropic: { base_url: "https://api.anthropic.com/v1", api_key: "" }\n  deepgram: { base_url: "https://api.deepgram.com/v1", api_key: "dg-key" }\n  bedrock: { base_url: "https://bedrock-runtime.eu-west-1.amazonaws.com" }\n`);
     const r = await cli(['validate', '--config', file]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('  on real hosts: anthropic (https://api.anthropic.com/v1), deepgram (https://api.deepgram.com/v1)\n');
+    // bedrock signs its requests (aws-sigv4, credentials from the AWS chain): no api_key to warn of.
+    expect(r.stdout).toContain('  on real hosts: anthropic (https://api.anthropic.com/v1), bedrock (https://bedrock-runtime.eu-west-1.amazonaws.com), deepgram (https://api.deepgram.com/v1)\n');
     expect(r.stdout).not.toMatch(/simulator \([^)]*\): .*anthropic/);
     expect(r.stderr).toBe('warning: provider anthropic sends its requests to https://api.anthropic.com/v1 with no api_key: they will be refused there; set providers.anthropic.api_key (e.g. "${env:ANTHROPIC_API_KEY}") or point its base_url at the simulator\n');
   });

@@ -10,6 +10,7 @@ import { selectPlugins } from '../plugins/index.js';
 import { createGateway, type Gateway } from '../src/gateway.js';
 import type { GatewayPlugin } from '../src/plugin.js';
 import { packageRoot } from '../src/paths.js';
+import { SIM_AWS } from '../simulator/aws-sigv4.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { openStore } from '../src/store/index.js';
 import type { LogRow, Org, Retention, Store } from '../src/store/types.js';
@@ -31,6 +32,12 @@ const SIMULATOR_PREFIXES: Record<string, string> = {
   openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
   anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
   xai: '/xai/v1', together: '/together/v1', fireworks: '/fireworks/inference/v1', openrouter: '/openrouter/api/v1',
+  bedrock: '/bedrock',
+};
+
+/** What a provider signed with aws-sigv4 gets instead of a key: the simulator's fixed test credentials. */
+const SIMULATOR_AWS: Record<string, Record<string, string>> = {
+  bedrock: { region: SIM_AWS.region, access_key_id: SIM_AWS.accessKeyId, secret_access_key: SIM_AWS.secretAccessKey },
 };
 
 /** Provider ids declared by the YAML files of a providers folder. */
@@ -41,9 +48,9 @@ function declaredProviderIds(dir: string): string[] {
 }
 
 /** Every declared provider that the simulator speaks for, pointed at it with a key it accepts. */
-export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key: string }> {
+export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key?: string; aws?: Record<string, string> }> {
   return Object.fromEntries(declaredProviderIds(providersDir).filter((id) => id in SIMULATOR_PREFIXES)
-    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], api_key: 'sim-key' }]));
+    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], ...(SIMULATOR_AWS[id] ? { aws: SIMULATOR_AWS[id] } : { api_key: 'sim-key' }) }]));
 }
 
 export interface TestGatewayOptions {

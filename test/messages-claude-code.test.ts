@@ -130,8 +130,11 @@ describe('POST /v1/messages/count_tokens', () => {
     const bad = await postJson(`${t.url}/v1/messages/count_tokens`, { model: 'gpt-4o-mini', messages: [] }, t.key);
     expect(bad).toMatchObject({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', code: 'invalid_request', param: 'messages' } } });
     const before = await t.balance(t.orgId);
-    const down = await postJson(`${t.url}/v1/messages/count_tokens`, { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
+    // Pinned: unpinned, the count falls back to bedrock's route, which has no count endpoint: the gateway's estimate answers.
+    const down = await postJson(`${t.url}/v1/messages/count_tokens`, { model: 'anthropic/claude-haiku-4-5', messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
     expect(down).toMatchObject({ status: 502, body: { type: 'error', error: { type: 'api_error', code: 'upstream_error', usedProvider: 'anthropic' } } });
+    const fellBack = await postJson(`${t.url}/v1/messages/count_tokens`, { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
+    expect(fellBack).toMatchObject({ status: 200, body: { input_tokens: expect.any(Number) as number } });
     expect(await t.balance(t.orgId)).toBe(before);
   });
 });

@@ -130,10 +130,11 @@ describe('auth, version and errors in Anthropic form', () => {
 
   it('an upstream 5xx is a 502 api_error, not retried by the SDK, nothing charged', async () => {
     const before = await t.balance(t.orgId);
-    const res = await post(`${t.url}/v1/messages`, { ...params('claude-haiku-4-5'), messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
+    // Pinned: unpinned, the failure would fall back to bedrock, which serves claude-haiku-4-5 too.
+    const res = await post(`${t.url}/v1/messages`, { ...params('anthropic/claude-haiku-4-5'), messages: [{ role: 'user', content: 'x [[sim:status=500]]' }] }, t.key);
     expect(res.status).toBe(502);
     expect(res.headers.get('x-should-retry')).toBe('false');
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'upstream_error', usedProvider: 'anthropic', requestedModel: 'claude-haiku-4-5' } });
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'upstream_error', usedProvider: 'anthropic', requestedModel: 'anthropic/claude-haiku-4-5' } });
     expect(await t.balance(t.orgId)).toBe(before);
   });
 });

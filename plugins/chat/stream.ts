@@ -1,6 +1,7 @@
-import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder, type SseEvent } from '../../src/sdk.js';
+import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
-import type { TokenUsage } from './dialects/types.js';
+import { DIALECTS } from './dialects/index.js';
+import type { EventDecoder, TokenUsage, UpstreamEvent } from './dialects/types.js';
 import { chatCost, tokenCounts, usageRecord, ZERO_COST } from './metering.js';
 import type { ChatRequest } from './request.js';
 
@@ -47,7 +48,9 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
   let outcome: StreamOutcome | undefined;
   let reached = false;
   try {
-    outcome = await pump(ex, ctx.upstream.body, stream, write);
+    // The route's dialect splits its stream into events (Bedrock's binary event-stream frames); SSE otherwise.
+    const decoder = DIALECTS.get(ctx.route.endpoint.dialect ?? '')?.eventDecoder?.() ?? new SseDecoder();
+    outcome = await pump(ex, ctx.upstream.body, stream, write, decoder);
     last = outcome.held;
     last = await closingFrames(ctx, stream, outcome);
   } finally {
@@ -102,9 +105,9 @@ function bill(ctx: RespondContext<ChatRequest>, o: StreamOutcome | undefined, re
 }
 
 /** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */
-async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>): Promise<StreamOutcome> {
+async function pump(ex: Exchange, body: AsyncIterable<unknown>, stream: ClientStream, write: (frames: string[]) => Promise<void>, decoder: EventDecoder): Promise<StreamOutcome> {
   const o: StreamOutcome = { usage: undefined, delivered: 0, done: false, error: undefined, held: [], heldTokens: 0, finished: false };
-  const reader = stream.bytes ?? eventReader(stream);
+  const reader = stream.bytes ?? eventReader(stream, decoder);
   const apply = async (step: StreamStep): Promise<boolean> => {
     if (o.done || step.done) {
       // The upstream is done: what is left waits for the closing frames (one write for both).
@@ -143,9 +146,8 @@ export function guarded(onEvent: () => StreamStep): StreamStep {
 }
 
 /** Decoded events of each upstream read, through the stream's `onEvent`, as one step (up to an error event). */
-function eventReader(stream: ClientStream): { push(chunk: Uint8Array): StreamStep; end(): StreamStep } {
-  const decoder = new SseDecoder();
-  const steps = (events: SseEvent[]): StreamStep => {
+function eventReader(stream: ClientStream, decoder: EventDecoder): { push(chunk: Uint8Array): StreamStep; end(): StreamStep } {
+  const steps = (events: UpstreamEvent[]): StreamStep => {
     const all: StreamStep = { frames: [], deliveredTokens: 0, done: false };
     for (const ev of events) {
       const step = guarded(() => stream.onEvent(ev.event, ev.data));

@@ -24,6 +24,8 @@ export interface ProviderOverride {
   deployments?: Record<string, string>;
   /** Microsoft Entra ID client credentials, for providers whose file declares `auth.entra`. */
   entra?: { tenant_id: string; client_id: string; client_secret: string; token_url?: string };
+  /** Region and credentials of a provider whose auth is aws-sigv4 (src/aws-sigv4.ts); absent credentials: the standard AWS chain. */
+  aws?: { region?: string; access_key_id?: string; secret_access_key?: string; session_token?: string };
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */

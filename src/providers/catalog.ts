@@ -4,7 +4,9 @@ import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
+import type { UpstreamSigner } from '../aws-sigv4.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
+import { signerFor } from './auth-schemes.js';
 import type { Capabilities, EndpointDef, ErrorRule, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
@@ -109,8 +111,10 @@ interface RawModel {
   deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
 }
 interface RawProvider {
-  id: string; name: string; enabled?: boolean; base_url: string; auth: { header: string; format: string; rejected_when?: string; entra?: { scope: string } };
+  id: string; name: string; enabled?: boolean; base_url: string;
+  auth: { header?: string; format?: string; rejected_when?: string; entra?: { scope: string }; scheme?: 'aws-sigv4'; service?: string };
   api_version?: { query: string; default: string }; errors?: Array<{ when: string; code: ErrorRule['code']; status?: number }>;
+  error_types?: { header: string; kinds: Record<string, '5xx' | '429' | '4xx'> };
   headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[]; unsupported_params?: UnsupportedParamsPolicy;
 }
 
@@ -217,7 +221,9 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     name: raw.name,
     file: file.file,
     baseUrl: (override.base_url ?? raw.base_url).replace(/\/+$/, ''),
-    auth: { header: raw.auth.header, format: raw.auth.format },
+    auth: { header: raw.auth.header ?? '', format: raw.auth.format ?? '' },
+    signer: authSigner(raw, override, opts.env ?? process.env, problem),
+    errorKind: errorKinds(raw.error_types),
     keyRejected: compileRejection(raw.auth.rejected_when, problem),
     apiKey: override.api_key || undefined,
     entra: entraOf(raw, override, overrideProblem),
@@ -273,6 +279,25 @@ function compileErrorRules(rules: RawProvider['errors'], problem: (path: string,
     }
   });
   return out;
+}
+
+/** The signer of a provider whose `auth` names a scheme (auth-schemes.ts); a key header needs none. */
+function authSigner(raw: RawProvider, override: ProviderOverride, env: NodeJS.ProcessEnv, problem: (path: string, message: string) => void): UpstreamSigner | undefined {
+  const built = signerFor(raw, override, env);
+  if (typeof built !== 'string') return built;
+  problem('/auth', built);
+  return undefined;
+}
+
+/** `error_types: { header, kinds }`: an error reply's kind by the type the provider names in that header (its value up to any `:`). */
+function errorKinds(errors: RawProvider['error_types']): ProviderDef['errorKind'] {
+  if (!errors) return undefined;
+  const name = errors.header.toLowerCase();
+  return (headers) => {
+    const value = headers[name];
+    const type = (Array.isArray(value) ? value[0] : value)?.split(':')[0]?.trim();
+    return type ? errors.kinds[type] : undefined;
+  };
 }
 
 function compileRejection(source: string | undefined, problem: (path: string, message: string) => void): ProviderDef['keyRejected'] {

@@ -1,3 +1,4 @@
+import type { UpstreamSigner } from '../aws-sigv4.js';
 import type { CompiledTransforms } from '../transform.js';
 
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
@@ -64,6 +65,14 @@ export interface ProviderDef {
   entra?: EntraCredentials | undefined;
   /** The provider file's `errors`: error bodies that map to a gateway code (e.g. Azure's content_filter → content_blocked). */
   errorRules?: ErrorRule[] | undefined;
+  /** Signs every request instead of a key header, when `auth.scheme` names a scheme (aws-sigv4); built per gateway (it caches credentials). */
+  signer?: UpstreamSigner | undefined;
+  /**
+   * The failure kind of an error reply by the error type the provider names in a header
+   * (`error_types.header`/`error_types.kinds`, e.g. Bedrock's ModelNotReadyException, a 429
+   * that is retried as a 5xx); undefined leaves the status to decide.
+   */
+  errorKind?: ((headers: Record<string, string | string[] | undefined>) => '5xx' | '429' | '4xx' | undefined) | undefined;
   /** True when a 4xx error body (other than 401/403) means the provider refused the key (`auth.rejected_when`). */
   keyRejected: ((errorBody: unknown) => Promise<boolean>) | undefined;
   /** The gateway's own key for this provider (from gateway.yaml), if any. */

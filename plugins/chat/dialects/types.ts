@@ -43,6 +43,23 @@ export interface StreamTranslator {
   onEvent(event: string | undefined, data: string): TranslatedEvent;
 }
 
+/** One upstream stream event as a stream translator reads it: its name and its (JSON) data. */
+export interface UpstreamEvent {
+  event: string | undefined;
+  data: string;
+}
+
+/**
+ * Splits a stream's bytes into events, for a dialect whose stream is not SSE (Bedrock's
+ * AWS event-stream framing); one per stream. May throw on a corrupt frame (the stream
+ * then ends with an error event).
+ */
+export interface EventDecoder {
+  push(chunk: Uint8Array): UpstreamEvent[];
+  /** The body's end: anything left is an incomplete frame. */
+  end(): UpstreamEvent[];
+}
+
 /** Values a translation needs that are not in the request: ids and time are the caller's (dialects stay pure). */
 export interface ReplyContext {
   /** The model id as the client asked for it; replies carry it. */
@@ -80,6 +97,8 @@ export interface ChatDialect {
   /** A non-streamed upstream body (2xx) in canonical form; throws on a malformed body. */
   response(body: string, ctx: ReplyContext): TranslatedResponse;
   streamTranslator(ctx: ReplyContext): StreamTranslator;
+  /** The decoder of a stream that is not SSE (server-sent events when absent). */
+  eventDecoder?(): EventDecoder;
 }
 
 /** A stream event that carries nothing for the client. */
