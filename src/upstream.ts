@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError } from './errors.js';
 import type { ModelRoute } from './providers/types.js';
+import { AuthFailure, UpstreamAuth } from './upstream/auth.js';
 
 /** What a modality plugin asks the core to send for one route. */
 export interface UpstreamRequest {
@@ -113,9 +114,19 @@ export class UpstreamClient {
   private readonly agent: Agent;
   /** `base_url` + path → its origin and path, so a call without query parameters parses no URL. */
   private readonly targets = new Map<string, { origin: string; path: string }>();
+  /** Credentials minted for providers whose `auth` names a scheme (Google access tokens), shared by this client's requests. */
+  readonly auth: UpstreamAuth;
 
-  constructor(opts: { connections?: number } = {}) {
+  constructor(opts: { connections?: number; now?: () => number } = {}) {
     this.agent = new Agent({ connections: opts.connections ?? 256, keepAliveTimeout: 30_000, pipelining: 1 });
+    this.auth = new UpstreamAuth(async (url, form, signal) => {
+      const u = new URL(url);
+      const res = await this.agent.request({
+        origin: u.origin, path: u.pathname + u.search, method: 'POST', signal, body: form,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      });
+      return { status: res.statusCode, text: await res.body.text() };
+    }, opts.now);
   }
 
   /**
@@ -129,11 +140,19 @@ export class UpstreamClient {
     const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
-    if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
+    let schemeHeaders: Record<string, string> | undefined;
+    if (provider.auth.scheme) {
+      try {
+        schemeHeaders = await this.auth.headersFor(provider, apiKey, signal);
+      } catch (err) {
+        throw authFailure(err, signal);
+      }
+      Object.assign(headers, schemeHeaders);
+    } else if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
-      return await this.agent.request({
+      const response = await this.agent.request({
         origin,
         path,
         method: endpoint.method,
@@ -143,6 +162,8 @@ export class UpstreamClient {
         headersTimeout,
         bodyTimeout: timeout,
       });
+      if (schemeHeaders && response.statusCode === 401) this.auth.refused(provider, schemeHeaders);
+      return response;
     } catch (err) {
       if (firstByteMs !== undefined && firstByteMs <= timeout && err instanceof undiciErrors.HeadersTimeoutError) {
         throw new UpstreamFailure('timeout', `no first byte within ${firstByteMs} ms`, null, '', firstByteMs);
@@ -199,6 +220,18 @@ export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: numb
     body.on('readable', onReadable).on('end', onReadable).on('error', onError);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Credentials an auth scheme could not get: refused or missing ones are the provider
+ * refusing the gateway (401, so upstream_unauthorized, never retried); an unreachable
+ * token endpoint is a connection error (retried and fallen back from like one).
+ */
+function authFailure(err: unknown, signal: AbortSignal): UpstreamFailure {
+  if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
+  if (!(err instanceof AuthFailure)) throw err;
+  if (!err.refused) return new UpstreamFailure('connect_error', err.message);
+  return new UpstreamFailure('4xx', err.message, 401, JSON.stringify({ error: { message: err.message } }));
 }
 
 function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {

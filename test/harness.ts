@@ -30,7 +30,11 @@ export function copyProviders(dir: string): string {
 const SIMULATOR_PREFIXES: Record<string, string> = {
   openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
   anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
+  vertex: '/vertex/v1',
 };
+
+/** Providers whose credentials are not a key (a Google service account): pointed at the simulator without one; a test that calls them configures its own (vertex-helpers.ts). */
+const KEYLESS = new Set(['vertex']);
 
 /** Provider ids declared by the YAML files of a providers folder. */
 function declaredProviderIds(dir: string): string[] {
@@ -40,9 +44,9 @@ function declaredProviderIds(dir: string): string[] {
 }
 
 /** Every declared provider that the simulator speaks for, pointed at it with a key it accepts. */
-export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key: string }> {
+export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key?: string }> {
   return Object.fromEntries(declaredProviderIds(providersDir).filter((id) => id in SIMULATOR_PREFIXES)
-    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], api_key: 'sim-key' }]));
+    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], ...(KEYLESS.has(id) ? {} : { api_key: 'sim-key' }) }]));
 }
 
 export interface TestGatewayOptions {

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import type { GoogleSettings } from '../upstream/google-config.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
 import { parseUsdToMicros, type Micros } from '../money.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
@@ -18,6 +19,8 @@ export interface ProviderOverride {
   base_url?: string;
   api_key?: string;
   enabled?: boolean;
+  /** A provider whose auth is `google-service-account` (Vertex AI): its project, location and key. */
+  google?: GoogleSettings;
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */

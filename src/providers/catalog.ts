@@ -1,10 +1,11 @@
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
 import { parseUsdToPicos } from '../money.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
+import { resolveGoogleAuth, type GoogleAuthDef } from '../upstream/google-config.js';
 import type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
@@ -32,7 +33,7 @@ export class ProviderCatalog {
     this.providers = new Map(providers.map((p) => [p.id, p]));
     const routes = new Map<string, ModelRoute[]>();
     for (const { provider, model } of models) {
-      const endpoint = provider.endpoints[model.modality];
+      const endpoint = provider.endpoints[model.endpoint ?? model.modality];
       if (!endpoint) continue;
       for (const name of [model.id, ...model.aliases]) {
         const list = routes.get(name) ?? [];
@@ -82,10 +83,10 @@ interface RawEndpoint {
   modality?: string; method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
   first_byte_timeout_ms?: number;
   retry?: { attempts: number; backoff_ms?: number; on?: Array<'connect_error' | '5xx' | '429'> };
-  fallback?: boolean; dialect?: string; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
+  fallback?: boolean; dialect?: string; dialect_options?: Record<string, string>; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
 }
 interface RawModel {
-  id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
+  id: string; upstream_id?: string; modality: string; endpoint?: string; name?: string; aliases?: string[]; created?: number;
   description?: string; family?: string; input_modalities?: string[]; output_modalities?: string[];
   tokenizer?: string; is_moderated?: boolean; context_length?: number; max_output_tokens?: number;
   requires_max_tokens?: boolean; max_tokens_param?: 'max_tokens' | 'max_completion_tokens'; unsupported_params?: UnsupportedParamsPolicy;
@@ -95,7 +96,7 @@ interface RawModel {
   deprecated_at?: string; deactivated_at?: string; stability?: string; pricing: Partial<Record<PriceKey, string>>;
 }
 interface RawProvider {
-  id: string; name: string; base_url: string; auth: { header: string; format: string; rejected_when?: string };
+  id: string; name: string; base_url: string; auth: { scheme?: 'google-service-account'; header?: string; format?: string; rejected_when?: string };
   headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[]; unsupported_params?: UnsupportedParamsPolicy;
 }
 
@@ -153,13 +154,18 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
   const problem = (path: string, message: string): void => {
     problems.push({ file: file.file, line: file.lineOf(path), path, message });
   };
+  const headerForm = raw.auth.header !== undefined || raw.auth.format !== undefined;
+  if (raw.auth.scheme !== undefined && headerForm) problem('/auth', `auth scheme ${raw.auth.scheme} makes its own credentials: header and format do not apply`);
+  if (raw.auth.scheme === undefined && (raw.auth.header === undefined || raw.auth.format === undefined)) problem('/auth', 'auth needs header and format (or a scheme)');
+  const baseUrl = (override.base_url ?? raw.base_url).replace(/\/+$/, '');
+  const scheme = authScheme(raw, baseUrl, opts, problems);
   const endpoints: Record<string, EndpointDef> = {};
   for (const [name, e] of Object.entries(raw.endpoints)) {
     const modality = e.modality ?? name;
     const rules = opts.modalities.get(modality);
     let endpoint: EndpointDef;
     try {
-      endpoint = buildEndpoint(name, modality, e);
+      endpoint = buildEndpoint(name, modality, { ...e, path: prefillPath(e.path, scheme.pathVars) });
     } catch (err) {
       problem(`/endpoints/${name}`, `bad transform: ${(err as Error).message}`);
       continue;
@@ -179,8 +185,8 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     id: raw.id,
     name: raw.name,
     file: file.file,
-    baseUrl: (override.base_url ?? raw.base_url).replace(/\/+$/, ''),
-    auth: { header: raw.auth.header, format: raw.auth.format },
+    baseUrl,
+    auth: { header: raw.auth.header ?? 'authorization', format: raw.auth.format ?? '{key}', ...(scheme.def ? { scheme: scheme.def } : {}) },
     keyRejected: compileRejection(raw.auth.rejected_when, problem),
     apiKey: override.api_key || undefined,
     headers: raw.headers ?? {},
@@ -189,7 +195,12 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
   };
   const models: ModelDef[] = [];
   raw.models.forEach((m, i) => {
-    if (!raw.endpoints[m.modality]) {
+    const own = m.endpoint === undefined ? undefined : raw.endpoints[m.endpoint];
+    if (m.endpoint !== undefined && (own?.modality ?? m.endpoint) !== m.modality) {
+      problem(`/models/${i}/endpoint`, `provider has no ${m.modality} endpoint named "${m.endpoint}"`);
+      return;
+    }
+    if (!raw.endpoints[m.endpoint ?? m.modality]) {
       problem(`/models/${i}/modality`, `provider has no endpoint for modality "${m.modality}"`);
       return;
     }
@@ -205,6 +216,31 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     else models.push(model);
   });
   return { provider, models };
+}
+
+/**
+ * The provider's auth scheme, resolved from its gateway.yaml entry (a Google service
+ * account), and the values it gives the endpoint paths' placeholders (`{project}`, `{location}`).
+ */
+function authScheme(raw: RawProvider, baseUrl: string, opts: LoadCatalogOptions, problems: ConfigProblem[]): { def: GoogleAuthDef | undefined; pathVars: Record<string, string> } {
+  const override = opts.overrides[raw.id] ?? {};
+  const file = opts.overridesSource?.file ?? 'gateway.yaml';
+  const fault = (path: string, message: string): void => {
+    problems.push({ file, line: opts.overridesSource?.lineOf(path), path, message });
+  };
+  if (raw.auth.scheme !== 'google-service-account') {
+    if (override.google !== undefined) fault(`/providers/${raw.id}/google`, `provider ${raw.id} does not authenticate with a Google service account`);
+    return { def: undefined, pathVars: {} };
+  }
+  if (override.api_key) fault(`/providers/${raw.id}/api_key`, `provider ${raw.id} authenticates with a Google service account: set providers.${raw.id}.google, not api_key`);
+  const resolved = resolveGoogleAuth(raw.id, override.google, { baseDir: dirname(file), baseUrl, env: opts.env ?? process.env });
+  for (const p of resolved.problems) fault(p.path, p.message);
+  return { def: resolved.auth, pathVars: resolved.pathVars };
+}
+
+/** Fills the placeholders an auth scheme knows (`{project}`), each value percent-encoded into its segment; the rest stay for the request. */
+function prefillPath(path: string, vars: Record<string, string>): string {
+  return path.replace(/\{(\w+)\}/g, (whole, name: string) => (vars[name] === undefined ? whole : encodeURIComponent(vars[name])));
 }
 
 function compileRejection(source: string | undefined, problem: (path: string, message: string) => void): ProviderDef['keyRejected'] {
@@ -229,6 +265,7 @@ function buildEndpoint(name: string, modality: string, e: RawEndpoint): Endpoint
     retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
     fallback: e.fallback ?? false,
     dialect: e.dialect,
+    dialectOptions: e.dialect_options ?? {},
     upload: e.upload,
     transforms: compileTransforms(e.request, e.response),
   };
@@ -250,6 +287,7 @@ function buildModel(m: RawModel): ModelDef {
     id: m.id,
     upstreamId: m.upstream_id ?? m.id,
     modality: m.modality,
+    endpoint: m.endpoint,
     name: m.name ?? m.id,
     aliases: m.aliases ?? [],
     created: m.created ?? 0,

@@ -1,4 +1,5 @@
 import type { CompiledTransforms } from '../transform.js';
+import type { GoogleAuthDef } from '../upstream/google-config.js';
 
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
 
@@ -33,6 +34,8 @@ export interface EndpointDef {
   upload: 'multipart' | 'raw' | undefined;
   /** Declarative request/response transforms (JSONata), compiled at load; see src/transform.ts. */
   transforms: CompiledTransforms;
+  /** Options of the endpoint's dialect (YAML `dialect_options`), e.g. an Anthropic body version for a cloud's Claude. */
+  dialectOptions: Record<string, string>;
 }
 
 /** What a chat request with a parameter the provider cannot take gets (docs/chat.md, Unsupported parameters). */
@@ -43,7 +46,11 @@ export interface ProviderDef {
   name: string;
   file: string;
   baseUrl: string;
-  auth: { header: string; format: string };
+  /**
+   * A plain key header (`header`, `format`), or a reusable auth scheme that makes the
+   * credentials per request (`scheme`, see src/upstream/auth.ts).
+   */
+  auth: { header: string; format: string; scheme?: GoogleAuthDef };
   /** True when a 4xx error body (other than 401/403) means the provider refused the key (`auth.rejected_when`). */
   keyRejected: ((errorBody: unknown) => Promise<boolean>) | undefined;
   /** The gateway's own key for this provider (from gateway.yaml), if any. */
@@ -67,6 +74,8 @@ export interface ModelDef {
   id: string;
   upstreamId: string;
   modality: string;
+  /** The endpoint serving it when not the one named after its modality (YAML `endpoint`): a provider with two wire formats for one modality (Vertex: Gemini and Claude). */
+  endpoint: string | undefined;
   name: string;
   aliases: string[];
   created: number;
