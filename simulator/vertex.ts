@@ -48,8 +48,10 @@ export const handleVertex: Handler = async (req, res, env) => {
     sendError(res, geminiErrorShape(status));
     return;
   }
-  if (publisher === 'google') await serveGemini(req, res, env, { model, method });
-  else if (publisher === 'anthropic' && (method === 'rawPredict' || method === 'streamRawPredict')) await claude(req, res, env, model, method === 'streamRawPredict');
+  // Each publisher serves its own models only: Claude is Anthropic's, everything else here Google's.
+  const own = publisher === 'anthropic' ? model.startsWith('claude-') : publisher === 'google' && !model.startsWith('claude-');
+  if (own && publisher === 'google') await serveGemini(req, res, env, { model, method });
+  else if (own && (method === 'rawPredict' || method === 'streamRawPredict')) await claude(req, res, env, model, method === 'streamRawPredict');
   else sendError(res, geminiError(404, `Publisher Model \`projects/${project}/locations/${location}/publishers/${publisher}/models/${model}\` was not found or your project does not have access to it.`));
 };
 

@@ -24,9 +24,10 @@ function dialectOf(route: ModelRoute): ChatDialect {
 
 /** The provider's endpoint that speaks this format natively (e.g. OpenAI's /responses), if it declares one. */
 function nativeEndpoint(format: ClientFormat, route: ModelRoute): EndpointDef | undefined {
-  // A model that names its endpoint is served there only: the provider's other chat endpoints serve other models (Vertex: Claude beside Gemini).
+  // An endpoint models name serves those models only (Vertex: Claude's beside Gemini's), and such a model is served there only.
   if (route.endpoint.dialect === format.nativeDialect || route.model.endpoint !== undefined) return undefined;
-  return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT);
+  return Object.values(route.provider.endpoints)
+    .find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT && !e.namedByModels);
 }
 
 /** Whether a request goes to this dialect as the client wrote it (its own format). */

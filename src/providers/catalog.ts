@@ -27,21 +27,28 @@ export interface ModalityRules {
 export class ProviderCatalog {
   readonly providers: ReadonlyMap<string, ProviderDef>;
   private readonly routes: ReadonlyMap<string, readonly ModelRoute[]>;
+  /** Routes of providers without credentials: reached only as `provider/model`. */
+  private readonly pinnedOnly: ReadonlyMap<string, readonly ModelRoute[]>;
   private readonly byModality = new Map<string, readonly ModelRoute[]>();
 
   constructor(providers: ProviderDef[], models: Array<{ provider: ProviderDef; model: ModelDef }>) {
     this.providers = new Map(providers.map((p) => [p.id, p]));
     const routes = new Map<string, ModelRoute[]>();
+    const pinnedOnly = new Map<string, ModelRoute[]>();
     for (const { provider, model } of models) {
       const endpoint = provider.endpoints[model.endpoint ?? model.modality];
       if (!endpoint) continue;
+      // A cloud whose auth scheme found no credentials (Vertex without a service account) is no
+      // route for an unpinned id: a fallback would end on its refusal. Pinned, it says what is missing.
+      const into = provider.auth.scheme && !provider.auth.scheme.account ? pinnedOnly : routes;
       for (const name of [model.id, ...model.aliases]) {
-        const list = routes.get(name) ?? [];
+        const list = into.get(name) ?? [];
         list.push({ provider, endpoint, model });
-        routes.set(name, list);
+        into.set(name, list);
       }
     }
     this.routes = routes;
+    this.pinnedOnly = pinnedOnly;
   }
 
   /**
@@ -55,7 +62,7 @@ export class ProviderCatalog {
     if (slash <= 0) return [];
     const providerId = requested.slice(0, slash);
     const modelId = requested.slice(slash + 1);
-    return (this.routes.get(modelId) ?? []).filter((r) => r.provider.id === providerId);
+    return [...(this.routes.get(modelId) ?? []), ...(this.pinnedOnly.get(modelId) ?? [])].filter((r) => r.provider.id === providerId);
   }
 
   /**
@@ -74,7 +81,7 @@ export class ProviderCatalog {
   /** Every (provider, model) pair, for the model catalogue. */
   allRoutes(): ModelRoute[] {
     const seen = new Set<ModelRoute>();
-    for (const list of this.routes.values()) for (const r of list) seen.add(r);
+    for (const list of [...this.routes.values(), ...this.pinnedOnly.values()]) for (const r of list) seen.add(r);
     return [...seen];
   }
 }
@@ -211,6 +218,7 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
       return;
     }
     const model = buildModel(m);
+    if (m.endpoint !== undefined && endpoints[m.endpoint]) endpoints[m.endpoint]!.namedByModels = true;
     const fault = rules?.checkModel?.(model);
     if (fault) problem(`/models/${i}`, fault);
     else models.push(model);
@@ -266,6 +274,7 @@ function buildEndpoint(name: string, modality: string, e: RawEndpoint): Endpoint
     fallback: e.fallback ?? false,
     dialect: e.dialect,
     dialectOptions: e.dialect_options ?? {},
+    namedByModels: false,
     upload: e.upload,
     transforms: compileTransforms(e.request, e.response),
   };

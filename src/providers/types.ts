@@ -36,6 +36,8 @@ export interface EndpointDef {
   transforms: CompiledTransforms;
   /** Options of the endpoint's dialect (YAML `dialect_options`), e.g. an Anthropic body version for a cloud's Claude. */
   dialectOptions: Record<string, string>;
+  /** Models name this endpoint (YAML model `endpoint`): it serves them only, never as another model's alternative endpoint. */
+  namedByModels: boolean;
 }
 
 /** What a chat request with a parameter the provider cannot take gets (docs/chat.md, Unsupported parameters). */
