@@ -5,7 +5,7 @@
  */
 
 import type { ServerResponse } from 'node:http';
-import { applyFaults, header, isRejectedKey, sendError, sendJson, type Handler, type SimRequest } from './http.js';
+import { applyFaults, header, isRejectedKey, sendError, sendJson, type Handler, type SimEnv, type SimRequest } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
 import {
   blockedResponse,
@@ -58,6 +58,11 @@ export const handleGemini: Handler = async (req, res, env) => {
     return;
   }
   if (!authorized(req, res)) return;
+  await serveGemini(req, res, env, target);
+};
+
+/** A Gemini model call once its caller is authorized (by API key here, by OAuth token on Vertex AI). */
+export async function serveGemini(req: SimRequest, res: ServerResponse, env: SimEnv, target: { model: string; method: string }): Promise<void> {
   const body = parseJsonObject(req.body);
   if (body === undefined) {
     sendError(res, geminiError(400, 'Invalid JSON payload received.'));
@@ -82,7 +87,7 @@ export const handleGemini: Handler = async (req, res, env) => {
   } else {
     sendError(res, geminiError(404, `Method not found: ${method}`));
   }
-};
+}
 
 interface GenerateCall {
   readonly model: string;

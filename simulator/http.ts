@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Directives } from './directives.js';
 import type { SimAws } from './aws-sigv4.js';
+import type { GoogleAuthState } from './google-auth.js';
 import type { Mp3Cache } from './mp3.js';
 
 export interface SimRequest {
@@ -24,6 +25,8 @@ export interface SimRequest {
 /** Per-simulator state handed to handlers (modules themselves hold none). */
 export interface SimEnv {
   readonly mp3: Mp3Cache;
+  /** Service accounts and the access tokens issued to them (Google's token endpoint, Vertex AI). */
+  readonly google: GoogleAuthState;
   /** A short id unique within this simulator instance. */
   nextId(): string;
   /** Microsoft Entra access tokens this simulator issued (azure.ts), with their expiry (ms since the epoch). */

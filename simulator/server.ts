@@ -16,12 +16,14 @@ import { handleListen } from './deepgram.js';
 import { directivesFromBody, hasFault, withoutFaults, type Directives } from './directives.js';
 import { handleTextToSpeech } from './elevenlabs.js';
 import { handleGemini } from './gemini.js';
+import { GoogleAuthState } from './google-auth.js';
 import { BodyTooLargeError, pause, readBody, sendJson, type Handler, type SimEnv } from './http.js';
 import { Mp3Cache } from './mp3.js';
 import { handleSpeech, handleTranscription } from './openai-audio.js';
 import { handleImages, handleModerations } from './openai-media.js';
 import { handleResponses } from './openai-responses.js';
 import { handleChat, handleEmbeddings } from './openai.js';
+import { handleVertex, isVertexPath } from './vertex.js';
 
 export interface SimulatorOptions {
   /** 0 (default) picks a free ephemeral port. */
@@ -47,6 +49,11 @@ export interface Simulator {
   traceparents(): Array<{ route: string; traceparent: string }>;
   /** The latest provider calls (at most 50), oldest first: what the gateway sent upstream, to check a translation. */
   received(): ReceivedCall[];
+  /**
+   * Google's service accounts and tokens: register an account's public key before it asks
+   * `…/oauth2/token` for a token, `disable` it to have its tokens refused, count the token requests.
+   */
+  google: GoogleAuthState;
 }
 
 /** One provider call as the simulator received it; a body longer than 64 KiB keeps its first and last 32 KiB (a conversation's latest turn is at its end). */
@@ -70,6 +77,8 @@ export function routeFor(method: string, path: string): Handler | undefined {
   if (method !== 'POST') return undefined;
   if (path.includes('/openai/deployments/')) return handleAzure;
   if (path.endsWith('/oauth2/v2.0/token')) return handleEntraToken;
+  if (path.endsWith('/oauth2/token')) return (req, res, env) => Promise.resolve(env.google.handleToken(req, res));
+  if (isVertexPath(path)) return handleVertex;
   if (path.endsWith('/v1/chat/completions')) return handleChat;
   if (path.endsWith('/v1/responses')) return handleResponses;
   if (path.endsWith('/v1/images/generations')) return handleImages;
@@ -105,7 +114,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     received: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
-    env: { mp3: new Mp3Cache(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map(), aws: opts.aws ?? defaultSimAws() },
+    env: { mp3: new Mp3Cache(), google: new GoogleAuthState(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map(), aws: opts.aws ?? defaultSimAws() },
   };
   const server = createServer({ noDelay: true }, (req, res) => {
     onRequest(req, res, state).catch((err: unknown) => failInternal(res, err));
@@ -136,6 +145,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     resetCalls: reset,
     traceparents: () => [...state.traceparents],
     received: () => [...state.received],
+    google: state.env.google,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err === undefined ? resolve() : reject(err)));

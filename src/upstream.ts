@@ -4,6 +4,7 @@ import { AuthSchemeError, type SignableRequest, type UpstreamSigner } from './aw
 import { GatewayError } from './errors.js';
 import { EntraTokenSource } from './auth-schemes/entra.js';
 import type { ModelRoute, ProviderDef } from './providers/types.js';
+import { AuthFailure, UpstreamAuth } from './upstream/auth.js';
 
 /** What a modality plugin asks the core to send for one route. */
 export interface UpstreamRequest {
@@ -118,10 +119,20 @@ export class UpstreamClient {
   /** Each provider's Microsoft Entra tokens (`auth.entra`), minted on first use. */
   private readonly entraTokens = new WeakMap<ProviderDef, EntraTokenSource>();
   private readonly now: () => number;
+  /** Credentials minted for providers whose `auth` names a scheme (Google access tokens), shared by this client's requests. */
+  readonly auth: UpstreamAuth;
 
   constructor(opts: { connections?: number; now?: () => number } = {}) {
     this.agent = new Agent({ connections: opts.connections ?? 256, keepAliveTimeout: 30_000, pipelining: 1 });
     this.now = opts.now ?? Date.now;
+    this.auth = new UpstreamAuth(async (url, form, signal) => {
+      const u = new URL(url);
+      const res = await this.agent.request({
+        origin: u.origin, path: u.pathname + u.search, method: 'POST', signal, body: form,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      });
+      return { status: res.statusCode, text: await res.body.text() };
+    }, opts.now);
   }
 
   /**
@@ -135,14 +146,26 @@ export class UpstreamClient {
     const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
+    // Credentials: a scheme's headers (a Google access token), a signature over the request
+    // (aws-sigv4, below), the key in its header, or an Entra token.
+    let schemeHeaders: Record<string, string> | undefined;
+    if (provider.auth.scheme) {
+      try {
+        schemeHeaders = await this.auth.headersFor(provider, apiKey, signal);
+      } catch (err) {
+        throw authFailure(err, signal);
+      }
+      Object.assign(headers, schemeHeaders);
+    }
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     let sent = headers;
     if (provider.signer) sent = await signed(provider.signer, { method: endpoint.method, origin, path, headers, body: req.body }, apiKey);
+    else if (schemeHeaders) { /* the scheme's headers are set */ }
     else if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
     else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     try {
-      return await this.agent.request({
+      const response = await this.agent.request({
         origin,
         path,
         method: endpoint.method,
@@ -152,6 +175,8 @@ export class UpstreamClient {
         headersTimeout,
         bodyTimeout: timeout,
       });
+      if (schemeHeaders && response.statusCode === 401) this.auth.refused(provider, schemeHeaders);
+      return response;
     } catch (err) {
       if (firstByteMs !== undefined && firstByteMs <= timeout && err instanceof undiciErrors.HeadersTimeoutError) {
         throw new UpstreamFailure('timeout', `no first byte within ${firstByteMs} ms`, null, '', firstByteMs);
@@ -235,6 +260,18 @@ export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: numb
     body.on('readable', onReadable).on('end', onReadable).on('error', onError);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Credentials an auth scheme could not get: refused or missing ones are the provider
+ * refusing the gateway (401, so upstream_unauthorized, never retried); an unreachable
+ * token endpoint is a connection error (retried and fallen back from like one).
+ */
+function authFailure(err: unknown, signal: AbortSignal): UpstreamFailure {
+  if (signal.aborted) return new UpstreamFailure('aborted', 'request aborted');
+  if (!(err instanceof AuthFailure)) throw err;
+  if (!err.refused) return new UpstreamFailure('connect_error', err.message);
+  return new UpstreamFailure('4xx', err.message, 401, JSON.stringify({ error: { message: err.message } }));
 }
 
 function classify(err: unknown, timeout: number, signal: AbortSignal): UpstreamFailure {

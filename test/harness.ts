@@ -32,13 +32,16 @@ const SIMULATOR_PREFIXES: Record<string, string> = {
   openai: '/openai/v1', groq: '/groq/openai/v1', deepseek: '/deepseek/v1', mistral: '/mistral/v1',
   anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
   xai: '/xai/v1', together: '/together/v1', fireworks: '/fireworks/inference/v1', openrouter: '/openrouter/api/v1',
-  bedrock: '/bedrock',
+  bedrock: '/bedrock', vertex: '/vertex/v1',
 };
 
 /** What a provider signed with aws-sigv4 gets instead of a key: the simulator's fixed test credentials. */
 const SIMULATOR_AWS: Record<string, Record<string, string>> = {
   bedrock: { region: SIM_AWS.region, access_key_id: SIM_AWS.accessKeyId, secret_access_key: SIM_AWS.secretAccessKey },
 };
+
+/** Providers whose credentials are not a key (a Google service account): pointed at the simulator without one; a test that calls them configures its own (vertex-helpers.ts). */
+const KEYLESS = new Set(['vertex']);
 
 /** Provider ids declared by the YAML files of a providers folder. */
 function declaredProviderIds(dir: string): string[] {
@@ -50,7 +53,7 @@ function declaredProviderIds(dir: string): string[] {
 /** Every declared provider that the simulator speaks for, pointed at it with a key it accepts. */
 export function simulatorOverrides(simUrl: string, providersDir = join(packageRoot(), 'providers')): Record<string, { base_url: string; api_key?: string; aws?: Record<string, string> }> {
   return Object.fromEntries(declaredProviderIds(providersDir).filter((id) => id in SIMULATOR_PREFIXES)
-    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], ...(SIMULATOR_AWS[id] ? { aws: SIMULATOR_AWS[id] } : { api_key: 'sim-key' }) }]));
+    .map((id) => [id, { base_url: simUrl + SIMULATOR_PREFIXES[id], ...(SIMULATOR_AWS[id] ? { aws: SIMULATOR_AWS[id] } : KEYLESS.has(id) ? {} : { api_key: 'sim-key' }) }]));
 }
 
 export interface TestGatewayOptions {

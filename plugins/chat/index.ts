@@ -24,8 +24,10 @@ function dialectOf(route: ModelRoute): ChatDialect {
 
 /** The provider's endpoint that speaks this format natively (e.g. OpenAI's /responses), if it declares one. */
 function nativeEndpoint(format: ClientFormat, route: ModelRoute): EndpointDef | undefined {
-  if (route.endpoint.dialect === format.nativeDialect) return undefined;
-  return Object.values(route.provider.endpoints).find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT);
+  // An endpoint models name serves those models only (Vertex: Claude's beside Gemini's), and such a model is served there only.
+  if (route.endpoint.dialect === format.nativeDialect || route.model.endpoint !== undefined) return undefined;
+  return Object.values(route.provider.endpoints)
+    .find((e) => e.modality === 'chat' && e.dialect === format.nativeDialect && e.name !== COUNT_ENDPOINT && !e.namedByModels);
 }
 
 /** Whether a request goes to this dialect as the client wrote it (its own format). */
@@ -76,12 +78,13 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
       const upstreamModel = route.model.upstreamId;
       const resolved = resolution(req, route);
       req = { ...req, body: resolved.body, reasoning: resolved.reasoningDropped ? undefined : req.reasoning };
+      const opts = { maxTokensParam: route.model.maxTokensParam, reasoning: route.model.capabilities.reasoning, dialectOptions: route.endpoint.dialectOptions };
       return {
-        path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel)),
+        path: fillPath(route.endpoint.path, dialect.pathVars(req, upstreamModel, opts)),
         query: dialect.query?.(req),
-        body: dialect.requestBody(req, upstreamModel, { maxTokensParam: route.model.maxTokensParam, reasoning: route.model.capabilities.reasoning }),
+        body: dialect.requestBody(req, upstreamModel, opts),
         contentType: 'application/json',
-        headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req) },
+        headers: { accept: req.stream ? 'text/event-stream' : 'application/json', ...dialect.headers?.(req, opts) },
         stream: req.stream,
       };
     },

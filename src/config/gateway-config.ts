@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import type { GoogleSettings } from '../upstream/google-config.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
 import { parseUsdToMicros, type Micros } from '../money.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
@@ -26,6 +27,8 @@ export interface ProviderOverride {
   entra?: { tenant_id: string; client_id: string; client_secret: string; token_url?: string };
   /** Region and credentials of a provider whose auth is aws-sigv4 (src/aws-sigv4.ts); absent credentials: the standard AWS chain. */
   aws?: { region?: string; access_key_id?: string; secret_access_key?: string; session_token?: string };
+  /** A provider whose auth is `google-service-account` (Vertex AI): its project, location and key. */
+  google?: GoogleSettings;
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */

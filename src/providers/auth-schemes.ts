@@ -13,8 +13,8 @@ interface SchemeOverride {
 }
 
 /**
- * The signer for a provider file's `auth`: none for a key header (`header` + `format`),
- * an AwsSigV4Signer for `scheme: aws-sigv4`. A string is the problem with the
+ * The signer for a provider file's `auth`: an AwsSigV4Signer for `scheme: aws-sigv4`,
+ * none otherwise (a key header, or a scheme that makes headers: google-service-account). A string is the problem with the
  * configuration, reported at load (never at the first request).
  *
  * aws-sigv4's region: `providers.<id>.aws.region`, else the region in the base URL's
@@ -24,12 +24,11 @@ interface SchemeOverride {
  */
 export function signerFor(raw: SchemeInput, override: SchemeOverride, env: NodeJS.ProcessEnv): UpstreamSigner | string | undefined {
   const { auth } = raw;
-  if (auth.scheme === undefined) {
-    if (!auth.header || !auth.format) return 'auth needs a header and a format (with {key}), or a scheme';
-    if (override.aws) return `providers.${raw.id}.aws is set in gateway.yaml but this provider's auth is a key header, not aws-sigv4`;
+  if (auth.scheme !== 'aws-sigv4') {
+    // A key header (its header and format are checked by the catalogue) or another scheme (google-service-account).
+    if (override.aws) return `providers.${raw.id}.aws is set in gateway.yaml but this provider's auth is not aws-sigv4`;
     return undefined;
   }
-  if (auth.scheme !== 'aws-sigv4') return `unknown auth scheme "${auth.scheme}" (known: aws-sigv4)`;
   if (!auth.service) return 'auth scheme aws-sigv4 needs the service to sign for (e.g. service: bedrock)';
   const aws = override.aws ?? {};
   const region = aws.region || regionOfUrl(override.base_url ?? '') || regionOfUrl(raw.base_url) || env.AWS_REGION || env.AWS_DEFAULT_REGION;

@@ -1,5 +1,5 @@
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
@@ -7,6 +7,7 @@ import { parseUsdToPicos } from '../money.js';
 import type { UpstreamSigner } from '../aws-sigv4.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
 import { signerFor } from './auth-schemes.js';
+import { resolveGoogleAuth, type GoogleAuthDef } from '../upstream/google-config.js';
 import type { Capabilities, EndpointDef, ErrorRule, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */
@@ -28,22 +29,29 @@ export interface ModalityRules {
 export class ProviderCatalog {
   readonly providers: ReadonlyMap<string, ProviderDef>;
   private readonly routes: ReadonlyMap<string, readonly ModelRoute[]>;
+  /** Routes of providers without credentials: reached only as `provider/model`. */
+  private readonly pinnedOnly: ReadonlyMap<string, readonly ModelRoute[]>;
   private readonly byModality = new Map<string, readonly ModelRoute[]>();
 
   constructor(providers: ProviderDef[], models: Array<{ provider: ProviderDef; model: ModelDef }>) {
     this.providers = new Map(providers.map((p) => [p.id, p]));
     const routes = new Map<string, ModelRoute[]>();
+    const pinnedOnly = new Map<string, ModelRoute[]>();
     for (const { provider, model } of models) {
-      const template = provider.endpoints[model.modality];
+      const template = provider.endpoints[model.endpoint ?? model.modality];
       if (!template) continue;
       const endpoint = bindEndpoint(template, model);
+      // A cloud whose auth scheme found no credentials (Vertex without a service account) is no
+      // route for an unpinned id: a fallback would end on its refusal. Pinned, it says what is missing.
+      const into = provider.auth.scheme && !provider.auth.scheme.account ? pinnedOnly : routes;
       for (const name of [model.id, ...model.aliases]) {
-        const list = routes.get(name) ?? [];
+        const list = into.get(name) ?? [];
         list.push({ provider, endpoint, model });
-        routes.set(name, list);
+        into.set(name, list);
       }
     }
     this.routes = routes;
+    this.pinnedOnly = pinnedOnly;
   }
 
   /**
@@ -57,7 +65,7 @@ export class ProviderCatalog {
     if (slash <= 0) return [];
     const providerId = requested.slice(0, slash);
     const modelId = requested.slice(slash + 1);
-    return (this.routes.get(modelId) ?? []).filter((r) => r.provider.id === providerId);
+    return [...(this.routes.get(modelId) ?? []), ...(this.pinnedOnly.get(modelId) ?? [])].filter((r) => r.provider.id === providerId);
   }
 
   /**
@@ -76,7 +84,7 @@ export class ProviderCatalog {
   /** Every (provider, model) pair, for the model catalogue. */
   allRoutes(): ModelRoute[] {
     const seen = new Set<ModelRoute>();
-    for (const list of this.routes.values()) for (const r of list) seen.add(r);
+    for (const list of [...this.routes.values(), ...this.pinnedOnly.values()]) for (const r of list) seen.add(r);
     return [...seen];
   }
 }
@@ -98,10 +106,10 @@ interface RawEndpoint {
   modality?: string; method?: 'POST' | 'GET' | 'PUT'; path: string; query?: Record<string, string>; timeout_ms?: number;
   first_byte_timeout_ms?: number;
   retry?: { attempts: number; backoff_ms?: number; on?: Array<'connect_error' | '5xx' | '429'> };
-  fallback?: boolean; dialect?: string; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
+  fallback?: boolean; dialect?: string; dialect_options?: Record<string, string>; upload?: 'multipart' | 'raw'; request?: unknown; response?: unknown;
 }
 interface RawModel {
-  id: string; upstream_id?: string; modality: string; name?: string; aliases?: string[]; created?: number;
+  id: string; upstream_id?: string; modality: string; endpoint?: string; name?: string; aliases?: string[]; created?: number;
   description?: string; family?: string; input_modalities?: string[]; output_modalities?: string[];
   tokenizer?: string; is_moderated?: boolean; context_length?: number; max_output_tokens?: number;
   requires_max_tokens?: boolean; max_tokens_param?: 'max_tokens' | 'max_completion_tokens'; unsupported_params?: UnsupportedParamsPolicy;
@@ -112,7 +120,7 @@ interface RawModel {
 }
 interface RawProvider {
   id: string; name: string; enabled?: boolean; base_url: string;
-  auth: { header?: string; format?: string; rejected_when?: string; entra?: { scope: string }; scheme?: 'aws-sigv4'; service?: string };
+  auth: { header?: string; format?: string; rejected_when?: string; entra?: { scope: string }; scheme?: 'aws-sigv4' | 'google-service-account'; service?: string };
   api_version?: { query: string; default: string }; errors?: Array<{ when: string; code: ErrorRule['code']; status?: number }>;
   error_types?: { header: string; kinds: Record<string, '5xx' | '429' | '4xx'> };
   headers?: Record<string, string>; endpoints: Record<string, RawEndpoint>; models: RawModel[]; unsupported_params?: UnsupportedParamsPolicy;
@@ -186,13 +194,18 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     overrideProblem('api_version', `provider "${raw.id}" takes no api_version (its file ${file.file} declares none)`);
   }
   const apiVersion = raw.api_version ? { [raw.api_version.query]: override.api_version ?? raw.api_version.default } : {};
+  const headerForm = raw.auth.header !== undefined || raw.auth.format !== undefined;
+  if (raw.auth.scheme !== undefined && headerForm) problem('/auth', `auth scheme ${raw.auth.scheme} makes its own credentials: header and format do not apply`);
+  if (raw.auth.scheme === undefined && (raw.auth.header === undefined || raw.auth.format === undefined)) problem('/auth', 'auth needs header and format (or a scheme)');
+  const baseUrl = (override.base_url ?? raw.base_url).replace(/\/+$/, '');
+  const scheme = authScheme(raw, baseUrl, opts, problems);
   const endpoints: Record<string, EndpointDef> = {};
   for (const [name, e] of Object.entries(raw.endpoints)) {
     const modality = e.modality ?? name;
     const rules = opts.modalities.get(modality);
     let endpoint: EndpointDef;
     try {
-      endpoint = buildEndpoint(name, modality, { ...e, query: { ...e.query, ...apiVersion } });
+      endpoint = buildEndpoint(name, modality, { ...e, path: prefillPath(e.path, scheme.pathVars), query: { ...e.query, ...apiVersion } });
     } catch (err) {
       problem(`/endpoints/${name}`, `bad transform: ${(err as Error).message}`);
       continue;
@@ -220,8 +233,8 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     id: raw.id,
     name: raw.name,
     file: file.file,
-    baseUrl: (override.base_url ?? raw.base_url).replace(/\/+$/, ''),
-    auth: { header: raw.auth.header ?? '', format: raw.auth.format ?? '' },
+    baseUrl,
+    auth: { header: raw.auth.header ?? 'authorization', format: raw.auth.format ?? '{key}', ...(scheme.def ? { scheme: scheme.def } : {}) },
     signer: authSigner(raw, override, opts.env ?? process.env, problem),
     errorKind: errorKinds(raw.error_types),
     keyRejected: compileRejection(raw.auth.rejected_when, problem),
@@ -234,7 +247,12 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
   };
   const models: ModelDef[] = [];
   raw.models.forEach((m, i) => {
-    if (!raw.endpoints[m.modality]) {
+    const own = m.endpoint === undefined ? undefined : raw.endpoints[m.endpoint];
+    if (m.endpoint !== undefined && (own?.modality ?? m.endpoint) !== m.modality) {
+      problem(`/models/${i}/endpoint`, `provider has no ${m.modality} endpoint named "${m.endpoint}"`);
+      return;
+    }
+    if (!raw.endpoints[m.endpoint ?? m.modality]) {
       problem(`/models/${i}/modality`, `provider has no endpoint for modality "${m.modality}"`);
       return;
     }
@@ -246,6 +264,7 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     }
     const model = buildModel(m);
     if (usesDeployment) model.deployment = override.deployments?.[m.id] ?? model.upstreamId;
+    if (m.endpoint !== undefined && endpoints[m.endpoint]) endpoints[m.endpoint]!.namedByModels = true;
     const fault = rules?.checkModel?.(model);
     if (fault) problem(`/models/${i}`, fault);
     else models.push(model);
@@ -300,6 +319,31 @@ function errorKinds(errors: RawProvider['error_types']): ProviderDef['errorKind'
   };
 }
 
+/**
+ * The provider's auth scheme, resolved from its gateway.yaml entry (a Google service
+ * account), and the values it gives the endpoint paths' placeholders (`{project}`, `{location}`).
+ */
+function authScheme(raw: RawProvider, baseUrl: string, opts: LoadCatalogOptions, problems: ConfigProblem[]): { def: GoogleAuthDef | undefined; pathVars: Record<string, string> } {
+  const override = opts.overrides[raw.id] ?? {};
+  const file = opts.overridesSource?.file ?? 'gateway.yaml';
+  const fault = (path: string, message: string): void => {
+    problems.push({ file, line: opts.overridesSource?.lineOf(path), path, message });
+  };
+  if (raw.auth.scheme !== 'google-service-account') {
+    if (override.google !== undefined) fault(`/providers/${raw.id}/google`, `provider ${raw.id} does not authenticate with a Google service account`);
+    return { def: undefined, pathVars: {} };
+  }
+  if (override.api_key) fault(`/providers/${raw.id}/api_key`, `provider ${raw.id} authenticates with a Google service account: set providers.${raw.id}.google, not api_key`);
+  const resolved = resolveGoogleAuth(raw.id, override.google, { baseDir: dirname(file), baseUrl, env: opts.env ?? process.env });
+  for (const p of resolved.problems) fault(p.path, p.message);
+  return { def: resolved.auth, pathVars: resolved.pathVars };
+}
+
+/** Fills the placeholders an auth scheme knows (`{project}`), each value percent-encoded into its segment; the rest stay for the request. */
+function prefillPath(path: string, vars: Record<string, string>): string {
+  return path.replace(/\{(\w+)\}/g, (whole, name: string) => (vars[name] === undefined ? whole : encodeURIComponent(vars[name])));
+}
+
 function compileRejection(source: string | undefined, problem: (path: string, message: string) => void): ProviderDef['keyRejected'] {
   if (source === undefined) return undefined;
   try {
@@ -322,6 +366,8 @@ function buildEndpoint(name: string, modality: string, e: RawEndpoint): Endpoint
     retry: { attempts: e.retry?.attempts ?? 1, backoffMs: e.retry?.backoff_ms ?? 100, on: e.retry?.on ?? ['connect_error'] },
     fallback: e.fallback ?? false,
     dialect: e.dialect,
+    dialectOptions: e.dialect_options ?? {},
+    namedByModels: false,
     upload: e.upload,
     transforms: compileTransforms(e.request, e.response),
   };
@@ -343,6 +389,7 @@ function buildModel(m: RawModel): ModelDef {
     id: m.id,
     upstreamId: m.upstream_id ?? m.id,
     modality: m.modality,
+    endpoint: m.endpoint,
     name: m.name ?? m.id,
     aliases: m.aliases ?? [],
     created: m.created ?? 0,

@@ -1,5 +1,6 @@
 import type { UpstreamSigner } from '../aws-sigv4.js';
 import type { CompiledTransforms } from '../transform.js';
+import type { GoogleAuthDef } from '../upstream/google-config.js';
 
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
 
@@ -34,6 +35,10 @@ export interface EndpointDef {
   upload: 'multipart' | 'raw' | undefined;
   /** Declarative request/response transforms (JSONata), compiled at load; see src/transform.ts. */
   transforms: CompiledTransforms;
+  /** Options of the endpoint's dialect (YAML `dialect_options`), e.g. an Anthropic body version for a cloud's Claude. */
+  dialectOptions: Record<string, string>;
+  /** Models name this endpoint (YAML model `endpoint`): it serves them only, never as another model's alternative endpoint. */
+  namedByModels: boolean;
 }
 
 /** Client credentials for Microsoft Entra ID tokens (src/auth-schemes/entra.ts). Secret: never logged. */
@@ -60,7 +65,11 @@ export interface ProviderDef {
   name: string;
   file: string;
   baseUrl: string;
-  auth: { header: string; format: string };
+  /**
+   * A plain key header (`header`, `format`), or a reusable auth scheme that makes the
+   * credentials per request (`scheme`, see src/upstream/auth.ts; aws-sigv4 signs through `signer`).
+   */
+  auth: { header: string; format: string; scheme?: GoogleAuthDef };
   /** Microsoft Entra ID client credentials and scope (gateway.yaml `entra`, file `auth.entra`): bearer tokens instead of the key. */
   entra?: EntraCredentials | undefined;
   /** The provider file's `errors`: error bodies that map to a gateway code (e.g. Azure's content_filter → content_blocked). */
@@ -98,6 +107,8 @@ export interface ModelDef {
   /** The `{deployment}` path variable (gateway.yaml `deployments`, else the upstream id); set only for providers whose paths use it. */
   deployment?: string | undefined;
   modality: string;
+  /** The endpoint serving it when not the one named after its modality (YAML `endpoint`): a provider with two wire formats for one modality (Vertex: Gemini and Claude). */
+  endpoint: string | undefined;
   name: string;
   aliases: string[];
   created: number;

@@ -21,6 +21,8 @@ export interface UpstreamOptions {
   maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
   /** The model reasons (YAML `capabilities.reasoning`): a translated request's reasoning is sent to it. */
   reasoning?: boolean;
+  /** The endpoint's `dialect_options` (YAML), e.g. the Anthropic body version of a cloud's Claude. */
+  dialectOptions?: Readonly<Record<string, string>>;
 }
 
 /** What one upstream stream event becomes in the canonical (OpenAI chunk) format. */
@@ -89,11 +91,11 @@ export interface ChatDialect {
   /** The upstream body for a request, with the provider's model id. */
   requestBody(req: ChatRequest, upstreamModel: string, opts?: UpstreamOptions): string;
   /** Variables for the endpoint's path template (`{model}`, `{action}`). */
-  pathVars(req: ChatRequest, upstreamModel: string): Record<string, string>;
+  pathVars(req: ChatRequest, upstreamModel: string, opts?: UpstreamOptions): Record<string, string>;
   /** Query parameters the upstream needs for this request (e.g. Gemini's `alt=sse` on streams). */
   query?(req: ChatRequest): Record<string, string>;
   /** Request headers this request carries upstream (e.g. a client's own API version). */
-  headers?(req: ChatRequest): Record<string, string>;
+  headers?(req: ChatRequest, opts?: UpstreamOptions): Record<string, string>;
   /** A non-streamed upstream body (2xx) in canonical form; throws on a malformed body. */
   response(body: string, ctx: ReplyContext): TranslatedResponse;
   streamTranslator(ctx: ReplyContext): StreamTranslator;

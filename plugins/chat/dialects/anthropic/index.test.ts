@@ -197,3 +197,25 @@ describe('anthropic dialect: tool_use in replies (Messages → canonical)', () =
     expect(run).toMatchObject({ text: 'Checking.', finish: 'tool_calls', done: true });
   });
 });
+
+describe('anthropic dialect: dialect_options (the Messages API as Vertex AI hosts it)', () => {
+  const vertex = { dialectOptions: { anthropic_version: 'vertex-2023-10-16', action: 'rawPredict', stream_action: 'streamRawPredict' } };
+
+  it.each([
+    ['a reply', { messages: [user('hi')], max_tokens: 5 }, 'rawPredict'],
+    ['a stream', { messages: [user('hi')], max_tokens: 5, stream: true }, 'streamRawPredict'],
+  ])('%s: the version in the body, no model there, the model and action in the path', (_n, input, action) => {
+    const req = chatRequest(input);
+    const out = JSON.parse(anthropicDialect.requestBody(req, 'claude-up@1', vertex)) as Record<string, unknown>;
+    expect(out).toMatchObject({ anthropic_version: 'vertex-2023-10-16', max_tokens: 5 });
+    expect(out).not.toHaveProperty('model');
+    expect(anthropicDialect.pathVars(req, 'claude-up@1', vertex)).toEqual({ model: 'claude-up@1', action });
+  });
+
+  it('without options: the model in the body, no version, no action', () => {
+    const req = chatRequest({ messages: [user('hi')] });
+    expect(body(req)).toMatchObject({ model: 'claude-up' });
+    expect(body(req)).not.toHaveProperty('anthropic_version');
+    expect(anthropicDialect.pathVars(req, 'claude-up')).toEqual({ model: 'claude-up' });
+  });
+});

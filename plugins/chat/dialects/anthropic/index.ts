@@ -224,19 +224,42 @@ function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined
 }
 
 /**
+ * The Messages API as the clouds host it (Vertex AI's rawPredict, Bedrock's InvokeModel):
+ * the version in the body (`anthropic_version`, from the endpoint's dialect_options) and
+ * the model in the path, so the body has no `model`. Without the option, the body as is.
+ */
+export function withBodyVersion(body: Record<string, unknown>, options: Readonly<Record<string, string>> | undefined): Record<string, unknown> {
+  const version = options?.anthropic_version;
+  if (!version) return body;
+  const { model: _inPath, ...rest } = body;
+  return { anthropic_version: version, ...rest };
+}
+
+/**
  * Anthropic Messages (`POST /v1/messages`). A request that arrived on our own
  * /v1/messages goes upstream as the client wrote it (only the model id replaced, the
  * client's anthropic-version/beta headers kept); a canonical one is translated.
+ * dialect_options: `anthropic_version` (see withBodyVersion), `action` and
+ * `stream_action` (the path's `{action}` for a reply and a stream, e.g. rawPredict).
  */
 export const anthropicDialect: ChatDialect = {
   name: 'anthropic-messages',
   unsupported,
-  requestBody(req, upstreamModel) {
-    if (req.native?.format === 'anthropic') return JSON.stringify({ ...req.native.body, model: upstreamModel });
-    return JSON.stringify(toAnthropicBody(req, upstreamModel));
+  requestBody(req, upstreamModel, opts) {
+    const body = req.native?.format === 'anthropic' ? { ...req.native.body, model: upstreamModel } : toAnthropicBody(req, upstreamModel);
+    return JSON.stringify(withBodyVersion(body, opts?.dialectOptions));
   },
-  pathVars: (_req, upstreamModel) => ({ model: upstreamModel }),
-  headers: (req) => (req.native?.format === 'anthropic' ? req.native.headers : {}),
+  pathVars: (req, upstreamModel, opts) => {
+    const o = opts?.dialectOptions ?? {};
+    const action = req.stream ? (o.stream_action ?? o.action) : o.action;
+    return { model: upstreamModel, ...(action ? { action } : {}) };
+  },
+  headers: (req, opts) => {
+    if (req.native?.format !== 'anthropic') return {};
+    if (!opts?.dialectOptions?.anthropic_version) return req.native.headers;
+    // The version travels in the body there: a client's anthropic-version header would contradict it.
+    return Object.fromEntries(Object.entries(req.native.headers).filter(([k]) => k.toLowerCase() !== 'anthropic-version'));
+  },
   response: fromAnthropicResponse,
   streamTranslator: anthropicStream,
 };
