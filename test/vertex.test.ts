@@ -114,10 +114,10 @@ describe('@google/genai (the Gemini API format)', () => {
 });
 
 describe('unpinned ids', () => {
-  it('claude-haiku-4-5 falls back from Anthropic (5xx) to Vertex, billed at Vertex\'s price', async () => {
+  it('claude-haiku-4-5 falls back from Anthropic and Bedrock (5xx) to Vertex, billed at Vertex\'s price', async () => {
     const before = await t.balance(t.orgId);
     const { data, response } = await t.client.chat.completions.create({
-      model: 'claude-haiku-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'Hello [[sim@anthropic:status=503]]' }],
+      model: 'claude-haiku-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'Hello [[sim@anthropic:status=503]] [[sim@bedrock:aws_error=ServiceUnavailableException]]' }],
     }).withResponse();
     const row = await logRow(t, response.headers.get('x-request-id') ?? '');
     expect(row).toMatchObject({ usedProvider: 'vertex', usedModel: 'claude-haiku-4-5@20251001', status: 200 });
