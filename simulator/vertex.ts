@@ -1,6 +1,7 @@
 /**
  * Vertex AI under `…/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:{method}`:
- * Google's Gemini (generateContent, streamGenerateContent) and Anthropic's Claude
+ * Google's Gemini (generateContent, streamGenerateContent), its text embedding models
+ * (predict, vertex-embeddings.ts) and Anthropic's Claude
  * (rawPredict, streamRawPredict: the Messages API with `anthropic_version` in the
  * body and the model in the path). Every call needs a live OAuth access token from
  * this simulator's token endpoint (google-auth.ts), for an account of the path's project.
@@ -12,6 +13,7 @@ import { geminiError, geminiErrorShape } from './gemini-wire.js';
 import { serveGemini } from './gemini.js';
 import { bearer, sendError, type Handler, type SimRequest } from './http.js';
 import { asString, parseJsonObject } from './json.js';
+import { isEmbeddingModel, predictEmbeddings } from './vertex-embeddings.js';
 
 const PATH = /\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/([^/]+)\/models\/([^/:]+):([A-Za-z]+)$/;
 
@@ -50,9 +52,11 @@ export const handleVertex: Handler = async (req, res, env) => {
   }
   // Each publisher serves its own models only: Claude is Anthropic's, everything else here Google's.
   const own = publisher === 'anthropic' ? model.startsWith('claude-') : publisher === 'google' && !model.startsWith('claude-');
-  if (own && publisher === 'google') await serveGemini(req, res, env, { model, method });
+  const notFound = (): void => sendError(res, geminiError(404, `Publisher Model \`projects/${project}/locations/${location}/publishers/${publisher}/models/${model}\` was not found or your project does not have access to it.`));
+  if (own && publisher === 'google' && method === 'predict' && isEmbeddingModel(model)) await predictEmbeddings(req, res, model, notFound);
+  else if (own && publisher === 'google') await serveGemini(req, res, env, { model, method });
   else if (own && (method === 'rawPredict' || method === 'streamRawPredict')) await claude(req, res, env, model, method === 'streamRawPredict');
-  else sendError(res, geminiError(404, `Publisher Model \`projects/${project}/locations/${location}/publishers/${publisher}/models/${model}\` was not found or your project does not have access to it.`));
+  else notFound();
 };
 
 /** Claude's Messages API: the body must name its version and must not name the model (it is in the path). */

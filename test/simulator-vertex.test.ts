@@ -3,6 +3,7 @@ import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { GoogleGenAI } from '@google/genai';
 import { OAuth2Client } from 'google-auth-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { embedText, toFloatList } from '../simulator/vectors.js';
 import { tempDir } from './harness.js';
 import { serviceAccount, type TestServiceAccount } from './vertex-helpers.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
@@ -159,10 +160,32 @@ describe('the official clients, pointed straight at the simulator', () => {
     expect(text).toBe('This is a simulated reply. This is a');
   });
 
+  it('@google/genai in Vertex mode: embedContent is :predict, one instance for gemini-embedding-001, a batch in order for text-embedding-005', async () => {
+    const ai = new GoogleGenAI({
+      vertexai: true, project: PROJECT, location: 'us-central1',
+      googleAuthOptions: { authClient: await authClient() }, httpOptions: { baseUrl: `${sim.url}/vertex`, apiVersion: 'v1' },
+    });
+    const one = await ai.models.embedContent({ model: 'gemini-embedding-001', contents: 'Hello there', config: { outputDimensionality: 64, taskType: 'RETRIEVAL_QUERY' } });
+    expect(one.embeddings?.[0]?.values).toEqual(toFloatList(embedText('Hello there', 64)));
+    expect(one.embeddings?.[0]?.statistics).toMatchObject({ tokenCount: 3, truncated: false });
+    const sent = sim.received().at(-1);
+    expect(sent?.route).toBe(`POST /vertex/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/gemini-embedding-001:predict`);
+    expect(JSON.parse(sent?.body ?? '{}')).toEqual({ instances: [{ content: 'Hello there', task_type: 'RETRIEVAL_QUERY' }], parameters: { outputDimensionality: 64 } });
+    await expect(ai.models.embedContent({ model: 'gemini-embedding-001', contents: ['a', 'b'] })).rejects.toMatchObject({ status: 400 });
+    const batch = await ai.models.embedContent({ model: 'text-embedding-005', contents: ['first text', 'second text'] });
+    expect(batch.embeddings?.map((e) => e.values)).toEqual([toFloatList(embedText('first text', 768)), toFloatList(embedText('second text', 768))]);
+    expect(batch.embeddings?.map((e) => e.statistics?.tokenCount)).toEqual([3, 3]);
+    await expect(ai.models.embedContent({ model: 'text-embedding-005', contents: 'x', config: { outputDimensionality: 769 } })).rejects.toMatchObject({ status: 400 });
+  });
+
   it('the clients get 401 with a token the simulator never issued', async () => {
     const client = new OAuth2Client();
     client.setCredentials({ access_token: 'ya29.not-issued' });
     const vertex = new AnthropicVertex({ region: 'us-central1', projectId: PROJECT, baseURL: `${sim.url}/vertex/v1`, authClient: client, maxRetries: 0 });
     await expect(vertex.messages.create({ model: 'claude-haiku-4-5@20251001', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 401 });
+    const embed = await fetch(`${sim.url}/vertex/v1/projects/${PROJECT}/locations/us-central1/publishers/google/models/gemini-embedding-001:predict`, {
+      method: 'POST', headers: { authorization: 'Bearer ya29.not-issued', 'content-type': 'application/json' }, body: JSON.stringify({ instances: [{ content: 'x' }] }),
+    });
+    expect(embed.status).toBe(401);
   });
 });
