@@ -70,6 +70,13 @@ describe('provider catalogue', () => {
     expect(refusal({ 'a.yaml': provider(model) }, { ghost: { api_key: 'x' } })).toContain('/providers/ghost: no provider file declares id "ghost"');
   });
 
+  it('refuses an auth with neither a key header nor a scheme, and a scheme with a key header', () => {
+    const noHeader = provider(model).replace('auth: { header: Authorization, format: "Bearer {key}" }', 'auth: { format: "Bearer {key}" }');
+    expect(refusal({ 'acme.yaml': noHeader })).toMatch(/auth needs header and format \(or a scheme\)/);
+    const both = provider(model).replace('auth: { header: Authorization, format: "Bearer {key}" }', 'auth: { scheme: aws-sigv4, service: bedrock, header: Authorization, format: "Bearer {key}" }');
+    expect(refusal({ 'acme.yaml': both })).toMatch(/makes its own credentials: header and format do not apply/);
+  });
+
   it('leaves out a provider disabled in gateway.yaml', () => {
     const cat = loadCatalog({ dir: dirWith({ 'a.yaml': provider(model) }), schemas, overrides: { acme: { enabled: false } }, modalities });
     expect(cat.routesFor('acme-1')).toEqual([]);
