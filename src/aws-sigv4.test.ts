@@ -55,6 +55,8 @@ describe('AwsSigV4Signer', () => {
     expect((await sign({ accessKeyId: 'AKID', secretAccessKey: 's' }, 'ORGKEY:orgsecret')).authorization).toContain('Credential=ORGKEY/');
     expect((await sign(undefined, undefined, async () => ({ accessKeyId: 'FROMCHAIN', secretAccessKey: 's' }))).authorization).toContain('Credential=FROMCHAIN/');
     expect(() => credentialsFromKey('just-a-key')).toThrow(AuthSchemeError);
+    for (const bad of ['AK€:s', 'AK:s\u0000', 'AK:s:t:x', ':s']) expect(() => credentialsFromKey(bad)).toThrow(AuthSchemeError);
+    expect(credentialsFromKey('AK:s+/=:tok')).toEqual({ accessKeyId: 'AK', secretAccessKey: 's+/=', sessionToken: 'tok' });
   });
 });
 
