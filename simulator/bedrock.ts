@@ -2,7 +2,7 @@
  * Amazon Bedrock Runtime: `POST …/model/{modelId}/converse`, `/converse-stream` (AWS
  * event-stream framing, encoded with @smithy/eventstream-codec), and InvokeModel
  * (`/invoke`, `/invoke-with-response-stream`) for Anthropic bodies, as the Anthropic
- * Bedrock SDK sends them. Every request must carry a valid SigV4 signature
+ * Bedrock SDK sends them, and for Titan Text Embeddings V2 (bedrock-titan.ts). Every request must carry a valid SigV4 signature
  * (aws-sigv4.ts). Errors are AWS's: `{"message"}` with the type in x-amzn-ErrorType;
  * `[[sim:status=N]]` picks the type a status has at Bedrock, `[[sim:aws_error=Type]]` a type by name.
  */
@@ -11,6 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { EventStreamCodec, type Message } from '@smithy/eventstream-codec';
 import { verifySigV4, type AwsFault } from './aws-sigv4.js';
+import { invokeTitanEmbed, isTitanEmbedModel } from './bedrock-titan.js';
 import { pieces, plannedCalls, type PlannedCall } from './features.js';
 import { pause, sendJson, type Handler, type SimRequest } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
@@ -65,6 +66,10 @@ export const handleBedrock: Handler = async (req, res, env) => {
     const model = decodeURIComponent(encodedModel);
     const seq = env.nextId();
     if (action === 'converse' || action === 'converse-stream') return converse(req, res, body, action === 'converse-stream', seq);
+    if (action === 'invoke' && isTitanEmbedModel(model)) {
+      const refused = invokeTitanEmbed(res, d, body);
+      return refused && sendAwsError(res, refused);
+    }
     return invokeAnthropic(res, d, model, body, action === 'invoke-with-response-stream', seq);
   }
 };

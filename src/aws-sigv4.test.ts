@@ -55,6 +55,8 @@ describe('AwsSigV4Signer', () => {
     expect((await sign({ accessKeyId: 'AKID', secretAccessKey: 's' }, 'ORGKEY:orgsecret')).authorization).toContain('Credential=ORGKEY/');
     expect((await sign(undefined, undefined, async () => ({ accessKeyId: 'FROMCHAIN', secretAccessKey: 's' }))).authorization).toContain('Credential=FROMCHAIN/');
     expect(() => credentialsFromKey('just-a-key')).toThrow(AuthSchemeError);
+    for (const bad of ['AK€:s', 'AK:s\u0000', 'AK:s:t:x', ':s']) expect(() => credentialsFromKey(bad)).toThrow(AuthSchemeError);
+    expect(credentialsFromKey('AK:s+/=:tok')).toEqual({ accessKeyId: 'AK', secretAccessKey: 's+/=', sessionToken: 'tok' });
   });
 });
 
@@ -75,5 +77,7 @@ describe('aws-sigv4 configuration', () => {
     expect(signerFor({ ...raw, auth: { scheme: 'aws-sigv4' } }, {}, {})).toMatch(/needs the service/);
     // A key header's header and format are the catalogue's to check; another scheme signs nothing here.
     expect(signerFor({ id: 'x', base_url: 'https://x', auth: { scheme: 'google-service-account' } }, {}, {})).toBeUndefined();
+    // A key header needs no signer; its header and format are checked by the catalogue (catalog.ts: 'auth needs header and format').
+    expect(signerFor({ id: 'x', base_url: 'https://x', auth: {} }, {}, {})).toBeUndefined();
   });
 });

@@ -123,10 +123,14 @@ export function regionOfUrl(url: string): string | undefined {
   }
 }
 
-/** An org's own key for an aws-sigv4 provider: `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]`. */
+/**
+ * An org's own key for an aws-sigv4 provider: `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]`,
+ * printable ASCII only (AWS's keys and tokens are): a character no header may hold would
+ * otherwise fail the request as a connection error, retried and reported as the provider's failure.
+ */
 export function credentialsFromKey(key: string): AwsCredentials {
   const [accessKeyId, secretAccessKey, sessionToken, extra] = key.split(':');
-  if (!accessKeyId || !secretAccessKey || extra !== undefined) {
+  if (!accessKeyId || !secretAccessKey || extra !== undefined || !/^[\x21-\x7e]+$/.test(key)) {
     throw new AuthSchemeError('the provider key is not ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]');
   }
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
