@@ -8,7 +8,7 @@ import type { Exchange } from './exchange.js';
  * How long a cut reply (drain deadline, stall) may still take to hand its last bytes —
  * the error event — to the client's socket before its connection is closed.
  */
-export const CUT_GRACE_MS = 500;
+export const CUT_GRACE_MS = 250;
 
 /**
  * A reply body written as it is produced (an SSE stream, audio), with backpressure and
