@@ -176,7 +176,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter });
+  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter, console: config.console });
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
     if (opts.maintenanceOnly !== true) await invalidation.start();
@@ -197,7 +197,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       await plugin.register(api);
     }
-    tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s)` });
+    tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s), ${await store.accounts.sso.purgeFlows()} expired SSO flow(s)` });
     if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
     // Charges and rows a process of this host spilled before it died (the database away): written now, together.
     for (const orphan of spill?.orphans() ?? []) {

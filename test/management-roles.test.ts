@@ -105,6 +105,8 @@ describe('the roles matrix', () => {
       const r = await api.call(req.method, req.path, req.body);
       const want = expected(access, caller, route);
       const label = `${caller} → ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`;
+      // This gateway has no console.oidc: the SSO routes let everyone through, then say SSO is off (test/sso.test.ts runs them configured).
+      if (want === 'ok' && route.includes('/oidc/') && code(r) === 'sso_not_configured') continue;
       if (want === 'ok') expect(r.status, label).toBeGreaterThanOrEqual(200);
       if (want === 'ok') expect(r.status, label).toBeLessThan(300);
       else {

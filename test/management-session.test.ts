@@ -206,3 +206,12 @@ describe('bad input', () => {
     }
   });
 });
+
+describe('sign-in options without SSO', () => {
+  it('offers passwords only, and the SSO routes say SSO is not configured', async () => {
+    expect((await anon().get('/api/v1/session/options')).body).toEqual({ sso: false, password: true });
+    const start = await anon().get('/api/v1/session/oidc/start');
+    expect(start.status).toBe(404);
+    expect(code(start)).toBe('sso_not_configured');
+  });
+});

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import type { GoogleSettings } from '../upstream/google-config.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
 import { parseUsdToMicros, type Micros } from '../money.js';
+import { consoleSettings, type ConsoleSettings, type RawConsoleConfig } from './console-config.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
 import { ConfigError, readYamlFile, type YamlFile } from './yaml-file.js';
 
@@ -96,6 +97,8 @@ export interface GatewayConfig {
   metrics: { host: string; port: number } | undefined;
   telemetry: { otlp: OtlpConfig | undefined };
   bootstrap: { org: string; credits: Micros } | undefined;
+  /** `console.public_url` and `console.oidc` (single sign-on): src/config/console-config.ts. */
+  console: ConsoleSettings;
   /** Per-plugin settings blocks, validated by each plugin's own schema at boot. */
   settings: Record<string, unknown>;
 }
@@ -116,6 +119,7 @@ interface RawGatewayConfig {
   metrics?: { host?: string; port?: number };
   telemetry?: { otlp?: { endpoint: string; headers?: Record<string, string>; include_prompts?: boolean; service_name?: string; sample_ratio?: number } };
   bootstrap?: { org: string; credits_usd: string };
+  console?: RawConsoleConfig;
   settings?: Record<string, unknown>;
 }
 
@@ -172,6 +176,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     metrics: raw.metrics && { host: raw.metrics.host ?? '127.0.0.1', port: raw.metrics.port ?? 9464 },
     telemetry: { otlp: otlpConfig(raw.telemetry?.otlp) },
     bootstrap: raw.bootstrap && { org: raw.bootstrap.org, credits: parseUsdToMicros(raw.bootstrap.credits_usd) },
+    console: consoleSettings(raw.console, resolve(file), lineOf),
     settings: raw.settings ?? {},
   };
 }

@@ -2,6 +2,7 @@ import type { Invalidator } from '../invalidation.js';
 import type { Limiter } from '../limits/types.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
+import type { OidcSignIn } from './oidc.js';
 import type { LoginThrottle } from './throttle.js';
 
 /** What the management routes use. */
@@ -17,4 +18,8 @@ export interface ManagementDeps {
   sessionTtlMs: number;
   /** A hash no password matches (computed once), verified against for unknown emails. */
   dummyHash: () => Promise<string>;
+  /** Single sign-on, when `console.oidc` is set. */
+  oidc: OidcSignIn | undefined;
+  /** `console.public_url`, without a trailing slash. */
+  publicUrl: string | undefined;
 }

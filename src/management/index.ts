@@ -11,7 +11,10 @@ import { SESSION_TTL_MS } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
 import { mountManagement } from './http.js';
 import { dummyHash } from './passwords.js';
+import type { ConsoleSettings } from '../config/console-config.js';
+import { OidcSignIn } from './oidc.js';
 import { accountRoutes } from './routes-account.js';
+import { ssoRoutes } from './routes-sso.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { limitRoutes } from './routes-limits.js';
@@ -32,6 +35,8 @@ export interface ManagementOptions {
   orgRoutes: readonly OrgRouteDef[];
   /** The gateway's limits engine (key and project reads show its counts). */
   limiter: Limiter;
+  /** `console.public_url` and `console.oidc` (single sign-on). */
+  console?: ConsoleSettings;
   /** Overrides for tests. */
   throttle?: LoginThrottle;
   sessionTtlMs?: number;
@@ -49,9 +54,11 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis, undefined, `${opts.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX}login:`) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),
+    oidc: opts.console?.oidc && new OidcSignIn(opts.console.oidc, opts.store, opts.now),
+    publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());

@@ -18,6 +18,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Sign in: sets the HttpOnly session cookie. Failed attempts are throttled per account and per client address (429).',
       schema: { body: input({ email: EMAIL, password: str('', { minLength: 1, maxLength: 1024 }) }, ['email', 'password']), response: { 200: SIGNED_IN } },
       async handler(request, reply) {
+        if (d.oidc?.settings.allowPasswordLogin === false) throw new GatewayError('password_login_disabled');
         const { email, password } = request.body as { email: string; password: string };
         const subject = { email: email.toLowerCase(), ip: request.ip };
         const wait = await d.throttle.check(subject);

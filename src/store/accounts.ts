@@ -1,5 +1,6 @@
 import { newId } from '../ids.js';
 import { unique, type SqlDb } from './sql.js';
+import { SqlSsoStore, type SsoStore } from './sso.js';
 
 /** A role in one organization. Operators (an instance-wide flag on the user) may act as owner in every org. */
 export type OrgRole = 'owner' | 'admin' | 'member';
@@ -53,6 +54,8 @@ export interface Invitation {
 export type MembershipChange = 'ok' | 'not_found' | 'last_owner';
 
 export interface AccountStore {
+  /** OIDC sign-in's flows and the operator flag it sets (src/store/sso.ts). */
+  readonly sso: SsoStore;
   /** DuplicateError when the email is taken. */
   createUser(email: string, passwordHash: string, operator: boolean): Promise<User>;
   getUser(id: string): Promise<User | undefined>;
@@ -120,7 +123,11 @@ const toToken = (r: TokenRow): MgmtToken => ({
 const KEEPS_AN_OWNER = "(role <> 'owner' OR (SELECT COUNT(*) FROM memberships o WHERE o.org_id = ? AND o.role = 'owner') > 1)";
 
 export class SqlAccountStore implements AccountStore {
-  constructor(private readonly db: SqlDb, private readonly now: () => number) {}
+  readonly sso: SsoStore;
+
+  constructor(private readonly db: SqlDb, private readonly now: () => number) {
+    this.sso = new SqlSsoStore(db, now);
+  }
 
   async createUser(email: string, passwordHash: string, operator: boolean): Promise<User> {
     const user: User = { id: newId('usr'), email: email.toLowerCase(), operator, createdAt: this.now() };

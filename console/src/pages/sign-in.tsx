@@ -1,13 +1,27 @@
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
-import { ApiError, post, type Me } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, get, post, type Me } from '../api';
 
-/** The sign-in form: email and password, a clear message on wrong credentials or throttling. */
+/** How the gateway signs in (GET /api/v1/session/options). */
+interface SignInOptions {
+  sso: boolean;
+  password: boolean;
+}
+
+/**
+ * The sign-in form: email and password, a clear message on wrong credentials or
+ * throttling, and "Sign in with SSO" when the gateway has OIDC configured (the password
+ * form is hidden when it accepts SSO only).
+ */
 export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }): JSX.Element {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  const [options, setOptions] = useState<SignInOptions>({ sso: false, password: true });
+  useEffect(() => {
+    get<SignInOptions>('/session/options').then(setOptions, () => undefined);
+  }, []);
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setBusy(true);
@@ -29,13 +43,18 @@ export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }): JSX.El
       <form onSubmit={(e) => void submit(e)} aria-labelledby="signin-title" novalidate>
         <p class="brand" aria-hidden="true">Tollgate</p>
         <h1 id="signin-title">Sign in to the console</h1>
-        <label for="email">Email</label>
-        <input id="email" name="email" type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
-        <label for="password">Password</label>
-        <input id="password" name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
-        {error ? <p class="error" role="alert">{error}</p> : null}
-        <button type="submit" disabled={busy}>Sign in</button>
-        <p class="muted small">The first start of the gateway prints an operator login (<code>admin@localhost</code> and a password).</p>
+        {options.sso ? <a class="button" href="/api/v1/session/oidc/start">Sign in with SSO</a> : null}
+        {options.password ? (
+          <>
+            <label for="email">Email</label>
+            <input id="email" name="email" type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+            <label for="password">Password</label>
+            <input id="password" name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+            {error ? <p class="error" role="alert">{error}</p> : null}
+            <button type="submit" disabled={busy}>Sign in</button>
+          </>
+        ) : null}
+        {options.password ? <p class="muted small">The first start of the gateway prints an operator login (<code>admin@localhost</code> and a password).</p> : null}
       </form>
     </main>
   );

@@ -1,0 +1,73 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors.js';
+import { newSession, ownOrigin, readCookie, sessionCookie } from './credentials.js';
+import type { ManagementDeps } from './deps.js';
+import type { ManagementRoute } from './http.js';
+import { CALLBACK_PATH, FLOW_TTL_MS, type OidcSignIn } from './oidc.js';
+import { bool, obj, str } from './schemas.js';
+
+/** The browser's flow cookie: the state of the sign-in it started, so a callback carrying another browser's state is refused. */
+const FLOW_COOKIE = 'tollgate_oidc_state';
+const FLOW_COOKIE_PATH = '/api/v1/session/oidc';
+
+const REDIRECT = { description: 'A redirect (303) to the Location header', type: 'null' };
+
+/** What the sign-in page offers, and the two legs of OIDC sign-in (docs/management.md, "Single sign-on"). */
+export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
+  const configured = (): OidcSignIn => {
+    if (!d.oidc) throw new GatewayError('sso_not_configured');
+    return d.oidc;
+  };
+  /** The callback URL to register with the provider: from `console.public_url`, else as this request reached the gateway. */
+  const redirectUri = (request: FastifyRequest): string => `${d.publicUrl ?? ownOrigin(request)}${CALLBACK_PATH}`;
+  const flowCookie = (request: FastifyRequest, value: string, maxAgeMs: number): string =>
+    sessionCookie(request, value, maxAgeMs).replace(/^[^=]+=/, `${FLOW_COOKIE}=`).replace('Path=/;', `Path=${FLOW_COOKIE_PATH};`);
+  const redirect = (reply: FastifyReply, location: string): null => {
+    void reply.code(303).header('location', location);
+    return null;
+  };
+  return [
+    {
+      method: 'GET', url: '/api/v1/session/options', tag: 'session',
+      summary: 'How this gateway signs in, for the sign-in page: whether SSO is configured and whether email and password are accepted.',
+      schema: { response: { 200: obj({ sso: bool('GET /api/v1/session/oidc/start signs in with the OIDC provider'), password: bool('POST /api/v1/session accepts email and password') }) } },
+      async handler() {
+        return { sso: d.oidc !== undefined, password: d.oidc?.settings.allowPasswordLogin ?? true };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/session/oidc/start', tag: 'session',
+      summary: 'Starts single sign-on: redirects the browser to the OIDC provider (authorization code with PKCE, state and nonce kept in the database for ten minutes).',
+      schema: { response: { 303: REDIRECT } },
+      async handler(request, reply) {
+        const { url, state } = await configured().start(redirectUri(request));
+        void reply.header('set-cookie', flowCookie(request, state, FLOW_TTL_MS));
+        return redirect(reply, url);
+      },
+    },
+    {
+      method: 'GET', url: CALLBACK_PATH, tag: 'session',
+      summary: 'Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/.',
+      schema: {
+        querystring: { type: 'object', properties: { code: str(), state: str(), error: str(), error_description: str() }, additionalProperties: { type: 'string' } },
+        response: { 303: REDIRECT },
+      },
+      async handler(request, reply) {
+        const oidc = configured();
+        const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
+        const callbackUrl = new URL(redirectUri(request) + query);
+        const bound = readCookie(request, FLOW_COOKIE);
+        // The flow cookie is spent whatever the outcome.
+        void reply.header('set-cookie', flowCookie(request, '', 0));
+        const { email, groups } = await oidc.finish(callbackUrl, bound === '' ? undefined : bound);
+        const { user, unknownOrgs, keptLastOwner } = await oidc.provision(email, groups);
+        if (unknownOrgs.length > 0) request.log.warn({ orgs: unknownOrgs }, 'console.oidc.role_map names orgs that do not exist');
+        if (keptLastOwner.length > 0) request.log.warn({ user: user.id, orgs: keptLastOwner }, 'SSO kept a role its groups no longer give: the user is the org\'s last owner');
+        const { secret, id } = newSession();
+        await d.store.accounts.createSession(id, user.id, d.now() + d.sessionTtlMs);
+        void reply.header('set-cookie', [flowCookie(request, '', 0), sessionCookie(request, secret, d.sessionTtlMs)]);
+        return redirect(reply, `${d.publicUrl ?? ''}/console/`);
+      },
+    },
+  ];
+}

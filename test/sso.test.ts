@@ -1,0 +1,231 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Provider from 'oidc-provider';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from './cli-helpers.js';
+import { useOrgGateway } from './fixtures.js';
+import { addUser, Api, code, PASSWORD } from './management-helpers.js';
+
+/*
+ * OIDC single sign-on against a real OpenID provider (oidc-provider) on loopback. The
+ * provider's login is completed by a test-only interaction handler (the account to sign
+ * in as is `accounts.next`); everything else — discovery, the authorization request with
+ * PKCE, state and nonce, the provider's redirects, the code exchange, the ID token's
+ * signature — is the real flow, driven with fetch as a browser would follow it.
+ */
+const CALLBACK = '/api/v1/session/oidc/callback';
+const accounts = { next: 'alice', groups: new Map<string, string[]>() };
+const idp: { server?: Server; provider?: Provider; issuer: string; tamperIdToken: boolean } = { issuer: '', tamperIdToken: false };
+
+/** Flips one character of the ID token's signature in a token response (same length, so Content-Length still holds). */
+function tampered(body: string): string {
+  const json = JSON.parse(body) as { id_token?: string };
+  if (!json.id_token) return body;
+  const last = json.id_token.slice(-2, -1);
+  const forged = json.id_token.slice(0, -2) + (last === 'A' ? 'B' : 'A') + json.id_token.slice(-1);
+  return body.replace(json.id_token, forged);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const provider = idp.provider!;
+  if (req.url?.startsWith('/interaction/')) {
+    // The test's login: finish the interaction as `accounts.next`, granting what was asked.
+    const details = await provider.interactionDetails(req, res);
+    const grant = new provider.Grant({ accountId: accounts.next, clientId: String(details.params.client_id) });
+    grant.addOIDCScope(String(details.params.scope));
+    const grantId = await grant.save();
+    await provider.interactionFinished(req, res, { login: { accountId: accounts.next }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  if (req.url?.startsWith('/token') && idp.tamperIdToken) {
+    const end = res.end.bind(res) as (chunk?: unknown, ...rest: unknown[]) => ServerResponse;
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => end(typeof chunk === 'string' || Buffer.isBuffer(chunk) ? tampered(chunk.toString()) : chunk, ...rest)) as ServerResponse['end'];
+  }
+  provider.callback()(req, res);
+}
+
+const t = useOrgGateway('acme', '5', async () => {
+  idp.server = createServer((req, res) => void handle(req, res).catch((err: unknown) => {
+    res.statusCode = 500;
+    res.end(String(err));
+  }));
+  await new Promise<void>((resolve) => idp.server!.listen(0, '127.0.0.1', resolve));
+  idp.issuer = `http://127.0.0.1:${(idp.server.address() as AddressInfo).port}`;
+  return {
+    yaml: {
+      console: {
+        oidc: {
+          issuer: idp.issuer, client_id: 'tollgate', client_secret: 'a-client-secret-of-the-test', scopes: ['openid', 'email', 'groups'],
+          role_map: { 'acme-admins': { org: 'acme', role: 'admin' }, 'acme-users': { org: 'acme', role: 'member' } },
+          operator_groups: ['platform'], allow_password_login: false,
+        },
+      },
+    },
+  };
+});
+
+beforeAll(() => {
+  idp.provider = new Provider(idp.issuer, {
+    clients: [{ client_id: 'tollgate', client_secret: 'a-client-secret-of-the-test', redirect_uris: [t.url + CALLBACK], grant_types: ['authorization_code'], response_types: ['code'] }],
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], groups: ['groups'] },
+    scopes: ['openid', 'email', 'groups'],
+    cookies: { keys: ['test-cookie-key'] },
+    features: { devInteractions: { enabled: false } },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    findAccount: (_ctx, id) => ({
+      accountId: id,
+      claims: () => ({ sub: id, email: `${id}@acme.test`, email_verified: true, groups: accounts.groups.get(id) ?? [] }),
+    }),
+  });
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => idp.server?.close(resolve));
+});
+
+/** A cookie jar per browser: name → value (paths ignored: each test's browser is fresh). */
+class Jar {
+  readonly cookies = new Map<string, string>();
+  take(res: Response): void {
+    for (const c of res.headers.getSetCookie()) {
+      const [pair = ''] = c.split(';');
+      const eq = pair.indexOf('=');
+      const value = pair.slice(eq + 1);
+      if (value === '' || /max-age=0/i.test(c)) this.cookies.delete(pair.slice(0, eq));
+      else this.cookies.set(pair.slice(0, eq), value);
+    }
+  }
+  header(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+}
+
+interface Tamper {
+  /** Changes the authorization request on its way to the provider. */
+  authUrl?: (u: URL) => void;
+  /** Changes the provider's answer on its way back to the gateway. */
+  callback?: (u: URL) => void;
+  /** Drops the gateway's flow cookie (a callback from another browser). */
+  dropFlowCookie?: boolean;
+}
+
+/** Signs in with SSO as `account` the way a browser follows the redirects; returns the callback's answer and the gateway's cookies. */
+async function ssoSignIn(account: string, tamper: Tamper = {}): Promise<{ res: Response; body: string; gateway: Jar; callbackUrl: URL }> {
+  accounts.next = account;
+  const gateway = new Jar();
+  const provider = new Jar();
+  const start = await fetch(t.url + '/api/v1/session/oidc/start', { redirect: 'manual' });
+  expect(start.status).toBe(303);
+  gateway.take(start);
+  let next = new URL(start.headers.get('location') ?? '');
+  expect(next.origin).toBe(idp.issuer);
+  expect(next.searchParams.get('code_challenge_method')).toBe('S256');
+  tamper.authUrl?.(next);
+  for (let hop = 0; hop < 10 && next.origin === idp.issuer; hop++) {
+    const r = await fetch(next, { redirect: 'manual', headers: { cookie: provider.header() } });
+    provider.take(r);
+    const location = r.headers.get('location');
+    if (!location) throw new Error(`the provider answered ${r.status} without a redirect: ${await r.text()}`);
+    next = new URL(location, next);
+  }
+  expect(next.origin + next.pathname).toBe(t.url + CALLBACK);
+  tamper.callback?.(next);
+  if (tamper.dropFlowCookie) gateway.cookies.delete('tollgate_oidc_state');
+  const res = await fetch(next, { redirect: 'manual', headers: { cookie: gateway.header() } });
+  gateway.take(res);
+  return { res, body: await res.text(), gateway, callbackUrl: next };
+}
+
+const asBrowser = (jar: Jar): Api => new Api(t.url, { cookie: `tollgate_session=${jar.cookies.get('tollgate_session') ?? ''}`, origin: t.url });
+
+/** Expects a refused callback: 401 sso_failed, no session. */
+function expectRefused(r: { res: Response; body: string; gateway: Jar }, reason: RegExp): void {
+  expect(r.res.status, r.body).toBe(401);
+  const error = (JSON.parse(r.body) as { error: { code: string; message: string } }).error;
+  expect(error.code).toBe('sso_failed');
+  expect(error.message).toMatch(reason);
+  expect(r.gateway.cookies.has('tollgate_session')).toBe(false);
+}
+
+describe('OIDC sign-in', () => {
+  it('tells the sign-in page that SSO is on and passwords are off', async () => {
+    const r = await new Api(t.url).get('/api/v1/session/options');
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ sso: true, password: false });
+  });
+
+  it('creates the user on first sign-in with the role its group gives, a session /api/v1/me accepts, and no password', async () => {
+    accounts.groups.set('alice', ['acme-admins']);
+    const r = await ssoSignIn('alice');
+    expect(r.res.status, r.body).toBe(303);
+    expect(r.res.headers.get('location')).toBe('/console/');
+    const me = await asBrowser(r.gateway).get('/api/v1/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ email: 'alice@acme.test', operator: false, orgs: [{ id: t.orgId, name: 'acme', role: 'admin' }] });
+    const [row] = query<{ password_hash: string }>(`${t.dir}/gateway.db`, 'SELECT password_hash FROM users WHERE email = ?', 'alice@acme.test');
+    expect(row?.password_hash).not.toMatch(/^scrypt\$/);
+    // The flow was spent: nothing of it is left in the database.
+    expect(query(`${t.dir}/gateway.db`, 'SELECT * FROM oidc_flows')).toEqual([]);
+  });
+
+  it('follows the groups at every sign-in: changed, operator added, and removed when the group is gone', async () => {
+    accounts.groups.set('bob', ['acme-admins', 'acme-users']);
+    let r = await ssoSignIn('bob');
+    expect((await asBrowser(r.gateway).get('/api/v1/me')).body).toMatchObject({ operator: false, orgs: [{ name: 'acme', role: 'admin' }] });
+
+    accounts.groups.set('bob', ['acme-users', 'platform']);
+    r = await ssoSignIn('bob');
+    expect((await asBrowser(r.gateway).get('/api/v1/me')).body).toMatchObject({ operator: true, orgs: [{ name: 'acme', role: 'member' }] });
+
+    accounts.groups.set('bob', []);
+    r = await ssoSignIn('bob');
+    const me = await asBrowser(r.gateway).get('/api/v1/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ email: 'bob@acme.test', operator: false, orgs: [] });
+    expect((await asBrowser(r.gateway).get(`/api/v1/orgs/${t.orgId}`)).status).toBe(404);
+  });
+
+  it('refuses a callback whose state was changed', async () => {
+    accounts.groups.set('carol', ['acme-users']);
+    expectRefused(await ssoSignIn('carol', { callback: (u) => u.searchParams.set('state', 'forged-state-value') }), /state/);
+  });
+
+  it('refuses a callback from a browser that did not start the sign-in (no flow cookie)', async () => {
+    expectRefused(await ssoSignIn('carol', { dropFlowCookie: true }), /state/);
+  });
+
+  it('refuses a replayed callback: a flow is used once', async () => {
+    const first = await ssoSignIn('carol');
+    expect(first.res.status, first.body).toBe(303);
+    // The same answer again, with the flow cookie the browser had.
+    const again = await fetch(first.callbackUrl, { redirect: 'manual', headers: { cookie: `tollgate_oidc_state=${first.callbackUrl.searchParams.get('state')}` } });
+    const jar = new Jar();
+    jar.take(again);
+    expectRefused({ res: again, body: await again.text(), gateway: jar }, /already used|expired/);
+  });
+
+  it('refuses an altered code (the provider refuses it at the token endpoint)', async () => {
+    expectRefused(await ssoSignIn('carol', { callback: (u) => u.searchParams.set('code', `${u.searchParams.get('code') ?? ''}x`) }), /invalid_grant/);
+  });
+
+  it('refuses an ID token whose nonce is not the flow\'s', async () => {
+    expectRefused(await ssoSignIn('carol', { authUrl: (u) => u.searchParams.set('nonce', 'a-nonce-the-gateway-never-made') }), /nonce/);
+  });
+
+  it('refuses an ID token whose signature does not verify', async () => {
+    idp.tamperIdToken = true;
+    try {
+      expectRefused(await ssoSignIn('carol'), /signature/i);
+    } finally {
+      idp.tamperIdToken = false;
+    }
+  });
+
+  it('refuses password sign-in when allow_password_login is false, even with the right password', async () => {
+    await addUser(t, 'dave@acme.test', { org: 'acme', role: 'owner' });
+    const r = await new Api(t.url).post('/api/v1/session', { email: 'dave@acme.test', password: PASSWORD });
+    expect(r.status).toBe(403);
+    expect(code(r)).toBe('password_login_disabled');
+    expect(r.headers.get('set-cookie')).toBeNull();
+  });
+});
