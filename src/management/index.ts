@@ -14,6 +14,7 @@ import { dummyHash } from './passwords.js';
 import { accountRoutes } from './routes-account.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
+import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
@@ -51,7 +52,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     dummyHash: () => (dummy ??= dummyHash()),
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());
