@@ -10,6 +10,7 @@ import { describeUpstreams, portInUse, startConfiguredSimulator } from './simula
 import type { Retention } from '../src/store/types.js';
 import { configOption, loadAll, loadConfig, withStore } from './common.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
+import { addKeyRotateCommand } from './lifecycle.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -135,6 +136,7 @@ export function buildProgram(): Command {
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
   addKeyCommands(keys);
+  addKeyRotateCommand(keys);
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())
     .action(async (prefix: string, opts: { config: string }) => {

@@ -7,6 +7,7 @@ import { formatUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
+import { addUserLifecycleCommands } from './lifecycle.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
 
 function positiveInt(max: number) {
@@ -89,8 +90,9 @@ function maxTokensOrNone(value: string): number | 'none' {
 }
 
 export function addUserCommands(program: Command): void {
-  program.command('users').description('Manage console users (sign in to the management API and the web console).')
-    .command('create').description('Create a console user; with --org and --role, also a member of that organization.')
+  const users = program.command('users').description('Manage console users (sign in to the management API and the web console).');
+  addUserLifecycleCommands(users);
+  users.command('create').description('Create a console user; with --org and --role, also a member of that organization.')
     .requiredOption('--email <email>', 'their email address, used to sign in')
     .option('--password-stdin', 'read the password from standard input (else a random one is generated and printed once)')
     .option('--operator', 'an operator of this instance: every organization, creates orgs and credits')

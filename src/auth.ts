@@ -20,6 +20,15 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
 }
 
 /**
+ * A new secret for a key being rotated: its prefix (the key's readable name and lookup)
+ * is kept, the 32 characters after it are new, so the key keeps its id, limits and usage.
+ */
+export function rotatedApiKey(prefix: string): { key: string; hash: string } {
+  const key = `${prefix}${randomBase62(40 - (PREFIX_LENGTH - 3))}`;
+  return { key, hash: hashKey(key) };
+}
+
+/**
  * The key from `Authorization: Bearer <key>`, or from one of the route's own key
  * headers (lower-case names: `x-api-key` for Anthropic SDKs, `x-goog-api-key` for Google's),
  * or last from one of its key query parameters (`?key=` on the Gemini routes).
@@ -42,6 +51,11 @@ export function extractKey(
     if (typeof x === 'string') return x;
   }
   return undefined;
+}
+
+function hashEquals(hex: string, actual: Buffer): boolean {
+  const expected = Buffer.from(hex, 'hex');
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
 /** A key that authenticated, with its org and project. */
@@ -73,11 +87,11 @@ export class Authenticator {
       entry = await this.load(prefix);
       if (!entry) throw new GatewayError('invalid_api_key');
     }
-    const expected = Buffer.from(entry.key.hash, 'hex');
     const actual = createHash('sha256').update(key).digest();
-    if (expected.length !== actual.length || !timingSafeEqual(expected, actual) || entry.key.revokedAt !== null) {
-      throw new GatewayError('invalid_api_key');
-    }
+    // After a rotation the old secret is accepted until its grace ends, checked against the clock, cached or not.
+    const previous = entry.key.previousHash !== null && entry.key.previousExpiresAt !== null && entry.key.previousExpiresAt > this.now();
+    const matches = hashEquals(entry.key.hash, actual) || (previous && hashEquals(entry.key.previousHash ?? '', actual));
+    if (!matches || entry.key.revokedAt !== null) throw new GatewayError('invalid_api_key');
     if (entry.key.expiresAt !== null && entry.key.expiresAt <= this.now()) {
       throw new GatewayError('api_key_expired', [entry.key.prefix, new Date(entry.key.expiresAt).toISOString()]);
     }

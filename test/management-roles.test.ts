@@ -76,6 +76,10 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
     'PATCH /api/v1/orgs/:org/members/:user': { role: 'admin' },
     'PATCH /api/v1/orgs/:org/keys/:key': { limits: { rpm: 1000 } },
     'PATCH /api/v1/orgs/:org/projects/:project': { limits: { rpm: 1000 } },
+    // The same password again (it stays valid for the rest of the file); activating an active user changes nothing.
+    'PUT /api/v1/me/password': { current_password: 'correct horse battery staple', new_password: 'correct horse battery staple' },
+    'PATCH /api/v1/users/:user': { active: true },
+    'POST /api/v1/orgs/:org/keys/:key/rotate': { grace_seconds: 60 },
   };
   if (route === 'DELETE /api/v1/orgs/:org/provider-keys/:provider') await t.gateway.store.providerKeys.set(org, 'openai', 'sk-to-delete-000000000000');
   return { method, path, body: bodies[route] };

@@ -168,6 +168,20 @@ describe('OIDC sign-in', () => {
     expect(query(`${t.dir}/gateway.db`, 'SELECT * FROM oidc_flows')).toEqual([]);
   });
 
+  it('a user of single sign-on has no password to change, and a deactivated one cannot sign in', async () => {
+    accounts.groups.set('dora', ['acme-users']);
+    const first = await ssoSignIn('dora');
+    expect(first.res.status, first.body).toBe(303);
+    const pw = await asBrowser(first.gateway).put('/api/v1/me/password', { current_password: 'sso:no-password', new_password: 'a-new-long-password' });
+    expect(pw).toMatchObject({ status: 409, body: { error: { code: 'password_not_set' } } });
+    const [row] = query<{ id: string }>(`${t.dir}/gateway.db`, 'SELECT id FROM users WHERE email = ?', 'dora@acme.test');
+    await t.gateway.store.lifecycle.setActive(row!.id, false);
+    const again = await ssoSignIn('dora');
+    expect(again.res.status, again.body).toBe(401);
+    expect(JSON.parse(again.body)).toMatchObject({ error: { code: 'account_deactivated' } });
+    expect(again.gateway.cookies.has('tollgate_session')).toBe(false);
+  });
+
   it('follows the groups at every sign-in: changed, operator added, and removed when the group is gone', async () => {
     accounts.groups.set('bob', ['acme-admins', 'acme-users']);
     let r = await ssoSignIn('bob');

@@ -84,6 +84,7 @@ async function identify(store: Store, request: FastifyRequest): Promise<Caller> 
     if (!token || token.revokedAt !== null || !hashMatches(presented, token.hash)) throw new GatewayError('invalid_token');
     const user = await store.accounts.getUser(token.userId);
     if (!user) throw new GatewayError('invalid_token');
+    if (!user.active) throw new GatewayError('account_deactivated');
     await store.accounts.touchToken(token.id);
     return { user, via: 'token', sessionId: undefined };
   }

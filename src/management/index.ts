@@ -17,6 +17,7 @@ import { accountRoutes } from './routes-account.js';
 import { ssoRoutes } from './routes-sso.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
+import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
@@ -58,7 +59,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());

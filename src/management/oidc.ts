@@ -117,6 +117,8 @@ export class OidcSignIn {
         if (!user) throw err;
       }
     }
+    // A deactivated account stays out, whatever the provider says (an operator reactivates it).
+    if (!user.active) throw new GatewayError('account_deactivated');
     if (operator !== undefined && user.operator !== operator) {
       await accounts.sso.setOperator(user.id, operator);
       user = { ...user, operator };
@@ -142,7 +144,7 @@ export class OidcSignIn {
           : await accounts.changeRole(org.id, user.id, role);
       if (change === 'last_owner') keptLastOwner.push(orgName);
     }
-    return { user: { id: user.id, email: user.email, operator: user.operator, createdAt: user.createdAt }, unknownOrgs, keptLastOwner };
+    return { user, unknownOrgs, keptLastOwner };
   }
 }
 

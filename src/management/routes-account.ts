@@ -33,6 +33,8 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
           await d.throttle.failed(subject);
           throw new GatewayError('invalid_credentials');
         }
+        // Told only to someone who knows the password: the answer says nothing about other accounts.
+        if (!user.active) throw new GatewayError('account_deactivated');
         const { secret, id } = newSession();
         const expiresAt = d.now() + d.sessionTtlMs;
         await d.store.accounts.createSession(id, user.id, expiresAt);

@@ -12,6 +12,8 @@ export interface User {
   /** Lower-cased. */
   email: string;
   operator: boolean;
+  /** False while an operator has deactivated the user: no sign-in, no session, no token. */
+  active: boolean;
   createdAt: number;
 }
 
@@ -111,10 +113,12 @@ const toInvitation = (r: InvitationRow): Invitation => ({
 });
 const INVITATION_SELECT = 'SELECT i.*, o.name FROM invitations i JOIN orgs o ON o.id = i.org_id';
 
-interface UserRow { id: string; email: string; password_hash: string; operator: boolean | number; created_at: number }
+interface UserRow { id: string; email: string; password_hash: string; operator: boolean | number; created_at: number; deactivated_at?: number | string | null }
 interface TokenRow { id: string; user_id: string; name: string; prefix: string; hash: string; created_at: number; last_used_at: number | null; revoked_at: number | null }
 
-const toUser = (r: UserRow): User => ({ id: r.id, email: r.email, operator: r.operator === true || r.operator === 1, createdAt: r.created_at });
+const toUser = (r: UserRow): User => ({
+  id: r.id, email: r.email, operator: r.operator === true || r.operator === 1, active: r.deactivated_at == null, createdAt: r.created_at,
+});
 const toToken = (r: TokenRow): MgmtToken => ({
   id: r.id, userId: r.user_id, name: r.name, prefix: r.prefix, hash: r.hash, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at,
 });
@@ -130,7 +134,7 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async createUser(email: string, passwordHash: string, operator: boolean): Promise<User> {
-    const user: User = { id: newId('usr'), email: email.toLowerCase(), operator, createdAt: this.now() };
+    const user: User = { id: newId('usr'), email: email.toLowerCase(), operator, active: true, createdAt: this.now() };
     await unique(() => this.db.run('INSERT INTO users (id, email, password_hash, operator, created_at) VALUES (?, ?, ?, ?, ?)',
       [user.id, user.email, passwordHash, operator, user.createdAt]), `a user with email ${user.email} already exists`);
     return user;
@@ -243,7 +247,7 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async sessionUser(id: string): Promise<User | undefined> {
-    const [row] = await this.db.all<UserRow>('SELECT u.* FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ?', [id, this.now()]);
+    const [row] = await this.db.all<UserRow>('SELECT u.* FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ? AND u.deactivated_at IS NULL', [id, this.now()]);
     return row && toUser(row);
   }
 

@@ -8,6 +8,7 @@ import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
+import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
@@ -56,6 +57,7 @@ export class PostgresStore implements Store {
   readonly records: RecordStore;
   readonly tenancy: SqlTenancyStore;
   readonly accounts: SqlAccountStore;
+  readonly lifecycle: SqlLifecycleStore;
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
@@ -122,6 +124,7 @@ export class PostgresStore implements Store {
     });
     this.tenancy = new SqlTenancyStore(sql, now, { heldFor: (orgId) => this.ledger?.heldFor(orgId) ?? 0, steady: async () => undefined });
     this.accounts = new SqlAccountStore(sql, now);
+    this.lifecycle = new SqlLifecycleStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);

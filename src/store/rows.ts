@@ -14,6 +14,7 @@ export interface OrgRow { id: string; name: string; balance_micros: Micros; rete
 export interface KeyRow extends LimitColumns {
   id: string; org_id: string; project_id: string; prefix: string; hash: string; name: string; created_at: number;
   revoked_at: number | null; expires_at: number | null; allowed_models: string | null; last_used_at: number | null; created_by: string | null;
+  previous_hash?: string | null; previous_expires_at?: number | string | null;
 }
 
 /**
@@ -37,6 +38,7 @@ export const toKey = (r: KeyRow): ApiKeyRecord => ({
   id: r.id, orgId: r.org_id, projectId: r.project_id, prefix: r.prefix, hash: r.hash, name: r.name, createdAt: r.created_at,
   revokedAt: r.revoked_at, expiresAt: r.expires_at, allowedModels: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
   lastUsedAt: r.last_used_at, createdBy: r.created_by, limits: limitsOf(r),
+  previousHash: r.previous_hash ?? null, previousExpiresAt: r.previous_expires_at == null ? null : Number(r.previous_expires_at),
 });
 
 /** request_logs columns in insert order, with the array type PostgreSQL's `unnest` needs for each. */

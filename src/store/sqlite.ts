@@ -11,6 +11,7 @@ import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
+import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
@@ -48,6 +49,7 @@ export class SqliteStore implements Store {
   readonly records: RecordStore;
   readonly tenancy: SqlTenancyStore;
   readonly accounts: SqlAccountStore;
+  readonly lifecycle: SqlLifecycleStore;
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
@@ -78,6 +80,7 @@ export class SqliteStore implements Store {
       heldFor: (orgId) => this.buffered?.heldFor(orgId) ?? 0, steady: async () => this.buffered?.steady(),
     });
     this.accounts = new SqlAccountStore(sql, now);
+    this.lifecycle = new SqlLifecycleStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);

@@ -1,6 +1,7 @@
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { AccountStore } from './accounts.js';
+import type { LifecycleStore } from './lifecycle.js';
 import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
@@ -27,6 +28,9 @@ export interface ApiKeyRecord {
   prefix: string;
   /** SHA-256 of the whole key, hex. */
   hash: string;
+  /** After a rotation: the old secret's SHA-256, accepted until `previousExpiresAt` (ms); null when none. */
+  previousHash: string | null;
+  previousExpiresAt: number | null;
   /** A label for people ("" when none was given). */
   name: string;
   createdAt: number;
@@ -118,6 +122,8 @@ export interface Store {
   readonly tenancy: TenancyStore;
   /** Console users, org memberships, sessions and management tokens. */
   readonly accounts: AccountStore;
+  /** Password changes, user deactivation and API key rotation. */
+  readonly lifecycle: LifecycleStore;
   /** The request log as the management API reads it: filtered pages and usage sums. */
   readonly logQuery: LogQueryStore;
   /** Each org's own provider keys (BYOK), encrypted at rest. */

@@ -11,6 +11,7 @@ import { invitations } from './009-invitations.js';
 import { projectMaxTokens } from './010-project-max-tokens.js';
 import { projectUnsupportedParams } from './011-project-unsupported-params.js';
 import { oidcFlows } from './012-oidc-flows.js';
+import { accountLifecycle } from './015-account-lifecycle.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -32,7 +33,15 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows];
+  projectUnsupportedParams, oidcFlows, reserved(13), reserved(14), accountLifecycle];
+
+/*
+ * BRANCH PLACEHOLDERS (issue 32): versions 12-14 belong to the branches built alongside this
+ * one (SSO, audit log, alerts); on merge each is replaced by that branch's migration.
+ */
+function reserved(version: number): Migration {
+  return { version, name: `reserved for another issue-32 branch (${version})`, sql: 'SELECT 1;' };
+}
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
