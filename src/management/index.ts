@@ -15,6 +15,7 @@ import { accountRoutes } from './routes-account.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { limitRoutes } from './routes-limits.js';
+import { webhookRoutes } from './routes-webhooks.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
 
@@ -32,6 +33,8 @@ export interface ManagementOptions {
   orgRoutes: readonly OrgRouteDef[];
   /** The gateway's limits engine (key and project reads show its counts). */
   limiter: Limiter;
+  /** `webhooks` of gateway.yaml (the SSRF rule for webhook URLs). */
+  webhooks?: { allowPrivateUrls: boolean } | undefined;
   /** Overrides for tests. */
   throttle?: LoginThrottle;
   sessionTtlMs?: number;
@@ -46,12 +49,13 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
   let dummy: Promise<string> | undefined;
   const deps: ManagementDeps = {
     store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation, limiter: opts.limiter,
+    allowPrivateWebhookUrls: opts.webhooks?.allowPrivateUrls ?? false,
     throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis, undefined, `${opts.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX}login:`) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...webhookRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());

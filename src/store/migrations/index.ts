@@ -10,6 +10,7 @@ import { usageIndexes } from './008-usage-indexes.js';
 import { invitations } from './009-invitations.js';
 import { projectMaxTokens } from './010-project-max-tokens.js';
 import { projectUnsupportedParams } from './011-project-unsupported-params.js';
+import { webhooks } from './014-webhooks.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -31,7 +32,17 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams];
+  projectUnsupportedParams, placeholder(12), placeholder(13), webhooks];
+
+/*
+ * MERGE NOTE (issue 32, branch r3-q): versions 12 and 13 belong to the other parts of
+ * issue 32 (SSO, audit log), built on other branches at the same time. These two
+ * placeholders only keep this branch's list 1, 2, 3, … and are replaced by the real
+ * migrations when the branches are merged; they change nothing.
+ */
+function placeholder(version: number): Migration {
+  return { version, name: `reserved for issue 32 (replaced at merge)`, sql: 'SELECT 1' };
+}
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
