@@ -2,6 +2,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.js';
+import { BudgetAlerts } from './alerts/budget-alerts.js';
+import { DELIVERY_IDLE, WebhookDeliverer } from './alerts/delivery.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerConsole } from './console.js';
@@ -155,7 +157,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const tasks = new TaskRunner((task, result) => {
     if (result instanceof Error) app.log.error({ err: result, task }, 'maintenance task failed; retrying at the next interval');
     // Another instance's turn says nothing new: at every tick of every other instance it would drown the runs' own lines.
-    else if (result === LEASE_HELD_ELSEWHERE) app.log.debug({ task, result }, 'maintenance task skipped');
+    else if (result === LEASE_HELD_ELSEWHERE || result === DELIVERY_IDLE) app.log.debug({ task, result }, 'maintenance task skipped');
     else app.log.info({ task, result }, 'maintenance task ran');
   });
   const auth = new Authenticator(store, config.cache.ttlMs, now);
@@ -170,13 +172,16 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('limits', () => auth.evict(null));
   const inFlightExchanges = new Set<Exchange>();
   const unlogged = new Set<Exchange>();
-  const deps: ServerDeps = { streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, auth, providerKeys, inFlight: inFlightExchanges, unlogged };
+  const alerts = new BudgetAlerts(limiter, store.webhooks, now, (err) => app.log.warn({ err }, 'budget alert check failed; the next settle checks again'));
+  const deps: ServerDeps = {
+    streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, alerts, auth, providerKeys, inFlight: inFlightExchanges, unlogged,
+  };
   const app = createServer(deps, opts.logStream);
   reportTo = app;
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter, console: config.console });
+  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter, console: config.console, webhooks: config.webhooks });
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
     if (opts.maintenanceOnly !== true) await invalidation.start();
@@ -197,6 +202,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       await plugin.register(api);
     }
+    const deliverer = new WebhookDeliverer(store.webhooks, config.webhooks, now);
+    tasks.add({ name: 'webhook-delivery', intervalMs: WEBHOOK_POLL_MS, run: () => deliverer.run() });
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s), ${await store.accounts.sso.purgeFlows()} expired SSO flow(s)` });
     if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
     // Charges and rows a process of this host spilled before it died (the database away): written now, together.
@@ -283,6 +290,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     },
   };
 }
+
+/** How often each instance looks for due webhook deliveries (docs/management.md, "Webhooks"). */
+const WEBHOOK_POLL_MS = 1000;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -11,6 +11,7 @@ import { bindEndpoint, type ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
 import type { Store } from './store/types.js';
+import type { BudgetAlerts } from './alerts/budget-alerts.js';
 import { StreamedReply } from './streamed-reply.js';
 import type { ExchangeObserver } from './telemetry/events.js';
 import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
@@ -26,6 +27,8 @@ export interface PipelineServices {
   telemetry: ExchangeObserver | undefined;
   /** Limits and budgets per key and project (docs/limits.md); undefined: none are applied. */
   limiter?: Limiter | undefined;
+  /** Budget threshold alerts (src/alerts/); undefined: none. */
+  alerts?: BudgetAlerts | undefined;
   /** server.stream_stall_timeout_ms: a streamed reply the client takes nothing of for this long is cut. */
   streamStallMs: number;
 }

@@ -55,6 +55,8 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
       return (await accounts.createInvitation(other.id, caller === 'anonymous' ? 'nobody@acme.test' : emails[caller], 'member', null, clock + 86_400_000)).id;
     },
     user: async () => addUser(t, `m-${unique()}@acme.test`, { org: 'acme', role: 'member' }),
+    // Stored only: this file starts no delivery task, so nothing is ever sent to it.
+    webhook: async () => (await t.gateway.store.webhooks.create(org, { url: 'https://93.184.216.34/hook', events: ['budget.threshold'], slack: false, secret: 'whsec_matrix' }, null)).id,
     // The caller's own token (another user's would be a 404 for anyone).
     token: async () => {
       const user = caller === 'anonymous' ? undefined : await t.gateway.store.accounts.findUserByEmail(emails[caller]);
@@ -80,6 +82,7 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
     'PUT /api/v1/me/password': { current_password: 'correct horse battery staple', new_password: 'correct horse battery staple' },
     'PATCH /api/v1/users/:user': { active: true },
     'POST /api/v1/orgs/:org/keys/:key/rotate': { grace_seconds: 60 },
+    'POST /api/v1/orgs/:org/webhooks': { url: 'https://93.184.216.34/hook' },
   };
   if (route === 'DELETE /api/v1/orgs/:org/provider-keys/:provider') await t.gateway.store.providerKeys.set(org, 'openai', 'sk-to-delete-000000000000');
   return { method, path, body: bodies[route] };

@@ -87,6 +87,13 @@ export interface GatewayConfig {
   cache: { ttlMs: number };
   /** `secrets.key_file`, absolute; see src/secrets.ts for the order of key sources. */
   secrets: { keyFile: string | undefined };
+  /**
+   * Alerts' webhooks (docs/management.md, "Webhooks"). `allowPrivateUrls`: accept URLs
+   * whose host is or resolves to a private, loopback or link-local address (default false:
+   * refused, SSRF). `retryInitialMs`: the first retry's delay, doubling after (default 5000).
+   * `retryMaxHours`: how long a delivery is retried before it is given up (default 24).
+   */
+  webhooks: { allowPrivateUrls: boolean; retryInitialMs: number; retryMaxHours: number };
   storage: { s3: S3Config | undefined };
   providersDir: string;
   plugins: string[] | undefined;
@@ -110,6 +117,7 @@ interface RawGatewayConfig {
   redis?: { url: string; key_prefix?: string; timeout_ms?: number };
   cache?: { ttl_ms?: number };
   secrets?: { key_file?: string };
+  webhooks?: { allow_private_urls?: boolean; retry_initial_ms?: number; retry_max_hours?: number };
   storage?: { s3?: { bucket: string; endpoint?: string; region?: string; access_key_id?: string; secret_access_key?: string; force_path_style?: boolean } };
   providers_dir?: string;
   plugins?: string[];
@@ -158,6 +166,11 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX, timeoutMs: raw.redis.timeout_ms ?? DEFAULT_CALL_TIMEOUT_MS },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
+    webhooks: {
+      allowPrivateUrls: raw.webhooks?.allow_private_urls ?? false,
+      retryInitialMs: raw.webhooks?.retry_initial_ms ?? 5000,
+      retryMaxHours: raw.webhooks?.retry_max_hours ?? 24,
+    },
     storage: {
       s3: s3 && {
         bucket: s3.bucket,

@@ -6,6 +6,7 @@ import type { ModelRoute } from '../providers/types.js';
 import type { Project } from '../store/tenancy.js';
 import type { ApiKeyRecord } from '../store/types.js';
 import type { ExchangeObserver } from '../telemetry/events.js';
+import type { BudgetAlerts } from '../alerts/budget-alerts.js';
 import { isLimited } from './spec.js';
 import type { Hold, Limiter, LimitScope } from './types.js';
 
@@ -20,6 +21,8 @@ export interface AdmissionServices {
   /** Undefined: no limits engine (an embedder that wires none); every request is admitted. */
   limiter?: Limiter | undefined;
   telemetry: ExchangeObserver | undefined;
+  /** Budget thresholds checked after each settle (src/alerts/); undefined: no alerts. */
+  alerts?: BudgetAlerts | undefined;
 }
 
 /** The limits scope of an API key (its counters in the limits store). */
@@ -69,17 +72,20 @@ export async function admitLimits<P extends ModelRequest>(
     if (verdict.refusedBy) svc.telemetry?.onRateLimitRejected(verdict.refusedBy.kind, verdict.refusedBy.scopeId.startsWith('key:') ? 'key' : 'project');
     throw verdict.error;
   }
-  return admission(svc.limiter, verdict.hold, costMicros);
+  return admission(svc.limiter, verdict.hold, costMicros, svc.alerts, scopes);
 }
 
-function admission(limiter: Limiter, hold: Hold, costBound: Micros): Admission {
+function admission(limiter: Limiter, hold: Hold, costBound: Micros, alerts: BudgetAlerts | undefined, scopes: readonly LimitScope[]): Admission {
   let done = false;
   return {
     async settle(ex) {
       if (done) return;
       done = true;
       const tokens = ex.usage ? ex.usage.input + ex.usage.output : 0;
-      await limiter.settle(hold, { tokens, costMicros: Math.min(Math.max(ex.costMicros, 0), costBound) });
+      const costMicros = Math.min(Math.max(ex.costMicros, 0), costBound);
+      await limiter.settle(hold, { tokens, costMicros });
+      // After the reply: the threshold check never delays it (and never rejects).
+      if (alerts) void alerts.afterSettle(ex, scopes, costMicros, costBound);
     },
     async release() {
       if (done) return;

@@ -16,6 +16,8 @@ export interface ManagementDeps {
   /** The gateway's limits engine: key and project reads show its current counts. */
   limiter: Limiter;
   sessionTtlMs: number;
+  /** `webhooks.allow_private_urls`: webhook URLs may point to private and loopback addresses. */
+  allowPrivateWebhookUrls: boolean;
   /** A hash no password matches (computed once), verified against for unknown emails. */
   dummyHash: () => Promise<string>;
   /** Single sign-on, when `console.oidc` is set. */

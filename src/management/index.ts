@@ -19,6 +19,7 @@ import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
+import { webhookRoutes } from './routes-webhooks.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
 
@@ -38,6 +39,8 @@ export interface ManagementOptions {
   limiter: Limiter;
   /** `console.public_url` and `console.oidc` (single sign-on). */
   console?: ConsoleSettings;
+  /** `webhooks` of gateway.yaml (the SSRF rule for webhook URLs). */
+  webhooks?: { allowPrivateUrls: boolean } | undefined;
   /** Overrides for tests. */
   throttle?: LoginThrottle;
   sessionTtlMs?: number;
@@ -52,6 +55,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
   let dummy: Promise<string> | undefined;
   const deps: ManagementDeps = {
     store: opts.store, catalog: opts.catalog, now: opts.now, invalidation: opts.invalidation, limiter: opts.limiter,
+    allowPrivateWebhookUrls: opts.webhooks?.allowPrivateUrls ?? false,
     throttle: opts.throttle ?? (opts.redis ? new RedisLoginThrottle(opts.redis, undefined, `${opts.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX}login:`) : new MemoryLoginThrottle(undefined, opts.now)),
     sessionTtlMs: opts.sessionTtlMs ?? SESSION_TTL_MS,
     dummyHash: () => (dummy ??= dummyHash()),
@@ -59,7 +63,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());

@@ -73,6 +73,11 @@ export const ROUTE_ACCESS = {
   'DELETE /api/v1/orgs/:org/members/:user': 'owner',
   'GET /api/v1/orgs/:org/invitations': 'owner',
   'DELETE /api/v1/orgs/:org/invitations/:invitation': 'owner',
+  'GET /api/v1/orgs/:org/webhooks': 'admin',
+  'POST /api/v1/orgs/:org/webhooks': 'admin',
+  'DELETE /api/v1/orgs/:org/webhooks/:webhook': 'admin',
+  'POST /api/v1/orgs/:org/webhooks/:webhook/test': 'admin',
+  'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': 'admin',
 } as const satisfies Record<string, Access>;
 
 export type RouteKey = keyof typeof ROUTE_ACCESS;

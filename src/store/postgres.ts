@@ -12,6 +12,7 @@ import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
+import { SqlWebhookStore } from './webhook-store.js';
 import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { postgresDb, type PgQuery } from './sql.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
@@ -61,6 +62,7 @@ export class PostgresStore implements Store {
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
+  readonly webhooks: SqlWebhookStore;
   private readonly pool: Pool;
   /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
   private readonly reservePool: Pool | undefined;
@@ -128,6 +130,7 @@ export class PostgresStore implements Store {
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
+    this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
     this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
       async (text, params) => {
         await this.ensureSchema();

@@ -15,6 +15,7 @@ import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
+import { SqlWebhookStore } from './webhook-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbRow, type OrgRow, type StoredLogRow } from './rows.js';
 import { sqliteDb } from './sql.js';
 import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
@@ -53,6 +54,7 @@ export class SqliteStore implements Store {
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
+  readonly webhooks: SqlWebhookStore;
   private readonly db: Database.Database;
   private readonly stmt;
   /** Runs the log and charge batches: on a thread of its own for the gateway on a file, else inline. */
@@ -84,6 +86,7 @@ export class SqliteStore implements Store {
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
+    this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),

@@ -7,6 +7,7 @@ import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import type { RecordStore } from './records.js';
 import type { ProviderKeyStore } from './provider-key-store.js';
+import type { SqlWebhookStore } from './webhook-store.js';
 import type { TenancyStore } from './tenancy.js';
 
 export type Retention = 'standard' | 'none';
@@ -130,6 +131,8 @@ export interface Store {
   readonly providerKeys: ProviderKeyStore;
   /** Limits of keys and projects, and the logged spend budgets are seeded from. */
   readonly limits: LimitsStore;
+  /** Webhooks, alert events and the delivery outbox (alerts). */
+  readonly webhooks: SqlWebhookStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

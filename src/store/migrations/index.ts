@@ -12,6 +12,7 @@ import { projectMaxTokens } from './010-project-max-tokens.js';
 import { projectUnsupportedParams } from './011-project-unsupported-params.js';
 import { oidcFlows } from './012-oidc-flows.js';
 import { accountLifecycle } from './015-account-lifecycle.js';
+import { webhooks } from './014-webhooks.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -33,11 +34,11 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows, reserved(13), reserved(14), accountLifecycle];
+  projectUnsupportedParams, oidcFlows, reserved(13), webhooks, accountLifecycle];
 
 /*
- * BRANCH PLACEHOLDERS (issue 32): versions 12-14 belong to the branches built alongside this
- * one (SSO, audit log, alerts); on merge each is replaced by that branch's migration.
+ * BRANCH PLACEHOLDER (issue 32): version 13 belongs to the audit log, merged next; it
+ * replaces this one.
  */
 function reserved(version: number): Migration {
   return { version, name: `reserved for another issue-32 branch (${version})`, sql: 'SELECT 1;' };
