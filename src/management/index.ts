@@ -12,6 +12,7 @@ import type { ManagementDeps } from './deps.js';
 import { mountManagement } from './http.js';
 import { dummyHash } from './passwords.js';
 import { accountRoutes } from './routes-account.js';
+import { auditRoutes } from './routes-audit.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { limitRoutes } from './routes-limits.js';
@@ -51,8 +52,9 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     dummyHash: () => (dummy ??= dummyHash()),
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps)],
+    routes: [...accountRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...auditRoutes(deps)],
     orgRoutes: opts.orgRoutes,
+    store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());
 }

@@ -67,6 +67,8 @@ export const ROUTE_ACCESS = {
   'DELETE /api/v1/orgs/:org/members/:user': 'owner',
   'GET /api/v1/orgs/:org/invitations': 'owner',
   'DELETE /api/v1/orgs/:org/invitations/:invitation': 'owner',
+  'GET /api/v1/orgs/:org/audit': 'admin',
+  'GET /api/v1/audit': 'operator',
 } as const satisfies Record<string, Access>;
 
 export type RouteKey = keyof typeof ROUTE_ACCESS;

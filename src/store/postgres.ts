@@ -9,6 +9,7 @@ import { newId } from '../ids.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
 import { SqlLimitsStore } from './limits-store.js';
+import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -59,6 +60,7 @@ export class PostgresStore implements Store {
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
+  readonly auditLog: SqlAuditStore;
   private readonly pool: Pool;
   /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
   private readonly reservePool: Pool | undefined;
@@ -125,6 +127,7 @@ export class PostgresStore implements Store {
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
+    this.auditLog = new SqlAuditStore(sql, now);
     this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
       async (text, params) => {
         await this.ensureSchema();

@@ -12,6 +12,7 @@ import { migrateSqlite } from './migrations/index.js';
 import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
 import { SqlLimitsStore } from './limits-store.js';
+import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -51,6 +52,7 @@ export class SqliteStore implements Store {
   readonly logQuery: SqlLogQueryStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
+  readonly auditLog: SqlAuditStore;
   private readonly db: Database.Database;
   private readonly stmt;
   /** Runs the log and charge batches: on a thread of its own for the gateway on a file, else inline. */
@@ -81,6 +83,7 @@ export class SqliteStore implements Store {
     this.logQuery = new SqlLogQueryStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
+    this.auditLog = new SqlAuditStore(sql, now);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),

@@ -1,5 +1,6 @@
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
+import type { AuditStore } from '../audit/types.js';
 import type { AccountStore } from './accounts.js';
 import type { LimitsStore } from './limits-store.js';
 import type { LogQueryStore } from './log-query.js';
@@ -124,6 +125,8 @@ export interface Store {
   readonly providerKeys: ProviderKeyStore;
   /** Limits of keys and projects, and the logged spend budgets are seeded from. */
   readonly limits: LimitsStore;
+  /** The audit log of changes and sign-ins: appended, listed, swept (src/audit/). */
+  readonly auditLog: AuditStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

@@ -10,6 +10,8 @@ import { usageIndexes } from './008-usage-indexes.js';
 import { invitations } from './009-invitations.js';
 import { projectMaxTokens } from './010-project-max-tokens.js';
 import { projectUnsupportedParams } from './011-project-unsupported-params.js';
+import { reserved12 } from './012-reserved.js';
+import { auditLog } from './013-audit-log.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -31,7 +33,7 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams];
+  projectUnsupportedParams, reserved12, auditLog];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
