@@ -50,7 +50,8 @@ export function audited(store: Store, url: string, spec: RouteAudit, handler: Ha
     const orgParam = typeof params.org === 'string' ? params.org : null;
     const paramId = lastParam(url, params);
     const body = asObj(request.body);
-    const before = spec.state && orgParam !== null && paramId !== null ? await spec.state(store, orgParam, paramId) : null;
+    const stateId = paramId ?? orgParam;
+    const before = spec.state && orgParam !== null && stateId !== null ? await spec.state(store, orgParam, stateId) : null;
     let result: unknown;
     try {
       result = await handler(request, reply);
@@ -67,8 +68,8 @@ export function audited(store: Store, url: string, spec: RouteAudit, handler: Ha
     const r = asObj(result);
     const targetId = spec.id ? spec.id(params, r) : paramId ?? (typeof r.id === 'string' ? r.id : null);
     let change: { before: Obj | null; after: Obj | null };
-    if (spec.state && orgParam !== null && paramId !== null) {
-      const now = await spec.state(store, orgParam, paramId);
+    if (spec.state && orgParam !== null && stateId !== null) {
+      const now = await spec.state(store, orgParam, stateId);
       change = changedFields(before ?? {}, now ?? {});
       if (request.method === 'POST') change.after = { ...change.after, request: body };
     } else {

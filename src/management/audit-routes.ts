@@ -43,7 +43,7 @@ const balanceState = async (store: Store, orgId: string): Promise<Obj | null> =>
 };
 const providerKeyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const k = (await store.providerKeys.list(orgId)).find((p) => p.providerId === id);
-  return k ? { key: k.masked } : { key: null };
+  return k ? { key: k.masked, updated_at: k.updatedAt } : { key: null, updated_at: null };
 };
 const memberState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => ({ role: (await store.accounts.roleIn(orgId, id)) ?? null });
 
