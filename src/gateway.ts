@@ -197,6 +197,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       await plugin.register(api);
     }
+    tasks.add({
+      name: 'audit-retention', intervalMs: 60 * 60 * 1000,
+      run: async () => `deleted ${await store.auditLog.sweep(now() - config.audit.retentionDays * 86_400_000)} audit row(s) older than ${config.audit.retentionDays} days`,
+    });
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s)` });
     if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
     // Charges and rows a process of this host spilled before it died (the database away): written now, together.

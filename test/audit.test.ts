@@ -219,3 +219,17 @@ describe('append-only', () => {
     expect(() => db.prepare('UPDATE audit_log SET action = ? WHERE id = ?').run('x', row?.id)).toThrow(/append-only/);
   });
 });
+
+describe('retention', () => {
+  it('the audit-retention task deletes rows older than audit.retention_days (365) and keeps the rest', async () => {
+    const store = t.gateway.store;
+    const actor = { type: 'cli' as const, userId: null, email: 'command line', tokenId: null };
+    const entry = { action: 'test.old', orgId: t.orgId, targetType: null, targetId: null, actor, ip: null, userAgent: null, before: null, after: null };
+    await store.auditLog.append(entry, clock - 366 * 86_400_000);
+    await store.auditLog.append({ ...entry, action: 'test.recent' }, clock - 364 * 86_400_000);
+    const results = await t.gateway.runTasks();
+    expect(results.find((r) => r.task === 'audit-retention')?.result).toMatch(/^deleted 1 audit row/);
+    const left = rows(await op.get('/api/v1/audit?action=test.&limit=10')).map((r) => r.action);
+    expect(left).toEqual(['test.recent']);
+  });
+});
