@@ -29,19 +29,19 @@ export interface RouteAudit {
 /** Every route but reads: what each records. A mutating route missing here does not compile, and a route not in it fails at boot. */
 export type MutatingRouteKey = Exclude<RouteKey, `GET ${string}`>;
 
-const keyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
+export const keyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const k = await store.tenancy.getKey(orgId, id);
   return k ? { name: k.name, limits: k.limits, expires_at: k.expiresAt, allowed_models: k.allowedModels, revoked_at: k.revokedAt } : null;
 };
-const projectState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
+export const projectState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const p = await store.tenancy.getProject(orgId, id);
   return p ? { name: p.name, limits: p.limits, default_max_tokens: p.defaultMaxTokens, unsupported_params: p.unsupportedParams } : null;
 };
-const balanceState = async (store: Store, orgId: string): Promise<Obj | null> => {
+export const balanceState = async (store: Store, orgId: string): Promise<Obj | null> => {
   const org = await store.getOrg(orgId);
   return org ? { balance_usd: microsToUsd(org.balanceMicros) } : null;
 };
-const providerKeyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
+export const providerKeyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const k = (await store.providerKeys.list(orgId)).find((p) => p.providerId === id);
   return k ? { key: k.masked, updated_at: k.updatedAt } : { key: null, updated_at: null };
 };
