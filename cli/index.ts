@@ -3,12 +3,13 @@ import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, re
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
-import { formatUsd } from '../src/money.js';
+import { formatUsd, microsToUsd } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
 import { startSimulator } from '../simulator/server.js';
 import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import type { Retention } from '../src/store/types.js';
 import { configOption, loadAll, loadConfig, withStore } from './common.js';
+import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 import { addKeyRotateCommand } from './lifecycle.js';
 
@@ -125,7 +126,11 @@ export function buildProgram(): Command {
     .addOption(new Option('--retention <mode>', 'keep generated media (standard) or never store it (none)').choices(['standard', 'none']).default('standard'))
     .addOption(configOption())
     .action(async (name: string, opts: { credits: string; retention: Retention; config: string }) => {
-      const org = await withStore(opts.config, (s) => createOrg(s, name, opts.credits, opts.retention));
+      const org = await withStore(opts.config, async (s) => {
+        const created = await createOrg(s, name, opts.credits, opts.retention);
+        await recordCommand(s, 'orgs create', { orgId: created.id, targetId: created.id, after: { name: created.name, balance_usd: microsToUsd(created.balanceMicros), retention: created.retention } });
+        return created;
+      });
       console.log(`created organization "${org.name}" (${org.id}) with $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
   orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
@@ -140,7 +145,11 @@ export function buildProgram(): Command {
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())
     .action(async (prefix: string, opts: { config: string }) => {
-      const { pushed } = await withStore(opts.config, (s, inv) => revokeKey(s, prefix.slice(0, 11), inv));
+      const { pushed } = await withStore(opts.config, async (s, inv) => {
+        const key = await s.findApiKey(prefix.slice(0, 11));
+        if (!key) return revokeKey(s, prefix.slice(0, 11), inv); // refused, naming the prefix
+        return changing(s, 'keys revoke', key.orgId, key.id, () => revokeKey(s, prefix.slice(0, 11), inv));
+      });
       console.log(`revoked key ${prefix.slice(0, 11)}…${pushed ? ' (every running instance told)' : ''}`);
     });
 
@@ -148,7 +157,10 @@ export function buildProgram(): Command {
     .command('add <usd>').description('Add USD credits to an organization.')
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (usd: string, opts: { org: string; config: string }) => {
-      const balance = await withStore(opts.config, (s) => addCredits(s, opts.org, usd));
+      const balance = await withStore(opts.config, async (s) => {
+        const org = await requireOrg(s, opts.org);
+        return changing(s, 'credits add', org.id, org.id, () => addCredits(s, opts.org, usd));
+      });
       console.log(`added $${usd} to "${opts.org}"; balance is now $${balance}`);
     });
 
@@ -159,19 +171,26 @@ export function buildProgram(): Command {
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
-      const { pushed } = await withStore(opts.config, (s, inv) => setProviderKey(s, opts.org, opts.provider, opts.key, inv), { secrets: true });
+      const { pushed } = await withStore(opts.config, async (s, inv) => {
+        const org = await requireOrg(s, opts.org);
+        return changing(s, 'provider-keys set', org.id, opts.provider, () => setProviderKey(s, opts.org, opts.provider, opts.key, inv));
+      }, { secrets: true });
       console.log(`set "${opts.org}"'s own key for provider ${opts.provider} (stored encrypted)${pushed ? '; every running instance told' : ''}`);
     });
   providerKeys.command('delete').description("Remove the org's own key for the provider: its requests use the gateway's key again, and are debited.")
     .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id of the key to remove')
     .addOption(configOption())
     .action(async (opts: { org: string; provider: string; config: string }) => {
-      const { pushed } = await withStore(opts.config, (s, inv) => deleteProviderKey(s, opts.org, opts.provider, inv));
+      const { pushed } = await withStore(opts.config, async (s, inv) => {
+        const org = await requireOrg(s, opts.org);
+        return changing(s, 'provider-keys delete', org.id, opts.provider, () => deleteProviderKey(s, opts.org, opts.provider, inv));
+      });
       console.log(`deleted "${opts.org}"'s own key for provider ${opts.provider}${pushed ? '; every running instance told' : ''}`);
     });
   addProjectCommands(program);
   addUserCommands(program);
   addLogsCommand(program);
+  addAuditCommand(program);
   return program;
 }
 

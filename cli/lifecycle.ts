@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { MAX_ROTATION_GRACE_SECONDS, rotateKey, setActive, setPassword } from '../src/account-lifecycle.js';
 import type { Store } from '../src/store/types.js';
+import { recordCommand } from './audit.js';
 import { configOption, readStdin, withStore } from './common.js';
 
 /** The account lifecycle from the command line (docs/management.md "Account lifecycle"). */
@@ -23,7 +24,11 @@ export function addUserLifecycleCommands(users: Command): void {
     .addOption(configOption())
     .action(async (email: string, opts: { config: string }) => {
       const password = await readStdin();
-      await withStore(opts.config, async (s) => setPassword(s, (await requireUser(s, email)).id, password, undefined));
+      await withStore(opts.config, async (s) => {
+        const user = await requireUser(s, email);
+        await setPassword(s, user.id, password, undefined);
+        await recordCommand(s, 'users password', { orgId: null, targetId: user.id });
+      });
       console.log(`changed the password of ${email.toLowerCase()}; their sessions have ended`);
     });
   for (const [name, active] of [['deactivate', false], ['activate', true]] as const) {
@@ -32,7 +37,12 @@ export function addUserLifecycleCommands(users: Command): void {
         : 'Deactivate a user: they cannot sign in, their sessions end and their management tokens are refused, at once on every instance.')
       .addOption(configOption())
       .action(async (email: string, opts: { config: string }) => {
-        const change = await withStore(opts.config, async (s) => setActive(s, (await requireUser(s, email)).id, active));
+        const change = await withStore(opts.config, async (s) => {
+          const user = await requireUser(s, email);
+          const result = await setActive(s, user.id, active);
+          if (result !== 'last_owner') await recordCommand(s, active ? 'users activate' : 'users deactivate', { orgId: null, targetId: user.id, before: { active: user.active }, after: { active } });
+          return result;
+        });
         if (change === 'last_owner') throw new Error(`${email} is the only active owner of an organization: make another member owner first`);
         console.log(`${active ? 'activated' : 'deactivated'} ${email.toLowerCase()}`);
       });
@@ -51,6 +61,8 @@ export function addKeyRotateCommand(keys: Command): void {
         const key = await s.findApiKey(p);
         const rotated = key && (await rotateKey(s, inv, key.orgId, key.id, opts.grace, Date.now()));
         if (!rotated) throw new Error(`no live API key with prefix "${p}"`);
+        // The new secret is printed once, never written to the audit row.
+        await recordCommand(s, 'keys rotate', { orgId: key.orgId, targetId: key.id, after: { grace_seconds: opts.grace } });
         return rotated;
       });
       const until = new Date(r.record.previousExpiresAt ?? Date.now()).toISOString();

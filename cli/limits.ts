@@ -5,6 +5,7 @@ import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch }
 import type { BudgetPeriod, LimitSpec } from '../src/limits/types.js';
 import { formatUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
+import { changing } from './audit.js';
 import { configOption, withStore } from './common.js';
 
 /*
@@ -109,7 +110,7 @@ export function addKeyLimitCommands(keys: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
-        await s.limits.setKeyLimits(key.orgId, key.id, next);
+        await changing(s, 'keys limits', key.orgId, key.id, () => s.limits.setKeyLimits(key.orgId, key.id, next));
         await invalidation.invalidate('api_key', key.prefix);
         return next;
       });
@@ -150,7 +151,7 @@ export function addProjectLimitCommand(projects: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);
-        await s.limits.setProjectLimits(project.orgId, project.id, next);
+        await changing(s, 'projects limits', project.orgId, project.id, () => s.limits.setProjectLimits(project.orgId, project.id, next));
         await invalidation.invalidate('limits', project.id);
         return next;
       });

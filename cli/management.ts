@@ -6,6 +6,7 @@ import { allowedModels } from '../src/management/routes-orgs.js';
 import { formatUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
+import { changing, recordCommand } from './audit.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
@@ -37,7 +38,14 @@ export function addKeyCommands(keys: Command): void {
     .action(async (opts: LimitFlags & { org: string; project: string; name?: string; expires?: number; models?: string; config: string }) => {
       const limits = limitsFromFlags(opts);
       const models = opts.models === undefined ? null : allowedModels(loadAll(opts.config).catalog, opts.models.split(',').map((m) => m.trim()).filter(Boolean), '--models');
-      const r = await withStore(opts.config, (s) => createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models, limits }));
+      const r = await withStore(opts.config, async (s) => {
+        const made = await createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models, limits });
+        await recordCommand(s, 'keys create', {
+          orgId: made.org.id, targetId: made.record.id,
+          after: { name: made.record.name, project: made.project.name, prefix: made.prefix, expires_at: made.record.expiresAt, allowed_models: made.record.allowedModels, limits },
+        });
+        return made;
+      });
       const notes = [
         r.record.expiresAt ? `expires ${new Date(r.record.expiresAt).toISOString()}` : '', models ? `models ${models.join(', ')}` : '',
         describeLimits(limits) !== 'none' ? `limits ${describeLimits(limits)}` : '',
@@ -54,7 +62,11 @@ export function addProjectCommands(program: Command): void {
     .requiredOption('--org <name>', 'organization name')).addOption(configOption())
     .action(async (name: string, opts: LimitFlags & { org: string; config: string }) => {
       const limits = limitsFromFlags(opts);
-      const { org, project } = await withStore(opts.config, (s) => createProject(s, opts.org, name, limits));
+      const { org, project } = await withStore(opts.config, async (s) => {
+        const made = await createProject(s, opts.org, name, limits);
+        await recordCommand(s, 'projects create', { orgId: made.org.id, targetId: made.project.id, after: { name: made.project.name, limits } });
+        return made;
+      });
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
     });
   addProjectLimitCommand(projects);
@@ -73,8 +85,10 @@ export function addProjectCommands(program: Command): void {
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
-        if (maxTokens !== undefined) await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, maxTokens);
-        if (policy !== undefined) await s.tenancy.setProjectUnsupportedParams(project.orgId, project.id, policy);
+        await changing(s, 'projects update', project.orgId, project.id, async () => {
+          if (maxTokens !== undefined) await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, maxTokens);
+          if (policy !== undefined) await s.tenancy.setProjectUnsupportedParams(project.orgId, project.id, policy);
+        });
         await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new values
       });
       const changed = [
@@ -101,7 +115,14 @@ export function addUserCommands(program: Command): void {
     .addOption(configOption())
     .action(async (opts: { email: string; passwordStdin?: boolean; operator?: boolean; org?: string; role?: OrgRole; config: string }) => {
       const password = opts.passwordStdin ? await readStdin() : randomBase62(20);
-      const { user, org } = await withStore(opts.config, (s) => createUser(s, { email: opts.email, password, operator: opts.operator, org: opts.org, role: opts.role }));
+      const { user, org } = await withStore(opts.config, async (s) => {
+        const made = await createUser(s, { email: opts.email, password, operator: opts.operator, org: opts.org, role: opts.role });
+        await recordCommand(s, 'users create', {
+          orgId: made.org?.id ?? null, targetId: made.user.id,
+          after: { email: made.user.email, operator: made.user.operator, ...(made.org ? { org: made.org.name, role: opts.role } : {}) },
+        });
+        return made;
+      });
       const where = org ? `, ${opts.role} of "${org.name}"` : '';
       console.log(`created user ${user.email} (${user.id})${user.operator ? ', operator' : ''}${where}`);
       if (!opts.passwordStdin) console.log(`password (shown once): ${password}`);

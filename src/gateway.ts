@@ -204,6 +204,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     const deliverer = new WebhookDeliverer(store.webhooks, config.webhooks, now);
     tasks.add({ name: 'webhook-delivery', intervalMs: WEBHOOK_POLL_MS, run: () => deliverer.run() });
+    tasks.add({
+      name: 'audit-retention', intervalMs: 60 * 60 * 1000,
+      run: async () => `deleted ${await store.auditLog.sweep(now() - config.audit.retentionDays * 86_400_000)} audit row(s) older than ${config.audit.retentionDays} days`,
+    });
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s), ${await store.accounts.sso.purgeFlows()} expired SSO flow(s)` });
     if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);
     // Charges and rows a process of this host spilled before it died (the database away): written now, together.

@@ -277,6 +277,7 @@ describe('admin commands', () => {
     const r = await cli(['sweep', '--config', config]);
     expect(r.code).toBe(0);
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual([
+      'audit-retention: deleted 0 audit row(s) older than 365 days',
       'chat-responses-sweep: deleted 0 expired stored response(s)',
       'console-sessions-purge: deleted 0 expired session(s)',
       'images-retention-sweep: deleted 0 expired image(s)',

@@ -74,8 +74,9 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: Nod
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
-function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnCli(args: string[], env: NodeJS.ProcessEnv, input?: string): ChildProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (input !== undefined) child.stdin!.end(input);
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
@@ -119,8 +120,8 @@ export interface CliResult {
 }
 
 /** Runs `node bin/gateway.js ...args` to completion (killed after `timeoutMs`). */
-export async function cli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
-  const child = spawnCli(args, opts.env ?? process.env);
+export async function cli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<CliResult> {
+  const child = spawnCli(args, opts.env ?? process.env, opts.input);
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));

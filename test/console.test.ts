@@ -133,7 +133,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     expect(await nav.getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Credits']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Credits', 'Audit']);
     // An operator sees every org in the switcher.
     expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
     await page.getByLabel('Organization').selectOption({ label: 'acme' });
@@ -286,6 +286,25 @@ describe('the web console', { timeout: 45_000 }, () => {
       .data.find((k) => k.name === 'e2e key')?.project_id;
     const project = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/projects/${projectId}`);
     expect(((await project.json()) as { limits: { rpm: number } }).limits.rpm).toBe(1000);
+  });
+
+  it('answers who changed the key\'s limit, when, from where and from what to what, on the Audit page', async () => {
+    await visit('Audit');
+    await page.getByLabel('Action').fill('key.update_limits');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/\/audit\?action=key\.update_limits$/);
+    const rows = page.locator('table.audit tbody tr');
+    await expect.poll(() => rows.count()).toBe(1);
+    const cells = await rows.first().locator('td').allTextContents();
+    expect(cells[0]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    expect(cells.slice(1, 4)).toEqual(['owner@acme.test', '127.0.0.1', 'key.update_limits']); // the user signed in since the keyboard step
+    expect(cells[4]).toMatch(/^key key_\w+$/);
+    expect(cells[5]).toBe('limits.rpm: 2 → 5');
+    await expectAccessible('audit');
+    // The project's limit, changed after the key's: newest first, once the filter is cleared.
+    await page.getByRole('button', { name: 'Clear', exact: true }).click();
+    await expect.poll(() => rows.first().locator('td').nth(3).textContent()).toBe('project.update');
+    expect(await rows.first().locator('td').nth(5).textContent()).toBe('limits.rpm: — → 1000');
   });
 
   it('sets the project\'s default max_tokens in the project limits dialog, keeping its limits', async () => {

@@ -126,4 +126,9 @@ export interface ModelRecord {
   id: string; name: string; modality: string; family: string; context_length: number; pricing: Record<string, string>;
   providers: Array<{ providerId: string }>; deprecated_at: string | null; deactivated_at: string | null;
 }
+export interface AuditActor { type: 'user' | 'token' | 'cli' | 'anonymous'; user_id: string | null; email: string | null; token_id: string | null }
+export interface AuditItem {
+  id: string; at: string; org_id: string | null; action: string; target_type: string | null; target_id: string | null; actor: AuditActor;
+  ip: string | null; user_agent: string | null; before: Record<string, unknown> | null; after: Record<string, unknown> | null;
+}
 export interface ListOf<T> { data: T[] }

@@ -11,6 +11,8 @@ export interface Caller {
   via: 'session' | 'token';
   /** The session's id (the hash of its cookie), to end it on sign-out. */
   sessionId: string | undefined;
+  /** The management token's id (`tok_…`), for the audit log; undefined for a session. */
+  tokenId?: string;
 }
 
 /** The org a route is about, and the caller's role in it (`operator`: the instance's operator, not a member). */
@@ -86,7 +88,7 @@ async function identify(store: Store, request: FastifyRequest): Promise<Caller> 
     if (!user) throw new GatewayError('invalid_token');
     if (!user.active) throw new GatewayError('account_deactivated');
     await store.accounts.touchToken(token.id);
-    return { user, via: 'token', sessionId: undefined };
+    return { user, via: 'token', sessionId: undefined, tokenId: token.id };
   }
   const secret = readCookie(request, SESSION_COOKIE);
   if (secret === undefined || secret === '') {

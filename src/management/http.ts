@@ -4,6 +4,9 @@ import addFormatsImport from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
 import { GatewayError, invalidField } from '../errors.js';
 import type { OrgRouteDef } from '../plugin.js';
+import type { Store } from '../store/types.js';
+import { audited, auditedPluginRoute } from './audit-hook.js';
+import { ROUTE_AUDIT, type RouteAudit } from './audit-routes.js';
 import { authorize, scopeOf, callerOf } from './authn.js';
 import { ROUTE_ACCESS, type Access, type RouteKey } from './roles.js';
 import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
@@ -59,35 +62,41 @@ function fastifySchema(def: { summary: string; tag: string; schema: ManagementRo
   } as FastifySchema;
 }
 
-function addRoute(app: FastifyInstance, def: ManagementRoute): void {
+function addRoute(app: FastifyInstance, store: Store, def: ManagementRoute): void {
   const key = `${def.method} ${def.url}`;
   const access: Access | undefined = (ROUTE_ACCESS as Record<string, Access>)[key];
   if (!access) throw new Error(`management route ${key} has no entry in ROUTE_ACCESS (src/management/roles.ts)`);
+  // Every change goes through the audit log: a mutating route must say what it records.
+  const audit: RouteAudit | undefined = def.method === 'GET' ? undefined : (ROUTE_AUDIT as Record<string, RouteAudit>)[key];
+  if (def.method !== 'GET' && !audit) throw new Error(`management route ${key} has no entry in ROUTE_AUDIT (src/management/audit-routes.ts)`);
   app.route({
     method: def.method, url: def.url, config: { access }, schema: fastifySchema(def, access),
-    schemaErrorFormatter: validationError, handler: def.handler,
+    schemaErrorFormatter: validationError, handler: audit ? audited(store, def.url, audit, def.handler) : def.handler,
   });
 }
 
 /** A plugin's org-scoped route, under /api/v1/orgs/:org, authenticated and scoped by the core. */
-function addOrgRoute(app: FastifyInstance, def: OrgRouteDef): void {
+function addOrgRoute(app: FastifyInstance, store: Store, def: OrgRouteDef): void {
   if (!def.url.startsWith('/') || /\/:org(\/|$)/.test(def.url)) throw new Error(`org route ${def.url}: give the path under /api/v1/orgs/:org, starting with /`);
   const paramNames = [...def.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
   const schema = def.schema ?? {};
+  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const scope = scopeOf(request);
+    return def.handler({ org: scope.org, role: scope.role, userId: callerOf(request).user.id }, request, reply);
+  };
   app.route({
     method: def.method, url: `/api/v1/orgs/:org${def.url}`, config: { access: def.role },
     schema: fastifySchema({ summary: def.summary, tag: def.tag ?? 'plugins', schema: { ...schema, params: schema.params ?? params('org', ...paramNames), response: schema.response ?? {} } }, def.role),
     schemaErrorFormatter: validationError,
-    handler: async (request, reply) => {
-      const scope = scopeOf(request);
-      return def.handler({ org: scope.org, role: scope.role, userId: callerOf(request).user.id }, request, reply);
-    },
+    handler: def.method === 'GET' ? handler : auditedPluginRoute(store, def.method, def.url, def.tag ?? 'plugin', handler),
   });
 }
 
 export interface ManagementSurface {
   routes: readonly ManagementRoute[];
   orgRoutes: readonly OrgRouteDef[];
+  /** Where the audit log is appended (every mutating route). */
+  store: Store;
   authorize: (request: FastifyRequest, access: Access) => Promise<void>;
 }
 
@@ -116,14 +125,14 @@ export function mountManagement(app: FastifyInstance, surface: () => ManagementS
     api.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
     api.decorateRequest('caller', undefined);
     api.decorateRequest('orgScope', undefined);
-    const { routes, orgRoutes, authorize: check } = surface();
+    const { routes, orgRoutes, store, authorize: check } = surface();
     api.addHook('onRequest', async (request, reply) => {
       void reply.header('cache-control', 'no-store');
       const access = request.routeOptions.config.access;
       if (access) await check(request, access);
     });
-    for (const r of routes) addRoute(api, r);
-    for (const r of orgRoutes) addOrgRoute(api, r);
+    for (const r of routes) addRoute(api, store, r);
+    for (const r of orgRoutes) addOrgRoute(api, store, r);
     api.get('/api/openapi.json', { config: { access: 'public' }, schema: { hide: true } as FastifySchema }, async () => api.swagger());
   });
 }

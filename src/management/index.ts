@@ -15,6 +15,7 @@ import type { ConsoleSettings } from '../config/console-config.js';
 import { OidcSignIn } from './oidc.js';
 import { accountRoutes } from './routes-account.js';
 import { ssoRoutes } from './routes-sso.js';
+import { auditRoutes } from './routes-audit.js';
 import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { lifecycleRoutes } from './routes-lifecycle.js';
@@ -63,8 +64,9 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps)],
     orgRoutes: opts.orgRoutes,
+    store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),
   }), packageVersion());
 }

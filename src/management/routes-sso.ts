@@ -5,6 +5,7 @@ import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { CALLBACK_PATH, FLOW_TTL_MS, type OidcSignIn } from './oidc.js';
 import { bool, obj, str } from './schemas.js';
+import { recordChange } from './audit-hook.js';
 
 /** The browser's flow cookie: the state of the sign-in it started, so a callback carrying another browser's state is refused. */
 const FLOW_COOKIE = 'tollgate_oidc_state';
@@ -59,8 +60,21 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
         const bound = readCookie(request, FLOW_COOKIE);
         // The flow cookie is spent whatever the outcome.
         void reply.header('set-cookie', flowCookie(request, '', 0));
-        const { email, groups } = await oidc.finish(callbackUrl, bound === '' ? undefined : bound);
-        const { user, unknownOrgs, keptLastOwner } = await oidc.provision(email, groups);
+        let signedIn: Awaited<ReturnType<typeof oidc.provision>>;
+        try {
+          const { email, groups } = await oidc.finish(callbackUrl, bound === '' ? undefined : bound);
+          signedIn = await oidc.provision(email, groups);
+        } catch (err) {
+          // A refused SSO sign-in is in the audit log like a refused password (nobody is signed in: no actor).
+          const code = err instanceof GatewayError ? err.code : 'internal_error';
+          await recordChange(d.store, request, { action: 'session.sign_in_failed', orgId: null, targetType: 'user', targetId: null, before: null, after: { method: 'sso', error: code } });
+          throw err;
+        }
+        const { user, unknownOrgs, keptLastOwner } = signedIn;
+        await recordChange(d.store, request, {
+          action: 'session.sign_in', orgId: null, targetType: 'user', targetId: user.id, before: null, after: { method: 'sso' },
+          actor: { type: 'user', userId: user.id, email: user.email, tokenId: null },
+        });
         if (unknownOrgs.length > 0) request.log.warn({ orgs: unknownOrgs }, 'console.oidc.role_map names orgs that do not exist');
         if (keptLastOwner.length > 0) request.log.warn({ user: user.id, orgs: keptLastOwner }, 'SSO kept a role its groups no longer give: the user is the org\'s last owner');
         const { secret, id } = newSession();

@@ -10,6 +10,7 @@ import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
 import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
+import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { SqlWebhookStore } from './webhook-store.js';
@@ -63,6 +64,7 @@ export class PostgresStore implements Store {
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   readonly webhooks: SqlWebhookStore;
+  readonly auditLog: SqlAuditStore;
   private readonly pool: Pool;
   /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
   private readonly reservePool: Pool | undefined;
@@ -131,6 +133,7 @@ export class PostgresStore implements Store {
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
     this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
+    this.auditLog = new SqlAuditStore(sql, now);
     this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
       async (text, params) => {
         await this.ensureSchema();

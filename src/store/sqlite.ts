@@ -13,6 +13,7 @@ import type { SecretBox } from '../secrets.js';
 import { SqlAccountStore } from './accounts.js';
 import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
+import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { SqlWebhookStore } from './webhook-store.js';
@@ -55,6 +56,7 @@ export class SqliteStore implements Store {
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   readonly webhooks: SqlWebhookStore;
+  readonly auditLog: SqlAuditStore;
   private readonly db: Database.Database;
   private readonly stmt;
   /** Runs the log and charge batches: on a thread of its own for the gateway on a file, else inline. */
@@ -87,6 +89,7 @@ export class SqliteStore implements Store {
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
     this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
+    this.auditLog = new SqlAuditStore(sql, now);
     const db = this.db;
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),

@@ -1,5 +1,6 @@
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
+import type { AuditStore } from '../audit/types.js';
 import type { AccountStore } from './accounts.js';
 import type { LifecycleStore } from './lifecycle.js';
 import type { LimitsStore } from './limits-store.js';
@@ -133,6 +134,8 @@ export interface Store {
   readonly limits: LimitsStore;
   /** Webhooks, alert events and the delivery outbox (alerts). */
   readonly webhooks: SqlWebhookStore;
+  /** The audit log of changes and sign-ins: appended, listed, swept (src/audit/). */
+  readonly auditLog: AuditStore;
   ping(): Promise<void>;
   close(): Promise<void>;
 

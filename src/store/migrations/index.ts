@@ -11,8 +11,9 @@ import { invitations } from './009-invitations.js';
 import { projectMaxTokens } from './010-project-max-tokens.js';
 import { projectUnsupportedParams } from './011-project-unsupported-params.js';
 import { oidcFlows } from './012-oidc-flows.js';
-import { accountLifecycle } from './015-account-lifecycle.js';
+import { auditLog } from './013-audit-log.js';
 import { webhooks } from './014-webhooks.js';
+import { accountLifecycle } from './015-account-lifecycle.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -34,15 +35,7 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows, reserved(13), webhooks, accountLifecycle];
-
-/*
- * BRANCH PLACEHOLDER (issue 32): version 13 belongs to the audit log, merged next; it
- * replaces this one.
- */
-function reserved(version: number): Migration {
-  return { version, name: `reserved for another issue-32 branch (${version})`, sql: 'SELECT 1;' };
-}
+  projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
