@@ -14,7 +14,7 @@ import { Receiver, signatureValid, until } from './webhook-receiver.js';
  * docs/management.md "Webhooks"): each budget threshold crossed by traffic spread over the
  * three instances fires one event, delivered once and signed; an event whose receiver is away
  * survives a SIGKILL and a full stop of the fleet in the outbox and is delivered once when a
- * gateway runs again and the receiver comes up. Loopback only; every wait is bounded.
+ * gateway runs again and the receiver comes up. The org's balance alert fires once as well. Loopback only; every wait is bounded.
  */
 let sim: Simulator;
 let redis: PrivateRedis;
@@ -84,22 +84,31 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     const { orgId, key, api } = await orgWithBudgetKey('fleet-alerts');
     const made = await api.post(`/api/v1/orgs/${orgId}/webhooks`, { url: `${rx.url}/hook`, events: ['budget.threshold'] });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
+    // The org's $5 less about ten requests of $0.0006 ends below $4.997: balance.below fires once too.
+    const low = await api.post(`/api/v1/orgs/${orgId}/webhooks`, { url: `${rx.url}/balance`, events: ['balance.below'] });
+    expect(low.status).toBe(201);
+    expect((await api.put(`/api/v1/orgs/${orgId}/balance-alert`, { below_usd: '4.997' })).status).toBe(200);
 
     const statuses = await roundRobin(fleet.urls(), 12, 1, (url, i) => chat(url, key, i + 1));
     expect(statuses.slice(0, 9)).toEqual(Array(9).fill(200));
     expect(statuses.at(-1)).toBe(429);
 
     const events = () => rx!.delivered('/hook');
-    expect(await until(() => events().length >= 3, 30_000), JSON.stringify(rx.got.map((g) => [g.status, g.body]))).toBe(true);
+    expect(await until(() => events().length >= 3 && rx!.delivered('/balance').length >= 1, 30_000), JSON.stringify(rx.got.map((g) => [g.status, g.body]))).toBe(true);
     await new Promise((r) => setTimeout(r, 3000)); // every instance's delivery task runs again: nothing more may arrive
     expect(events().map((e) => e.threshold).sort()).toEqual([100, 50, 80]);
     expect(new Set(events().map((e) => e.id)).size).toBe(3);
-    expect(rx.got).toHaveLength(3);
-    for (const g of rx.got) expect(signatureValid(made.body.secret as string, g)).toBe(true);
+    const hookPosts = rx.got.filter((g) => g.path === '/hook');
+    expect(hookPosts).toHaveLength(3);
+    for (const g of hookPosts) expect(signatureValid(made.body.secret as string, g)).toBe(true);
+    const balancePosts = rx.got.filter((g) => g.path === '/balance');
+    expect(balancePosts).toHaveLength(1);
+    expect(signatureValid(low.body.secret as string, balancePosts[0]!)).toBe(true);
+    expect(JSON.parse(balancePosts[0]!.body)).toMatchObject({ type: 'balance.below', org: 'fleet-alerts', threshold: 4.997 });
     const rows = await deliveries(orgId);
-    expect(rows.map((r) => [r.status, Number(r.attempts)])).toEqual([['delivered', 1], ['delivered', 1], ['delivered', 1]]);
+    expect(rows.map((r) => [r.status, Number(r.attempts)])).toEqual(Array(4).fill(['delivered', 1]));
     const [crossings] = await pgQuery<{ n: string }>(db.url, 'SELECT COUNT(*) AS n FROM alert_events WHERE org_id = $1', [orgId]);
-    expect(crossings!.n).toBe('3');
+    expect(crossings!.n).toBe('4');
   }, 120_000);
 
   it('the receiver refuses when the crossing happens, one instance is SIGKILLed, the rest stopped, one restarted, the receiver comes up: delivered once', async () => {

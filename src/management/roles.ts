@@ -78,6 +78,8 @@ export const ROUTE_ACCESS = {
   'DELETE /api/v1/orgs/:org/webhooks/:webhook': 'admin',
   'POST /api/v1/orgs/:org/webhooks/:webhook/test': 'admin',
   'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': 'admin',
+  'GET /api/v1/orgs/:org/balance-alert': 'admin',
+  'PUT /api/v1/orgs/:org/balance-alert': 'owner',
 } as const satisfies Record<string, Access>;
 
 export type RouteKey = keyof typeof ROUTE_ACCESS;

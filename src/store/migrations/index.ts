@@ -13,6 +13,7 @@ import { projectUnsupportedParams } from './011-project-unsupported-params.js';
 import { oidcFlows } from './012-oidc-flows.js';
 import { accountLifecycle } from './015-account-lifecycle.js';
 import { webhooks } from './014-webhooks.js';
+import { balanceAlert } from './016-balance-alert.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -34,7 +35,7 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows, reserved(13), webhooks, accountLifecycle];
+  projectUnsupportedParams, oidcFlows, reserved(13), webhooks, accountLifecycle, balanceAlert];
 
 /*
  * BRANCH PLACEHOLDER (issue 32): version 13 belongs to the audit log, merged next; it
