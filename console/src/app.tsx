@@ -11,6 +11,7 @@ import { OverviewPage } from './pages/overview';
 import { ProviderKeysPage } from './pages/provider-keys';
 import { SignIn } from './pages/sign-in';
 import { UsagePage } from './pages/usage';
+import { WebhooksPage } from './pages/webhooks';
 import { Link, navigate, useLocation, type Location } from './router';
 import { ErrorBox, Field } from './ui';
 
@@ -27,6 +28,7 @@ const NAV: NavItem[] = [
   { page: 'models', label: 'Models', show: () => true },
   { page: 'members', label: 'Members', show: () => true },
   { page: 'provider-keys', label: 'Provider keys', show: admin },
+  { page: 'webhooks', label: 'Webhooks', show: admin },
   { page: 'credits', label: 'Credits', show: () => true },
 ];
 
@@ -115,6 +117,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'models': return <ModelsPage {...props} />;
     case 'members': return <MembersPage {...props} />;
     case 'provider-keys': return <ProviderKeysPage {...props} />;
+    case 'webhooks': return <WebhooksPage {...props} />;
     case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
     default: return <OverviewPage {...props} />;
   }
