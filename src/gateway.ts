@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.js';
+import { BalanceAlerts } from './alerts/balance-alerts.js';
 import { BudgetAlerts } from './alerts/budget-alerts.js';
 import { DELIVERY_IDLE, WebhookDeliverer } from './alerts/delivery.js';
 import type { GatewayConfig } from './config/gateway-config.js';
@@ -203,7 +204,16 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       await plugin.register(api);
     }
     const deliverer = new WebhookDeliverer(store.webhooks, config.webhooks, now);
-    tasks.add({ name: 'webhook-delivery', intervalMs: WEBHOOK_POLL_MS, run: () => deliverer.run() });
+    const balanceAlerts = new BalanceAlerts(store.webhooks, now);
+    tasks.add({
+      name: 'webhook-delivery', intervalMs: WEBHOOK_POLL_MS,
+      // Balance alerts first: an event they record goes out in the same run.
+      run: async () => {
+        const fired = await balanceAlerts.check();
+        const delivered = await deliverer.run();
+        return fired === 0 ? delivered : `${fired} balance alert(s) fired; ${delivered}`;
+      },
+    });
     tasks.add({
       name: 'audit-retention', intervalMs: 60 * 60 * 1000,
       run: async () => `deleted ${await store.auditLog.sweep(now() - config.audit.retentionDays * 86_400_000)} audit row(s) older than ${config.audit.retentionDays} days`,

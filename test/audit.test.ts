@@ -114,6 +114,7 @@ const SAMPLES: Record<string, Sample> = {
     prepare: async () => (await owner.post(`${org()}/webhooks`, { url: 'http://127.0.0.1:9/test' })).body,
     call: (p) => owner.post(`${org()}/webhooks/${p.id as string}/test`), action: 'webhook.test', actor: 'owner@acme.test',
   },
+  'PUT /api/v1/orgs/{org}/balance-alert': { call: () => owner.put(`${org()}/balance-alert`, { below_usd: '2' }), action: 'balance_alert.set', actor: 'owner@acme.test' },
   'DELETE /api/v1/orgs/{org}/invitations/{invitation}': {
     prepare: async () => ({ id: await invite('eve@acme.test') }), call: (p) => owner.delete(`${org()}/invitations/${p.id as string}`), action: 'invitation.revoke', actor: 'owner@acme.test',
   },

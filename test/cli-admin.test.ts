@@ -279,9 +279,10 @@ describe('admin commands', () => {
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual([
       'audit-retention: deleted 0 audit row(s) older than 365 days',
       'chat-responses-sweep: deleted 0 expired stored response(s)',
-      'console-sessions-purge: deleted 0 expired session(s)',
+      'console-sessions-purge: deleted 0 expired session(s), 0 expired SSO flow(s)',
       'images-retention-sweep: deleted 0 expired image(s)',
       'music-retention-sweep: deleted 0 expired track(s)',
+      'webhook-delivery: nothing to deliver',
     ]);
   });
 });

@@ -9,6 +9,7 @@ import { useGateway } from './fixtures.js';
 import { postJson } from './harness.js';
 import { addUser, PASSWORD } from './management-helpers.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
+import { Receiver, signatureValid, until } from './webhook-receiver.js';
 
 /**
  * The web console in a real browser (headless Chromium): sign in, create a key and use
@@ -25,7 +26,7 @@ let s3: TestS3;
 const t = useGateway(async () => {
   ensureConsoleBuilt();
   s3 = await startS3();
-  return { yaml: { storage: { s3: s3.config } } };
+  return { yaml: { storage: { s3: s3.config }, webhooks: { allow_private_urls: true, retry_initial_ms: 200 } } };
 });
 let browser: Browser;
 let page: Page;
@@ -133,7 +134,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     expect(await nav.getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Credits', 'Audit']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit']);
     // An operator sees every org in the switcher.
     expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
     await page.getByLabel('Organization').selectOption({ label: 'acme' });
@@ -442,6 +443,42 @@ describe('the web console', { timeout: 45_000 }, () => {
     await row.getByRole('button', { name: 'Remove the openai key' }).click();
     await page.getByRole('dialog', { name: 'Remove this provider key?' }).getByRole('button', { name: 'Remove key' }).click();
     await page.getByText('Removed the key for openai.').waitFor();
+  });
+
+  it('adds a webhook (its secret shown once, with a copy button), sends a test event, shows its delivery, removes it', async () => {
+    const rx = await Receiver.start(0);
+    try {
+      await visit('Webhooks');
+      await page.getByLabel('URL').fill(`${rx.url}/console`);
+      await page.getByRole('button', { name: 'Add webhook' }).click();
+      const secret = (await page.getByLabel('Signing secret').textContent()) ?? '';
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+      await page.getByRole('button', { name: 'Copy secret' }).waitFor();
+      await expectAccessible('webhooks');
+      await page.getByRole('button', { name: 'Done' }).click();
+      expect(await page.content()).not.toContain(secret);
+      const row = page.getByRole('row').filter({ hasText: `${rx.url}/console` });
+      await row.getByRole('button', { name: `Send test event to ${rx.url}/console` }).click();
+      await page.getByText(`Test event queued for ${rx.url}/console.`).waitFor();
+      expect(await until(async () => {
+        await t.gateway.runTasks();
+        return rx.delivered('/console').length === 1;
+      })).toBe(true);
+      expect(signatureValid(secret, rx.got[0]!)).toBe(true);
+      await row.getByRole('link', { name: `${rx.url}/console` }).click();
+      await page.getByRole('heading', { level: 1, name: 'Webhook deliveries' }).waitFor();
+      const delivery = page.getByRole('row').filter({ hasText: String(rx.delivered('/console')[0]!.id) });
+      await delivery.waitFor();
+      expect(await delivery.textContent()).toMatch(/test.*delivered.*1.*200/);
+      await expectAccessible('webhook-deliveries');
+      await page.getByRole('link', { name: 'All webhooks' }).click();
+      await page.getByRole('button', { name: `Remove the webhook ${rx.url}/console` }).click();
+      await page.getByRole('dialog', { name: 'Remove this webhook?' }).getByRole('button', { name: 'Remove webhook' }).click();
+      await page.getByText(`Removed the webhook ${rx.url}/console.`).waitFor();
+      await page.getByText('No webhooks: alerts are not sent anywhere.').waitFor();
+    } finally {
+      await rx.close();
+    }
   });
 
   it('shows the credit ledger and lets an operator add credits', async () => {

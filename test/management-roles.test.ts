@@ -83,6 +83,7 @@ async function requestFor(route: string, caller: Caller): Promise<{ method: stri
     'PATCH /api/v1/users/:user': { active: true },
     'POST /api/v1/orgs/:org/keys/:key/rotate': { grace_seconds: 60 },
     'POST /api/v1/orgs/:org/webhooks': { url: 'https://93.184.216.34/hook' },
+    'PUT /api/v1/orgs/:org/balance-alert': { below_usd: '1' },
   };
   if (route === 'DELETE /api/v1/orgs/:org/provider-keys/:provider') await t.gateway.store.providerKeys.set(org, 'openai', 'sk-to-delete-000000000000');
   return { method, path, body: bodies[route] };

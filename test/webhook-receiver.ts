@@ -38,9 +38,10 @@ export class Receiver {
     });
   }
 
-  static async start(failures = 2): Promise<Receiver> {
+  /** `port`: a fixed port (a receiver that comes up where a refused webhook points); 0 for any. */
+  static async start(failures = 2, port = 0): Promise<Receiver> {
     const r = new Receiver(failures);
-    await new Promise<void>((ok) => r.server.listen(0, '127.0.0.1', ok));
+    await new Promise<void>((ok) => r.server.listen(port, '127.0.0.1', ok));
     return r;
   }
 

@@ -106,6 +106,57 @@ describe('budget alerts as signed webhooks', () => {
   });
 });
 
+describe('the balance alert', () => {
+  it('fires balance.below once when traffic takes the balance below the amount; again only after a top-up took it back above', async () => {
+    const { org, key } = await t.org('low-balance', '0.01');
+    await addUser(t, 'owner@low-balance.test', { org: 'low-balance', role: 'owner' });
+    await addUser(t, 'admin@low-balance.test', { org: 'low-balance', role: 'admin' });
+    const api = await signIn(t.url, 'owner@low-balance.test');
+    const made = await api.post(`/api/v1/orgs/${org.id}/webhooks`, { url: `${rx.url}/balance`, events: ['balance.below'] });
+    expect(made.status).toBe(201);
+    // An owner sets it; an admin may read it, not change it.
+    const admin = await signIn(t.url, 'admin@low-balance.test');
+    expect((await admin.put(`/api/v1/orgs/${org.id}/balance-alert`, { below_usd: '1' })).status).toBe(403);
+    expect((await admin.get(`/api/v1/orgs/${org.id}/balance-alert`)).body).toEqual({ below_usd: null, period_start: null, fired: false });
+    expect(code(await api.put(`/api/v1/orgs/${org.id}/balance-alert`, { below_usd: 0 }))).toBe('invalid_request');
+    const set = await api.put(`/api/v1/orgs/${org.id}/balance-alert`, { below_usd: '0.008' });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body).toMatchObject({ below_usd: 0.008, fired: false });
+    t.gateway.startTasks();
+
+    const events = () => rx.delivered('/balance');
+    const balance = async () => t.balance(org.id);
+    // Requests of about $0.0006 each until the balance is below $0.008 (bounded), then a few more.
+    let n = 0;
+    for (; n < 40 && (await balance()) >= 8000; n++) {
+      expect((await chat(key, n)).status).toBe(200);
+      await t.gateway.log.flush();
+    }
+    expect(await balance()).toBeLessThan(8000);
+    for (let i = 0; i < 3; i++) expect((await chat(key, 100 + i)).status).toBe(200);
+    expect(await until(() => events().length >= 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 2500)); // more checks, more traffic seen: nothing more may arrive
+    expect(events()).toHaveLength(1);
+    expect(events()[0]).toMatchObject({ type: 'balance.below', org: 'low-balance', threshold: 0.008 });
+    expect(Number(events()[0]!.balance)).toBeLessThan(0.008);
+    expect(signatureValid(made.body.secret as string, rx.got.find((g) => g.path === '/balance')!)).toBe(true);
+    expect((await api.get(`/api/v1/orgs/${org.id}/balance-alert`)).body).toMatchObject({ below_usd: 0.008, fired: true });
+
+    // A top-up above the amount starts a new period; the next fall below fires once more.
+    await t.gateway.store.addCredits(org.id, 10_000, 'top-up');
+    expect(await until(async () => (await api.get(`/api/v1/orgs/${org.id}/balance-alert`)).body.fired === false)).toBe(true);
+    for (let i = 0; i < 40 && (await balance()) >= 8000; i++) {
+      expect((await chat(key, 200 + i)).status).toBe(200);
+      await t.gateway.log.flush();
+    }
+    expect(await until(() => events().length >= 2)).toBe(true);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(events()).toHaveLength(2);
+    expect(events()[1]!.id).not.toBe(events()[0]!.id);
+    await expectLedgerMatchesLog(t, org.id);
+  });
+});
+
 describe('SSRF: webhook URLs to private addresses', () => {
   it('refuses loopback, private, link-local and names resolving to them unless allowed; accepts a public address', async () => {
     for (const url of ['http://127.0.0.1:9/x', 'http://localhost/x', 'http://[::1]/x', 'http://169.254.169.254/latest', 'http://10.1.2.3/', 'http://192.168.0.1/',

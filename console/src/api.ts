@@ -132,3 +132,11 @@ export interface AuditItem {
   ip: string | null; user_agent: string | null; before: Record<string, unknown> | null; after: Record<string, unknown> | null;
 }
 export interface ListOf<T> { data: T[] }
+export type WebhookEvent = 'budget.threshold' | 'balance.below';
+export interface Webhook { id: string; url: string; events: WebhookEvent[]; slack: boolean; created_at: string; created_by: string | null }
+/** What creating a webhook answers: the webhook and its signing secret, shown this once. */
+export interface CreatedWebhook extends Webhook { secret: string }
+export interface WebhookDelivery {
+  id: string; event_id: string; type: string; status: 'pending' | 'delivered' | 'failed'; attempts: number; next_attempt_at: string | null;
+  last_status: number | null; last_error: string | null; created_at: string; delivered_at: string | null;
+}

@@ -12,6 +12,7 @@ import { OverviewPage } from './pages/overview';
 import { ProviderKeysPage } from './pages/provider-keys';
 import { SignIn } from './pages/sign-in';
 import { UsagePage } from './pages/usage';
+import { WebhooksPage } from './pages/webhooks';
 import { Link, navigate, useLocation, type Location } from './router';
 import { ErrorBox, Field } from './ui';
 
@@ -28,6 +29,7 @@ const NAV: NavItem[] = [
   { page: 'models', label: 'Models', show: () => true },
   { page: 'members', label: 'Members', show: () => true },
   { page: 'provider-keys', label: 'Provider keys', show: admin },
+  { page: 'webhooks', label: 'Webhooks', show: admin },
   { page: 'credits', label: 'Credits', show: () => true },
   { page: 'audit', label: 'Audit', show: admin },
 ];
@@ -117,6 +119,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'models': return <ModelsPage {...props} />;
     case 'members': return <MembersPage {...props} />;
     case 'provider-keys': return <ProviderKeysPage {...props} />;
+    case 'webhooks': return <WebhooksPage {...props} />;
     case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
     case 'audit': return <AuditPage {...props} />;
     default: return <OverviewPage {...props} />;

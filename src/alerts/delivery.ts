@@ -24,6 +24,9 @@ export function slackText(payload: Record<string, unknown>): string {
     const who = payload.scope === 'key' ? `key ${String(payload.key)}` : `project ${String(payload.project)}`;
     return `Tollgate: ${who} of org ${String(payload.org)} has spent $${String(payload.spent)} of its $${String(payload.budget)} budget (${String(payload.threshold)} % reached)`;
   }
+  if (payload.type === 'balance.below') {
+    return `Tollgate: the balance of org ${String(payload.org)} is $${String(payload.balance)}, below its alert amount of $${String(payload.threshold)}`;
+  }
   return `Tollgate: ${String(payload.type)} for org ${String(payload.org)}`;
 }
 

@@ -45,6 +45,10 @@ export const providerKeyState = async (store: Store, orgId: string, id: string):
   const k = (await store.providerKeys.list(orgId)).find((p) => p.providerId === id);
   return k ? { key: k.masked, updated_at: k.updatedAt } : { key: null, updated_at: null };
 };
+const balanceAlertState = async (store: Store, orgId: string): Promise<Obj | null> => {
+  const alert = await store.webhooks.balanceAlert(orgId);
+  return { below_usd: alert?.belowMicros == null ? null : microsToUsd(alert.belowMicros) };
+};
 const memberState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => ({ role: (await store.accounts.roleIn(orgId, id)) ?? null });
 
 const fromResult = (_p: Obj, r: Obj): string | null => (typeof r.id === 'string' ? r.id : null);
@@ -80,4 +84,5 @@ export const ROUTE_AUDIT: Record<MutatingRouteKey, RouteAudit> = {
   'POST /api/v1/orgs/:org/webhooks': { action: 'webhook.create', target: 'webhook', id: fromResult },
   'DELETE /api/v1/orgs/:org/webhooks/:webhook': { action: 'webhook.delete', target: 'webhook' },
   'POST /api/v1/orgs/:org/webhooks/:webhook/test': { action: 'webhook.test', target: 'webhook' },
+  'PUT /api/v1/orgs/:org/balance-alert': { action: 'balance_alert.set', target: 'org', id: (p) => p.org as string, state: balanceAlertState },
 };

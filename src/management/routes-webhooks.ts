@@ -2,11 +2,13 @@ import { newWebhookSecret } from '../alerts/signature.js';
 import { webhookUrlProblem } from '../alerts/ssrf.js';
 import { GatewayError, invalidField } from '../errors.js';
 import { SecretKeyMissingError } from '../secrets.js';
-import { WEBHOOK_EVENTS, type Webhook, type WebhookDelivery, type WebhookEvent } from '../store/webhook-store.js';
+import { microsToUsd } from '../money.js';
+import { type BalanceAlert, WEBHOOK_EVENTS, type Webhook, type WebhookDelivery, type WebhookEvent } from '../store/webhook-store.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { bool, input, int, list, maybe, obj, PAGE_LIMIT, params, str, time } from './schemas.js';
+import { bool, input, int, list, maybe, obj, PAGE_LIMIT, params, str, time, usd, USD_INPUT } from './schemas.js';
+import { usdInput } from './usd.js';
 import { iso } from './views.js';
 
 const EVENTS = { type: 'array', items: str('', { enum: [...WEBHOOK_EVENTS] }), minItems: 1, uniqueItems: true, description: 'Event types it receives' };
@@ -18,6 +20,15 @@ const DELIVERY = obj({
   id: str('dlv_…'), event_id: str('The event id receivers deduplicate by'), type: str(), status: str('', { enum: ['pending', 'delivered', 'failed'] }),
   attempts: int(), next_attempt_at: maybe(time('When it is tried next; null once delivered or given up')), last_status: maybe(int('HTTP status of the last attempt')),
   last_error: maybe(str()), created_at: time(), delivered_at: maybe(time()), payload: { type: 'object', additionalProperties: true, description: 'The event as sent (unsigned)' },
+});
+
+const BALANCE_ALERT = obj({
+  below_usd: maybe(usd('`balance.below` fires when the balance is below this; null: no balance alert')),
+  period_start: maybe(time('Start of the current period: it fires at most once per period')),
+  fired: bool('It fired in the current period (it fires again after the balance is back at or above the amount)'),
+});
+const balanceAlertView = (a: BalanceAlert | undefined) => ({
+  below_usd: a ? microsToUsd(a.belowMicros) : null, period_start: a ? iso(a.since) : null, fired: a ? a.firedEventId !== null : false,
 });
 
 const webhookView = (w: Webhook) => ({ id: w.id, url: w.url, events: w.events, slack: w.slack, created_at: iso(w.createdAt), created_by: w.createdBy });
@@ -93,6 +104,26 @@ export function webhookRoutes(d: ManagementDeps): ManagementRoute[] {
         const { org } = scopeOf(request);
         const w = await webhookOf(org.id, (request.params as { webhook: string }).webhook);
         return { data: (await store.webhooks.deliveries(org.id, w.id, (request.query as { limit: number }).limit)).map(deliveryView) };
+      },
+    },
+    {
+      method: 'GET', url: '/api/v1/orgs/:org/balance-alert', tag: 'webhooks', summary: "The org's balance alert: the amount `balance.below` fires under, and whether it fired in this period.",
+      schema: { params: params('org'), response: { 200: BALANCE_ALERT } },
+      async handler(request) {
+        return balanceAlertView(await store.webhooks.balanceAlert(scopeOf(request).org.id));
+      },
+    },
+    {
+      method: 'PUT', url: '/api/v1/orgs/:org/balance-alert', tag: 'webhooks',
+      summary: 'Sets the balance alert (`below_usd`; null removes it). Setting it starts a new period: it fires once when the balance is below the amount.',
+      schema: { params: params('org'), body: input({ below_usd: { anyOf: [USD_INPUT, { type: 'null' }], description: 'USD amount; null: no balance alert' } }, ['below_usd']), response: { 200: BALANCE_ALERT } },
+      async handler(request) {
+        const { org } = scopeOf(request);
+        const raw = (request.body as { below_usd: number | string | null }).below_usd;
+        const below = raw === null ? null : usdInput(raw, 'below_usd');
+        if (below !== null && below <= 0) throw invalidField('below_usd', '"below_usd" must be more than 0');
+        await store.webhooks.setBalanceAlert(org.id, below);
+        return balanceAlertView(await store.webhooks.balanceAlert(org.id));
       },
     },
   ];

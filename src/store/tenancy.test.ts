@@ -137,7 +137,7 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
     const email = `${newId('u')}@Example.com`;
     const before = await store.accounts.countUsers();
     const user = await store.accounts.createUser(email, 'scrypt$hash', true);
-    expect(user).toEqual({ id: expect.stringMatching(/^usr_/), email: email.toLowerCase(), operator: true, createdAt: T0 });
+    expect(user).toEqual({ id: expect.stringMatching(/^usr_/), email: email.toLowerCase(), operator: true, active: true, createdAt: T0 });
     await expect(other.accounts.createUser(email.toUpperCase(), 'scrypt$other', false)).rejects.toBeInstanceOf(DuplicateError);
     expect(await store.accounts.countUsers()).toBe(before + 1);
     expect(await other.accounts.getUser(user.id)).toEqual(user);

@@ -51,6 +51,32 @@ interface DeliveryRow {
   attempts: number; next_attempt_at: number | string; claimed_until: number | string | null; last_status: number | null; last_error: string | null;
   created_at: number | string; delivered_at: number | string | null;
 }
+/** An org's balance alert (docs/limits.md, "Alerts"). */
+export interface BalanceAlert {
+  orgId: string;
+  orgName: string;
+  /** `balance.below` fires when the balance is below this (micro-USD). */
+  belowMicros: number;
+  /** The start of its current period: it fires at most once per period. */
+  since: number;
+  /** The org's balance not charged yet: stored, in balance slices and held by reservations. */
+  balanceMicros: number;
+  /** The event of this period, when it has fired. */
+  firedEventId: string | null;
+}
+
+/*
+ * Money of the org not charged yet, wherever it sits: its row, the balance slices of
+ * instances (PostgreSQL) and reservations of requests in flight. It only goes down with
+ * charges and up with credits, so a request in flight never makes it dip and come back.
+ */
+const UNCHARGED = `o.balance_micros + COALESCE((SELECT CAST(SUM(s.amount_micros) AS BIGINT) FROM balance_slices s WHERE s.org_id = o.id), 0)
+  + COALESCE((SELECT CAST(SUM(r.amount_micros) AS BIGINT) FROM reservations r WHERE r.org_id = o.id), 0)`;
+const BALANCE_ALERTS = `SELECT o.id, o.name, o.balance_alert_micros AS below, o.balance_alert_since AS since, ${UNCHARGED} AS balance,
+  (SELECT e.id FROM alert_events e WHERE e.org_id = o.id AND e.scope = 'balance' AND e.threshold = 0 AND e.period_start = o.balance_alert_since) AS fired
+  FROM orgs o WHERE o.balance_alert_micros IS NOT NULL`;
+interface BalanceAlertRow { id: string; name: string; below: number | string; since: number | string; balance: number | string; fired: string | null }
+
 interface EventRow { id: string; org_id: string; type: string; payload: string; created_at: number | string }
 
 const context = (orgId: string, id: string): string => `webhooks:${orgId}:${id}`;
@@ -176,6 +202,27 @@ export class SqlWebhookStore {
       [retryAt === undefined ? 'failed' : 'pending', retryAt ?? this.now(), status, error.slice(0, 500), id, claimedUntil]);
   }
 
+  /** Sets (a new period from now) or removes (null) the org's balance alert. */
+  async setBalanceAlert(orgId: string, belowMicros: number | null): Promise<void> {
+    await this.db.run('UPDATE orgs SET balance_alert_micros = ?, balance_alert_since = ? WHERE id = ?', [belowMicros, belowMicros === null ? null : this.now(), orgId]);
+  }
+
+  /** The org's balance alert, or undefined when it has none. */
+  async balanceAlert(orgId: string): Promise<BalanceAlert | undefined> {
+    const [row] = await this.db.all<BalanceAlertRow>(`${BALANCE_ALERTS} AND o.id = ?`, [orgId]);
+    return row && toBalanceAlert(row);
+  }
+
+  /** Every org's balance alert with its balance (one query, for the periodic check). */
+  async balanceAlerts(limit = 1000): Promise<BalanceAlert[]> {
+    return (await this.db.all<BalanceAlertRow>(`${BALANCE_ALERTS} ORDER BY o.id LIMIT ?`, [limit])).map(toBalanceAlert);
+  }
+
+  /** Starts a new period of a fired balance alert; only the caller that still saw `since` does it (false for the others). */
+  async rearmBalanceAlert(orgId: string, since: number): Promise<boolean> {
+    return (await this.db.run('UPDATE orgs SET balance_alert_since = ? WHERE id = ? AND balance_alert_since = ?', [Math.max(this.now(), since + 1), orgId, since])) > 0;
+  }
+
   /** A webhook's deliveries, newest first. */
   async deliveries(orgId: string, webhookId: string, limit: number): Promise<WebhookDelivery[]> {
     return (await this.db.all<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE org_id = ? AND webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
@@ -185,6 +232,10 @@ export class SqlWebhookStore {
 
 function toWebhook(r: WebhookRow): Webhook {
   return { id: r.id, orgId: r.org_id, url: r.url, events: JSON.parse(r.events) as WebhookEvent[], slack: Number(r.slack) === 1, createdAt: num(r.created_at), createdBy: r.created_by };
+}
+
+function toBalanceAlert(r: BalanceAlertRow): BalanceAlert {
+  return { orgId: r.id, orgName: r.name, belowMicros: num(r.below), since: num(r.since), balanceMicros: num(r.balance), firedEventId: r.fired };
 }
 
 function toDelivery(r: DeliveryRow): WebhookDelivery {
