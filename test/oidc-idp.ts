@@ -57,7 +57,7 @@ export async function startIdp(): Promise<TestIdp> {
       if (req.method === 'POST' && interaction[2]) return finish(req, res, (await readForm(req)).get('login') ?? '');
       if (!(req.headers.accept ?? '').includes('text/html')) return finish(req, res, idp.next);
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      res.end(`<!doctype html><html lang="en"><title>Test provider</title><h1>Test provider sign-in</h1>
+      res.end(`<!doctype html><html lang="en"><title>Test provider</title><link rel="icon" href="data:,"><h1>Test provider sign-in</h1>
 <form method="post" action="/interaction/${escape(interaction[1] ?? '')}/login"><label>Account <input name="login" autocomplete="username"></label><button type="submit">Continue</button></form></html>`);
       return;
     }

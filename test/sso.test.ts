@@ -14,13 +14,15 @@ import { oidcYaml, startIdp, type TestIdp } from './oidc-idp.js';
  */
 const CALLBACK = '/api/v1/session/oidc/callback';
 let idp: TestIdp;
+/** How far the gateway's clock (`now`) is ahead of the real one. */
+const clock = { offsetMs: 0 };
 
 const t = useOrgGateway('acme', '5', async () => {
   idp = await startIdp();
-  return { yaml: { console: { oidc: oidcYaml(idp, { allow_password_login: false }) } } };
+  return { yaml: { console: { oidc: oidcYaml(idp, { allow_password_login: false }) } }, now: () => Date.now() + clock.offsetMs };
 });
 
-beforeAll(() => idp.configure(t.url + CALLBACK));
+beforeAll(() => idp.configure(t.url + CALLBACK, { idTokenTtl: 60 }));
 
 afterAll(async () => {
   await idp?.close();
@@ -177,6 +179,22 @@ describe('OIDC sign-in', () => {
 
   it('refuses an ID token whose nonce is not the flow\'s', async () => {
     expectRefused(await ssoSignIn('carol', { authUrl: (u) => u.searchParams.set('nonce', 'a-nonce-the-gateway-never-made') }), /nonce/);
+  });
+
+  it('refuses a flow older than its ten minutes', async () => {
+    try {
+      expectRefused(await ssoSignIn('carol', { callback: () => { clock.offsetMs = 11 * 60_000; } }), /expired/);
+    } finally {
+      clock.offsetMs = 0;
+    }
+  });
+
+  it('refuses an expired ID token (the provider\'s live 60 s; it arrives two minutes later by the gateway\'s clock)', async () => {
+    try {
+      expectRefused(await ssoSignIn('carol', { callback: () => { clock.offsetMs = 2 * 60_000; } }), /"exp"/);
+    } finally {
+      clock.offsetMs = 0;
+    }
   });
 
   it('refuses an ID token whose signature does not verify', async () => {
