@@ -65,6 +65,10 @@ describe('single sign-on in the browser', { timeout: 45_000 }, () => {
     // An admin's navigation: Provider keys is there.
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Provider keys' }).waitFor();
     expect(await axeViolations(page)).toEqual([]);
+    // A user of single sign-on has no password: the Account page offers no password change.
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Account' }).click();
+    await page.getByText('You sign in with single sign-on').waitFor();
+    expect(await page.getByRole('form', { name: 'Change password' }).count()).toBe(0);
   });
 
   it('comes back to the sign-in page saying why when the flow expired at the provider (over ten minutes)', async () => {

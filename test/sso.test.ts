@@ -106,7 +106,7 @@ describe('OIDC sign-in', () => {
     expect(r.res.headers.get('location')).toBe('/console/');
     const me = await asBrowser(r.gateway).get('/api/v1/me');
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ email: 'alice@acme.test', operator: false, orgs: [{ id: t.orgId, name: 'acme', role: 'admin' }] });
+    expect(me.body).toMatchObject({ email: 'alice@acme.test', operator: false, has_password: false, orgs: [{ id: t.orgId, name: 'acme', role: 'admin' }] });
     const [row] = query<{ password_hash: string }>(`${t.dir}/gateway.db`, 'SELECT password_hash FROM users WHERE email = ?', 'alice@acme.test');
     expect(row?.password_hash).not.toMatch(/^scrypt\$/);
     // The flow was spent: nothing of it is left in the database.

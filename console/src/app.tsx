@@ -1,6 +1,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { del, get, SIGNED_OUT_EVENT, type ListOf, type Me, type Org } from './api';
+import { AccountPage } from './pages/account';
 import { CreditsPage } from './pages/credits';
 import { KeysPage } from './pages/keys';
 import { LogDetailPage, LogsPage } from './pages/logs';
@@ -28,6 +29,7 @@ const NAV: NavItem[] = [
   { page: 'members', label: 'Members', show: () => true },
   { page: 'provider-keys', label: 'Provider keys', show: admin },
   { page: 'credits', label: 'Credits', show: () => true },
+  { page: 'account', label: 'Account', show: () => true },
 ];
 
 /** The console: the session decides between the sign-in form and the pages. */
@@ -116,6 +118,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'members': return <MembersPage {...props} />;
     case 'provider-keys': return <ProviderKeysPage {...props} />;
     case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
+    case 'account': return <AccountPage {...props} />;
     default: return <OverviewPage {...props} />;
   }
 }
