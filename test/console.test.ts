@@ -134,7 +134,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     expect(await nav.getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit', 'Account']);
     // An operator sees every org in the switcher.
     expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
     await page.getByLabel('Organization').selectOption({ label: 'acme' });
@@ -356,6 +356,31 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect(await settings()).toEqual([null, 2048]);
   });
 
+  it('rotates the key, asking the grace period: the new secret is shown once, the old one still works during the grace', async () => {
+    await visit('Keys');
+    await page.getByRole('button', { name: 'Rotate key e2e key' }).click();
+    const form = page.getByRole('form', { name: 'Rotate key “e2e key”' });
+    await form.getByLabel('Old secret keeps working for (hours, 0 to 168)').fill('1');
+    await form.getByRole('button', { name: 'Rotate key' }).click();
+    const shown = page.getByLabel('New API key');
+    await shown.waitFor();
+    const rotated = (await shown.textContent()) ?? '';
+    expect(rotated).toMatch(/^tg_[A-Za-z0-9]{30,}$/);
+    expect(rotated).not.toBe(key);
+    const prefix = ((await page.getByRole('row').filter({ hasText: 'e2e key' }).locator('code').textContent()) ?? '').replace('…', '');
+    expect(prefix.length).toBeGreaterThan(3);
+    expect(rotated.startsWith(prefix) && key.startsWith(prefix)).toBe(true); // the same key: its prefix is kept
+    await page.getByText(/^The old secret is accepted until /).waitFor();
+    await expectAccessible('keys-rotated');
+    for (const secret of [rotated, key]) {
+      const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'after rotation' }] }, secret);
+      expect(r.status).toBe(200);
+    }
+    await t.gateway.log.flush();
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.content()).not.toContain(rotated);
+  });
+
   it('revokes the key after a confirmation; the key is then refused', async () => {
     await visit('Keys');
     await page.getByRole('button', { name: 'Revoke key e2e key' }).click();
@@ -428,6 +453,40 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('button', { name: 'Change role' }).waitFor({ state: 'detached' });
     const after = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
     expect(((await after.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'member' }));
+  });
+
+  it('lets an operator deactivate a member (who can no longer sign in) and reactivate them', async () => {
+    await visit('Members');
+    const row = page.getByRole('row').filter({ hasText: 'new@acme.test' });
+    await page.getByRole('button', { name: 'Deactivate new@acme.test' }).click();
+    await row.getByText('deactivated').waitFor();
+    await expectAccessible('members-deactivated');
+    const refused = await postJson(`${t.url}/api/v1/session`, { email: 'new@acme.test', password: 'a long first password' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(401);
+    expect((refused.body as { error: { code: string } }).error.code).toBe('account_deactivated');
+    await page.getByRole('button', { name: 'Reactivate new@acme.test' }).click();
+    await row.getByText('active', { exact: true }).waitFor();
+    expect((await postJson(`${t.url}/api/v1/session`, { email: 'new@acme.test', password: 'a long first password' })).status).toBe(200);
+    // No action on one's own row.
+    expect(await page.getByRole('button', { name: /activate owner@acme\.test/ }).count()).toBe(0);
+  });
+
+  it('changes the signed-in user\'s password on the Account page (a wrong current password is said so)', async () => {
+    await visit('Account');
+    const form = page.getByRole('form', { name: 'Change password' });
+    await form.getByLabel('Current password').fill('not my password');
+    await form.getByLabel('New password (at least 10 characters)').fill('a brand new password');
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toBe('The current password is wrong.');
+    for (const e of browser.takeProblems().errors) expect(e).toMatch(/status of 403/);
+    await form.getByLabel('Current password').fill(PASSWORD);
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed. Your other sessions have been signed out.').waitFor();
+    await expectAccessible('account');
+    expect((await postJson(`${t.url}/api/v1/session`, { email: 'owner@acme.test', password: PASSWORD })).status).toBe(401);
+    expect((await postJson(`${t.url}/api/v1/session`, { email: 'owner@acme.test', password: 'a brand new password' })).status).toBe(200);
+    // This session goes on.
+    await visit('Overview');
   });
 
   it('sets, masks and removes a provider key', async () => {
@@ -526,7 +585,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Credits']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Credits', 'Account']);
     expect(await page.getByLabel('Organization').count()).toBe(0); // one org, no switcher
     await visit('Keys');
     await page.getByRole('row').filter({ hasText: 'e2e key' }).waitFor();

@@ -15,6 +15,7 @@ declare module 'oidc-provider' {
     scopes?: string[];
     cookies?: { keys: string[] };
     features?: Record<string, { enabled: boolean }>;
+    ttl?: Record<string, number>;
     interactions?: { url(ctx: unknown, interaction: { uid: string }): string };
     findAccount(ctx: unknown, id: string): Account | undefined | Promise<Account | undefined>;
   }

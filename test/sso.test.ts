@@ -1,86 +1,31 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import Provider from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from './cli-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { addUser, Api, code, PASSWORD } from './management-helpers.js';
+import { oidcYaml, startIdp, type TestIdp } from './oidc-idp.js';
 
 /*
- * OIDC single sign-on against a real OpenID provider (oidc-provider) on loopback. The
- * provider's login is completed by a test-only interaction handler (the account to sign
- * in as is `accounts.next`); everything else — discovery, the authorization request with
- * PKCE, state and nonce, the provider's redirects, the code exchange, the ID token's
- * signature — is the real flow, driven with fetch as a browser would follow it.
+ * OIDC single sign-on against a real OpenID provider (oidc-provider) on loopback
+ * (test/oidc-idp.ts). The provider's login is completed by a test-only interaction handler
+ * (the account to sign in as is `idp.next`); everything else — discovery, the authorization
+ * request with PKCE, state and nonce, the provider's redirects, the code exchange, the ID
+ * token's signature — is the real flow, driven with fetch as a browser would follow it.
+ * test/sso-browser.test.ts signs in from headless Chromium.
  */
 const CALLBACK = '/api/v1/session/oidc/callback';
-const accounts = { next: 'alice', groups: new Map<string, string[]>() };
-const idp: { server?: Server; provider?: Provider; issuer: string; tamperIdToken: boolean } = { issuer: '', tamperIdToken: false };
-
-/** Flips one character of the ID token's signature in a token response (same length, so Content-Length still holds). */
-function tampered(body: string): string {
-  const json = JSON.parse(body) as { id_token?: string };
-  if (!json.id_token) return body;
-  const last = json.id_token.slice(-2, -1);
-  const forged = json.id_token.slice(0, -2) + (last === 'A' ? 'B' : 'A') + json.id_token.slice(-1);
-  return body.replace(json.id_token, forged);
-}
-
-async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const provider = idp.provider!;
-  if (req.url?.startsWith('/interaction/')) {
-    // The test's login: finish the interaction as `accounts.next`, granting what was asked.
-    const details = await provider.interactionDetails(req, res);
-    const grant = new provider.Grant({ accountId: accounts.next, clientId: String(details.params.client_id) });
-    grant.addOIDCScope(String(details.params.scope));
-    const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { login: { accountId: accounts.next }, consent: { grantId } }, { mergeWithLastSubmission: false });
-    return;
-  }
-  if (req.url?.startsWith('/token') && idp.tamperIdToken) {
-    const end = res.end.bind(res) as (chunk?: unknown, ...rest: unknown[]) => ServerResponse;
-    res.end = ((chunk?: unknown, ...rest: unknown[]) => end(typeof chunk === 'string' || Buffer.isBuffer(chunk) ? tampered(chunk.toString()) : chunk, ...rest)) as ServerResponse['end'];
-  }
-  provider.callback()(req, res);
-}
+let idp: TestIdp;
+/** How far the gateway's clock (`now`) is ahead of the real one. */
+const clock = { offsetMs: 0 };
 
 const t = useOrgGateway('acme', '5', async () => {
-  idp.server = createServer((req, res) => void handle(req, res).catch((err: unknown) => {
-    res.statusCode = 500;
-    res.end(String(err));
-  }));
-  await new Promise<void>((resolve) => idp.server!.listen(0, '127.0.0.1', resolve));
-  idp.issuer = `http://127.0.0.1:${(idp.server.address() as AddressInfo).port}`;
-  return {
-    yaml: {
-      console: {
-        oidc: {
-          issuer: idp.issuer, client_id: 'tollgate', client_secret: 'a-client-secret-of-the-test', scopes: ['openid', 'email', 'groups'],
-          role_map: { 'acme-admins': { org: 'acme', role: 'admin' }, 'acme-users': { org: 'acme', role: 'member' } },
-          operator_groups: ['platform'], allow_password_login: false,
-        },
-      },
-    },
-  };
+  idp = await startIdp();
+  return { yaml: { console: { oidc: oidcYaml(idp, { allow_password_login: false }) } }, now: () => Date.now() + clock.offsetMs };
 });
 
-beforeAll(() => {
-  idp.provider = new Provider(idp.issuer, {
-    clients: [{ client_id: 'tollgate', client_secret: 'a-client-secret-of-the-test', redirect_uris: [t.url + CALLBACK], grant_types: ['authorization_code'], response_types: ['code'] }],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], groups: ['groups'] },
-    scopes: ['openid', 'email', 'groups'],
-    cookies: { keys: ['test-cookie-key'] },
-    features: { devInteractions: { enabled: false } },
-    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-    findAccount: (_ctx, id) => ({
-      accountId: id,
-      claims: () => ({ sub: id, email: `${id}@acme.test`, email_verified: true, groups: accounts.groups.get(id) ?? [] }),
-    }),
-  });
-});
+beforeAll(() => idp.configure(t.url + CALLBACK, { idTokenTtl: 60 }));
 
 afterAll(async () => {
-  await new Promise((resolve) => idp.server?.close(resolve));
+  await idp?.close();
 });
 
 /** A cookie jar per browser: name → value (paths ignored: each test's browser is fresh). */
@@ -110,8 +55,8 @@ interface Tamper {
 }
 
 /** Signs in with SSO as `account` the way a browser follows the redirects; returns the callback's answer and the gateway's cookies. */
-async function ssoSignIn(account: string, tamper: Tamper = {}): Promise<{ res: Response; body: string; gateway: Jar; callbackUrl: URL }> {
-  accounts.next = account;
+async function ssoSignIn(account: string, tamper: Tamper = {}, accept = '*/*'): Promise<{ res: Response; body: string; gateway: Jar; callbackUrl: URL }> {
+  idp.next = account;
   const gateway = new Jar();
   const provider = new Jar();
   const start = await fetch(t.url + '/api/v1/session/oidc/start', { redirect: 'manual' });
@@ -131,7 +76,7 @@ async function ssoSignIn(account: string, tamper: Tamper = {}): Promise<{ res: R
   expect(next.origin + next.pathname).toBe(t.url + CALLBACK);
   tamper.callback?.(next);
   if (tamper.dropFlowCookie) gateway.cookies.delete('tollgate_oidc_state');
-  const res = await fetch(next, { redirect: 'manual', headers: { cookie: gateway.header() } });
+  const res = await fetch(next, { redirect: 'manual', headers: { cookie: gateway.header(), accept } });
   gateway.take(res);
   return { res, body: await res.text(), gateway, callbackUrl: next };
 }
@@ -155,13 +100,13 @@ describe('OIDC sign-in', () => {
   });
 
   it('creates the user on first sign-in with the role its group gives, a session /api/v1/me accepts, and no password', async () => {
-    accounts.groups.set('alice', ['acme-admins']);
+    idp.groups.set('alice', ['acme-admins']);
     const r = await ssoSignIn('alice');
     expect(r.res.status, r.body).toBe(303);
     expect(r.res.headers.get('location')).toBe('/console/');
     const me = await asBrowser(r.gateway).get('/api/v1/me');
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ email: 'alice@acme.test', operator: false, orgs: [{ id: t.orgId, name: 'acme', role: 'admin' }] });
+    expect(me.body).toMatchObject({ email: 'alice@acme.test', operator: false, has_password: false, orgs: [{ id: t.orgId, name: 'acme', role: 'admin' }] });
     const [row] = query<{ password_hash: string }>(`${t.dir}/gateway.db`, 'SELECT password_hash FROM users WHERE email = ?', 'alice@acme.test');
     expect(row?.password_hash).not.toMatch(/^scrypt\$/);
     // The flow was spent: nothing of it is left in the database.
@@ -169,7 +114,7 @@ describe('OIDC sign-in', () => {
   });
 
   it('a user of single sign-on has no password to change, and a deactivated one cannot sign in', async () => {
-    accounts.groups.set('dora', ['acme-users']);
+    idp.groups.set('dora', ['acme-users']);
     const first = await ssoSignIn('dora');
     expect(first.res.status, first.body).toBe(303);
     const pw = await asBrowser(first.gateway).put('/api/v1/me/password', { current_password: 'sso:no-password', new_password: 'a-new-long-password' });
@@ -183,15 +128,15 @@ describe('OIDC sign-in', () => {
   });
 
   it('follows the groups at every sign-in: changed, operator added, and removed when the group is gone', async () => {
-    accounts.groups.set('bob', ['acme-admins', 'acme-users']);
+    idp.groups.set('bob', ['acme-admins', 'acme-users']);
     let r = await ssoSignIn('bob');
     expect((await asBrowser(r.gateway).get('/api/v1/me')).body).toMatchObject({ operator: false, orgs: [{ name: 'acme', role: 'admin' }] });
 
-    accounts.groups.set('bob', ['acme-users', 'platform']);
+    idp.groups.set('bob', ['acme-users', 'platform']);
     r = await ssoSignIn('bob');
     expect((await asBrowser(r.gateway).get('/api/v1/me')).body).toMatchObject({ operator: true, orgs: [{ name: 'acme', role: 'member' }] });
 
-    accounts.groups.set('bob', []);
+    idp.groups.set('bob', []);
     r = await ssoSignIn('bob');
     const me = await asBrowser(r.gateway).get('/api/v1/me');
     expect(me.status).toBe(200);
@@ -200,8 +145,18 @@ describe('OIDC sign-in', () => {
   });
 
   it('refuses a callback whose state was changed', async () => {
-    accounts.groups.set('carol', ['acme-users']);
+    idp.groups.set('carol', ['acme-users']);
     expectRefused(await ssoSignIn('carol', { callback: (u) => u.searchParams.set('state', 'forged-state-value') }), /state/);
+  });
+
+  it('sends a browser whose callback is refused back to the sign-in page with the reason; an API client gets the JSON error', async () => {
+    idp.groups.set('carol', ['acme-users']);
+    const forged = { callback: (u: URL) => u.searchParams.set('state', 'forged-state-value') };
+    const page = await ssoSignIn('carol', forged, 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8');
+    expect(page.res.status, page.body).toBe(303);
+    expect(page.res.headers.get('location')).toBe('/console/?sso_error=sso_failed');
+    expect(page.gateway.cookies.has('tollgate_session')).toBe(false);
+    expectRefused(await ssoSignIn('carol', forged, 'application/json, text/html'), /state/);
   });
 
   it('refuses a callback from a browser that did not start the sign-in (no flow cookie)', async () => {
@@ -224,6 +179,22 @@ describe('OIDC sign-in', () => {
 
   it('refuses an ID token whose nonce is not the flow\'s', async () => {
     expectRefused(await ssoSignIn('carol', { authUrl: (u) => u.searchParams.set('nonce', 'a-nonce-the-gateway-never-made') }), /nonce/);
+  });
+
+  it('refuses a flow older than its ten minutes', async () => {
+    try {
+      expectRefused(await ssoSignIn('carol', { callback: () => { clock.offsetMs = 11 * 60_000; } }), /expired/);
+    } finally {
+      clock.offsetMs = 0;
+    }
+  });
+
+  it('refuses an expired ID token (the provider\'s live 60 s; it arrives two minutes later by the gateway\'s clock)', async () => {
+    try {
+      expectRefused(await ssoSignIn('carol', { callback: () => { clock.offsetMs = 2 * 60_000; } }), /"exp"/);
+    } finally {
+      clock.offsetMs = 0;
+    }
   });
 
   it('refuses an ID token whose signature does not verify', async () => {

@@ -63,6 +63,8 @@ export const del = <T>(path: string) => api<T>('DELETE', path);
 
 export type Role = 'owner' | 'admin' | 'member';
 export interface Me { id: string; email: string; operator: boolean; orgs: Array<{ id: string; name: string; role: Role }> }
+/** GET /api/v1/me: has_password is false for a user created by single sign-on. */
+export interface MeSelf extends Me { has_password: boolean }
 export interface Org { id: string; name: string; balance_usd: number; retention: string; role: Role | 'operator' }
 export type BudgetPeriod = 'day' | 'month' | 'total';
 /** The limits of a key or project (docs/limits.md): null where that kind is not limited. */
@@ -114,7 +116,7 @@ export interface Overview {
 export interface Credit { id: number; amount_usd: number; note: string | null; created_at: string; created_by: { id: string; email: string } | null }
 export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
 export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }
-export interface Member { user_id: string; email: string; role: Role; created_at: string }
+export interface Member { user_id: string; email: string; role: Role; created_at: string; active: boolean }
 export interface Invitation { id: string; org_id: string; org_name: string; email: string; role: Role; status: string; created_at: string; expires_at: string }
 /** What adding a member answers: the member (an operator's direct add) or the invitation sent (an owner's). */
 export interface MemberAdded { member: Member | null; invitation: Invitation | null }

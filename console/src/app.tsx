@@ -2,6 +2,7 @@ import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { del, get, SIGNED_OUT_EVENT, type ListOf, type Me, type Org } from './api';
 import { AuditPage } from './pages/audit';
+import { AccountPage } from './pages/account';
 import { CreditsPage } from './pages/credits';
 import { KeysPage } from './pages/keys';
 import { LogDetailPage, LogsPage } from './pages/logs';
@@ -32,6 +33,7 @@ const NAV: NavItem[] = [
   { page: 'webhooks', label: 'Webhooks', show: admin },
   { page: 'credits', label: 'Credits', show: () => true },
   { page: 'audit', label: 'Audit', show: admin },
+  { page: 'account', label: 'Account', show: () => true },
 ];
 
 /** The console: the session decides between the sign-in form and the pages. */
@@ -122,6 +124,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'webhooks': return <WebhooksPage {...props} />;
     case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
     case 'audit': return <AuditPage {...props} />;
+    case 'account': return <AccountPage {...props} />;
     default: return <OverviewPage {...props} />;
   }
 }

@@ -29,13 +29,31 @@ export class OidcSignIn {
   private configuration(): Promise<client.Configuration> {
     // The ID token's signature is checked against the provider's keys (jwks_uri) even though it comes
     // straight from the token endpoint, where the OIDC spec would let TLS alone vouch for it.
-    const execute = [client.enableNonRepudiationChecks, ...(new URL(this.settings.issuer).protocol === 'http:' ? [client.allowInsecureRequests] : [])];
+    const execute = this.execute();
     this.discovered ??= client.discovery(new URL(this.settings.issuer), this.settings.clientId, this.settings.clientSecret, undefined, { execute })
       .catch((err: unknown) => {
         this.discovered = undefined;
         throw new GatewayError('sso_failed', [`the provider's discovery document could not be read (${errorText(err)})`]);
       });
     return this.discovered;
+  }
+
+  private execute(): Array<(config: client.Configuration) => void> {
+    return [client.enableNonRepudiationChecks, ...(new URL(this.settings.issuer).protocol === 'http:' ? [client.allowInsecureRequests] : [])];
+  }
+
+  /**
+   * The configuration whose clock is the gateway's (`now`, which tests move): the ID token's
+   * `exp` and `iat` are judged by the same clock as the flow's expiry. The discovered one when
+   * the two clocks agree.
+   */
+  private async onGatewayClock(): Promise<client.Configuration> {
+    const discovered = await this.configuration();
+    const skew = Math.round((this.now() - Date.now()) / 1000);
+    if (skew === 0) return discovered;
+    const config = new client.Configuration(discovered.serverMetadata(), this.settings.clientId, { client_secret: this.settings.clientSecret, [client.clockSkew]: skew });
+    for (const feature of this.execute()) feature(config);
+    return config;
   }
 
   /** Starts a sign-in: the provider URL to send the browser to, and the state to bind to this browser. */
@@ -64,7 +82,7 @@ export class OidcSignIn {
    * and nonce. Returns the user's email and groups.
    */
   async finish(callbackUrl: URL, boundState: string | undefined): Promise<{ email: string; groups: string[] }> {
-    const config = await this.configuration();
+    const config = await this.onGatewayClock();
     const state = callbackUrl.searchParams.get('state') ?? '';
     if (state === '' || boundState === undefined || boundState !== state) {
       throw new GatewayError('sso_failed', ['the state does not match a sign-in started from this browser']);

@@ -5,7 +5,8 @@ import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { verifyPassword } from './passwords.js';
 import { bool, EMAIL, input, list, NAME, obj, params, str, time } from './schemas.js';
-import { iso, ME, meView, TOKEN, tokenView } from './views.js';
+import { NO_PASSWORD } from '../store/sso.js';
+import { iso, ME, ME_SELF, meView, TOKEN, tokenView } from './views.js';
 
 const SIGNED_IN = { ...ME, properties: { ...(ME.properties as object), expires_at: time('When the session ends') }, required: [...(ME.required as string[]), 'expires_at'] };
 const CREATED_TOKEN = { ...TOKEN, properties: { ...(TOKEN.properties as object), token: str('The token: shown this once, stored only hashed') }, required: [...(TOKEN.required as string[]), 'token'] };
@@ -62,11 +63,12 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/me', tag: 'session', summary: 'The signed-in user, whether they are an operator, and their orgs with their roles.',
-      schema: { response: { 200: ME } },
+      method: 'GET', url: '/api/v1/me', tag: 'session', summary: 'The signed-in user, whether they are an operator, whether they have a password (`has_password`: false for a user created by single sign-on), and their orgs with their roles.',
+      schema: { response: { 200: ME_SELF } },
       async handler(request) {
         const { user } = callerOf(request);
-        return meView(user, await d.store.accounts.membershipsOf(user.id));
+        const hash = await d.store.lifecycle.passwordHashOf(user.id);
+        return { ...meView(user, await d.store.accounts.membershipsOf(user.id)), has_password: !!hash && hash !== NO_PASSWORD };
       },
     },
     {

@@ -13,6 +13,14 @@ const FLOW_COOKIE_PATH = '/api/v1/session/oidc';
 
 const REDIRECT = { description: 'A redirect (303) to the Location header', type: 'null' };
 
+/** Whether the request is a browser's page load (Accept names text/html before or without application/json). */
+function wantsHtml(request: FastifyRequest): boolean {
+  const accept = request.headers.accept ?? '';
+  const html = accept.indexOf('text/html');
+  const json = accept.indexOf('application/json');
+  return html >= 0 && (json < 0 || html < json);
+}
+
 /** What the sign-in page offers, and the two legs of OIDC sign-in (docs/management.md, "Single sign-on"). */
 export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
   const configured = (): OidcSignIn => {
@@ -48,7 +56,7 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'GET', url: CALLBACK_PATH, tag: 'session',
-      summary: 'Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/.',
+      summary: 'Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/. A refused sign-in redirects a browser (Accept: text/html) to /console/?sso_error=<code>; other clients get the error (401 sso_failed, 403 account_deactivated).',
       schema: {
         querystring: { type: 'object', properties: { code: str(), state: str(), error: str(), error_description: str() }, additionalProperties: { type: 'string' } },
         response: { 303: REDIRECT },
@@ -60,7 +68,7 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
         const bound = readCookie(request, FLOW_COOKIE);
         // The flow cookie is spent whatever the outcome.
         void reply.header('set-cookie', flowCookie(request, '', 0));
-        let signedIn: Awaited<ReturnType<typeof oidc.provision>>;
+        let signedIn: Awaited<ReturnType<OidcSignIn['provision']>>;
         try {
           const { email, groups } = await oidc.finish(callbackUrl, bound === '' ? undefined : bound);
           signedIn = await oidc.provision(email, groups);
@@ -68,7 +76,10 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
           // A refused SSO sign-in is in the audit log like a refused password (nobody is signed in: no actor).
           const code = err instanceof GatewayError ? err.code : 'internal_error';
           await recordChange(d.store, request, { action: 'session.sign_in_failed', orgId: null, targetType: 'user', targetId: null, before: null, after: { method: 'sso', error: code } });
-          throw err;
+          // A browser goes back to the sign-in page, which shows why; an API client gets the error body.
+          if (!(err instanceof GatewayError) || !wantsHtml(request)) throw err;
+          request.log.info({ code: err.code, reason: err.message }, 'SSO sign-in refused');
+          return redirect(reply, `${d.publicUrl ?? ''}/console/?sso_error=${encodeURIComponent(err.code)}`);
         }
         const { user, unknownOrgs, keptLastOwner } = signedIn;
         await recordChange(d.store, request, {

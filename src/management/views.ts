@@ -98,8 +98,8 @@ export const creditView = (c: CreditEntry) => ({ id: c.id, amount_usd: microsToU
 export const PROVIDER_KEY = obj({ provider: str(), masked: str('The key as shown: its start and end only'), updated_at: time(), updated_by: maybe(str('User id; null for the CLI')) });
 export const providerKeyView = (k: ProviderKeyInfo) => ({ provider: k.providerId, masked: k.masked, updated_at: iso(k.updatedAt), updated_by: k.updatedBy });
 
-export const MEMBER = obj({ user_id: str('usr_…'), email: EMAIL, role: ROLE, created_at: time() });
-export const memberView = (m: Member) => ({ user_id: m.userId, email: m.email, role: m.role, created_at: iso(m.createdAt) });
+export const MEMBER = obj({ user_id: str('usr_…'), email: EMAIL, role: ROLE, created_at: time(), active: bool('False while the user is deactivated') });
+export const memberView = (m: Member) => ({ user_id: m.userId, email: m.email, role: m.role, created_at: iso(m.createdAt), active: m.active });
 
 export const TOKEN = obj({ id: str('tok_…'), name: str(), prefix: str('tgm_ + 8 characters'), created_at: time(), last_used_at: maybe(time()), revoked_at: maybe(time()) });
 export const tokenView = (t: MgmtToken) => ({
@@ -110,6 +110,8 @@ export const ME = obj({
   id: str('usr_…'), email: EMAIL, operator: bool('An operator of this instance: every org, org creation, credits'), created_at: time(),
   orgs: { type: 'array', items: obj({ id: str(), name: str(), role: ROLE }) },
 });
+/** GET /api/v1/me: ME and whether the user has a password to change (users created by single sign-on have none). */
+export const ME_SELF = { ...ME, properties: { ...(ME.properties as object), has_password: bool('False for a user created by single sign-on: no password to change') }, required: [...(ME.required as string[]), 'has_password'] };
 export const meView = (u: User, orgs: Array<{ orgId: string; orgName: string; role: OrgRole }>) => ({
   id: u.id, email: u.email, operator: u.operator, created_at: iso(u.createdAt), orgs: orgs.map((o) => ({ id: o.orgId, name: o.orgName, role: o.role })),
 });

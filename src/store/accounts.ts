@@ -22,6 +22,8 @@ export interface Member {
   email: string;
   role: OrgRole;
   createdAt: number;
+  /** False while the user is deactivated (an operator's PATCH /api/v1/users/{user}). */
+  active: boolean;
 }
 
 export interface MgmtToken {
@@ -167,9 +169,9 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async listMembers(orgId: string): Promise<Member[]> {
-    const rows = await this.db.all<{ user_id: string; email: string; role: OrgRole; created_at: number }>(
-      'SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? ORDER BY u.email', [orgId]);
-    return rows.map((r) => ({ userId: r.user_id, email: r.email, role: r.role, createdAt: r.created_at }));
+    const rows = await this.db.all<{ user_id: string; email: string; role: OrgRole; created_at: number; deactivated_at: number | null }>(
+      'SELECT m.user_id, u.email, m.role, m.created_at, u.deactivated_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? ORDER BY u.email', [orgId]);
+    return rows.map((r) => ({ userId: r.user_id, email: r.email, role: r.role, createdAt: r.created_at, active: r.deactivated_at == null }));
   }
 
   async addMember(orgId: string, userId: string, role: OrgRole): Promise<Member> {
@@ -177,7 +179,7 @@ export class SqlAccountStore implements AccountStore {
     await unique(() => this.db.run('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)', [orgId, userId, role, createdAt]),
       'this user is already a member of the organization');
     const user = await this.getUser(userId);
-    return { userId, email: user?.email ?? '', role, createdAt };
+    return { userId, email: user?.email ?? '', role, createdAt, active: user?.active ?? true };
   }
 
   async changeRole(orgId: string, userId: string, role: OrgRole): Promise<MembershipChange> {

@@ -159,7 +159,7 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
     expect(await store.accounts.removeMember(org.id, u1!.id)).toBe('ok');
     expect(await store.accounts.removeMember(org.id, u1!.id)).toBe('not_found');
     expect(await store.accounts.changeRole(org.id, 'usr_nobody', 'member')).toBe('not_found');
-    expect(await store.accounts.listMembers(org.id)).toEqual([{ userId: u2!.id, email: u2!.email, role: 'owner', createdAt: T0 }]);
+    expect(await store.accounts.listMembers(org.id)).toEqual([{ userId: u2!.id, email: u2!.email, role: 'owner', createdAt: T0, active: true }]);
     expect(await store.accounts.roleIn(org.id, u2!.id)).toBe('owner');
     expect(await store.accounts.membershipsOf(u2!.id)).toEqual([{ orgId: org.id, orgName: org.name, role: 'owner' }]);
   });

@@ -21,7 +21,8 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
     [org.id, projectId],
   );
   const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>(undefined);
+  const [created, setCreated] = useState<(ApiKey & { key: string; previous_expires_at?: string }) | undefined>(undefined);
+  const [rotating, setRotating] = useState<ApiKey | undefined>(undefined);
   const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
   const [editing, setEditing] = useState<{ key: ApiKey; limits: Limits } | undefined>(undefined);
   const [tick, setTick] = useState(0);
@@ -57,11 +58,16 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
       </Show>
       {created ? (
         <div class="notice" role="status">
-          <h2>New key “{created.name || created.prefix}”</h2>
+          <h2>{created.previous_expires_at ? 'New secret of key' : 'New key'} “{created.name || created.prefix}”</h2>
           <p>Copy it now: it is shown only this once and cannot be shown again.</p>
+          {created.previous_expires_at ? <p>The old secret is accepted until {when(created.previous_expires_at)}, then refused.</p> : null}
           <p><code class="secret" aria-label="New API key">{created.key}</code></p>
           <p><CopyButton text={created.key} label="Copy key" /> <button type="button" class="secondary" onClick={() => setCreated(undefined)}>Done</button></p>
         </div>
+      ) : null}
+      {rotating ? (
+        <RotateKey orgId={org.id} apiKey={rotating} onCancel={() => setRotating(undefined)}
+          onRotated={(k) => { setRotating(undefined); setCreated(k); keys.reload(); }} />
       ) : null}
       {creating && projectId ? (
         <CreateKey orgId={org.id} projectId={projectId} onCancel={() => setCreating(false)}
@@ -98,6 +104,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                         {x.status === 'active' ? (
                           <div class="actions">
                             <button type="button" class="secondary small" onClick={() => setEditing({ key: x, limits: x.limits })} aria-label={`Edit limits of key ${x.name || x.prefix}`}>Edit limits</button>
+                            <button type="button" class="secondary small" onClick={() => { setCreated(undefined); setRotating(x); }} aria-label={`Rotate key ${x.name || x.prefix}`}>Rotate</button>
                             <button type="button" class="danger small" onClick={() => setRevoking(x)} aria-label={`Revoke key ${x.name || x.prefix}`}>Revoke</button>
                           </div>
                         ) : null}
@@ -187,6 +194,41 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
       {shownAtField ? null : <ErrorBox error={error} />}
       <div class="actions">
         <button type="submit" disabled={busy}>Create</button>
+        <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+/** Rotation: a new secret for the same key; the old one keeps working for the grace period asked here (0 to 168 hours). */
+function RotateKey(props: { orgId: string; apiKey: ApiKey; onRotated: (k: ApiKey & { key: string; previous_expires_at: string }) => void; onCancel: () => void }): JSX.Element {
+  const [hours, setHours] = useState('24');
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const name = props.apiKey.name || props.apiKey.prefix;
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    setBusy(true);
+    try {
+      const grace = Math.round(Number(hours) * 3600);
+      props.onRotated(await post<ApiKey & { key: string; previous_expires_at: string }>(`/orgs/${props.orgId}/keys/${props.apiKey.id}/rotate`, { grace_seconds: grace }));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="rotate-key-title">
+      <h2 id="rotate-key-title">Rotate key “{name}”</h2>
+      <p>The key gets a new secret, with the same id, project, limits and usage.</p>
+      <Field label="Old secret keeps working for (hours, 0 to 168)">
+        <input type="number" min={0} max={168} step="any" required value={hours} onInput={(e) => setHours(e.currentTarget.value)} />
+      </Field>
+      <ErrorBox error={error} />
+      <div class="actions">
+        <button type="submit" disabled={busy}>Rotate key</button>
         <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
       </div>
     </form>

@@ -7,7 +7,7 @@ import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 
 const ROLES: Role[] = ['member', 'admin', 'owner'];
 
-/** Members and their roles; owners invite by email (operators add directly), change roles and remove. */
+/** Members and their roles; owners invite by email (operators add directly), change roles and remove; operators deactivate and reactivate users. */
 export function MembersPage({ org, me }: PageProps): JSX.Element {
   const members = useLoad((signal) => get<ListOf<Member>>(`/orgs/${org.id}/members`, undefined, signal), [org.id]);
   const owner = org.role === 'owner' || org.role === 'operator';
@@ -32,12 +32,13 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
           <div class="scroll">
             <table>
               <caption class="sr-only">Members of {org.name}</caption>
-              <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>{owner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr></thead>
+              <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th><th scope="col">Status</th>{owner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr></thead>
               <tbody>
-                {m.data.length === 0 ? <tr><td colSpan={4} class="muted">No members.</td></tr> : null}
+                {m.data.length === 0 ? <tr><td colSpan={5} class="muted">No members.</td></tr> : null}
                 {m.data.map((x) => (
-                  <MemberRow key={x.user_id} member={x} you={x.user_id === me.id} owner={owner}
-                    onRole={(role) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role }))} onRemove={() => setRemoving(x)} />
+                  <MemberRow key={x.user_id} member={x} you={x.user_id === me.id} owner={owner} operator={me.operator}
+                    onRole={(role) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role }))} onRemove={() => setRemoving(x)}
+                    onActive={(active) => void act(() => patch(`/users/${x.user_id}`, { active }))} />
                 ))}
               </tbody>
             </table>
@@ -74,7 +75,7 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
 }
 
 /** One member; a role is changed with its own button, so moving through the menu with the arrow keys changes nothing yet. */
-function MemberRow(props: { member: Member; you: boolean; owner: boolean; onRole: (role: Role) => void; onRemove: () => void }): JSX.Element {
+function MemberRow(props: { member: Member; you: boolean; owner: boolean; operator: boolean; onRole: (role: Role) => void; onRemove: () => void; onActive: (active: boolean) => void }): JSX.Element {
   const { member: x, owner } = props;
   const [role, setRole] = useState<Role>(x.role);
   useEffect(() => setRole(x.role), [x.role]);
@@ -92,7 +93,19 @@ function MemberRow(props: { member: Member; you: boolean; owner: boolean; onRole
         ) : x.role}
       </td>
       <td>{when(x.created_at)}</td>
-      {owner ? <td><button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={props.onRemove}>Remove</button></td> : null}
+      <td><span class={`badge ${x.active ? 'good' : 'bad'}`}>{x.active ? 'active' : 'deactivated'}</span></td>
+      {owner ? (
+        <td>
+          <div class="actions">
+            {props.operator && !props.you ? (
+              <button type="button" class="secondary small" aria-label={`${x.active ? 'Deactivate' : 'Reactivate'} ${x.email}`} onClick={() => props.onActive(!x.active)}>
+                {x.active ? 'Deactivate' : 'Reactivate'}
+              </button>
+            ) : null}
+            <button type="button" class="danger small" aria-label={`Remove ${x.email}`} onClick={props.onRemove}>Remove</button>
+          </div>
+        </td>
+      ) : null}
     </tr>
   );
 }

@@ -8,6 +8,23 @@ interface SignInOptions {
   password: boolean;
 }
 
+/** Why single sign-on failed, from the code the callback put in `?sso_error=` (docs/errors.md). */
+const SSO_ERRORS: Record<string, string> = {
+  sso_failed: 'Single sign-on failed: the provider\'s answer could not be verified, or the sign-in took too long. Try again.',
+  account_deactivated: 'Single sign-on failed: this account is deactivated. Ask an operator to reactivate it.',
+};
+
+/** The reason of a failed single sign-on the callback redirected here with, once (the address is cleaned). */
+function takeSsoError(): string {
+  const params = new URLSearchParams(window.location.search);
+  const code = params.get('sso_error');
+  if (!code) return '';
+  params.delete('sso_error');
+  const rest = params.toString();
+  window.history.replaceState(null, '', `${window.location.pathname}${rest ? `?${rest}` : ''}`);
+  return SSO_ERRORS[code] ?? `Single sign-on failed (${code}). Try again.`;
+}
+
 /**
  * The sign-in form: email and password, a clear message on wrong credentials or
  * throttling, and "Sign in with SSO" when the gateway has OIDC configured (the password
@@ -17,6 +34,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }): JSX.El
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState('');
+  const [ssoError] = useState(takeSsoError);
   const [busy, setBusy] = useState(false);
   const [options, setOptions] = useState<SignInOptions>({ sso: false, password: true });
   useEffect(() => {
@@ -43,6 +61,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }): JSX.El
       <form onSubmit={(e) => void submit(e)} aria-labelledby="signin-title" novalidate>
         <p class="brand" aria-hidden="true">Tollgate</p>
         <h1 id="signin-title">Sign in to the console</h1>
+        {ssoError ? <p class="error" role="alert">{ssoError}</p> : null}
         {options.sso ? <a class="button" href="/api/v1/session/oidc/start">Sign in with SSO</a> : null}
         {options.password ? (
           <>
