@@ -173,7 +173,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('limits', () => auth.evict(null));
   const inFlightExchanges = new Set<Exchange>();
   const unlogged = new Set<Exchange>();
-  const alerts = new BudgetAlerts(limiter, store.webhooks, now, (err) => app.log.warn({ err }, 'budget alert check failed; the next settle checks again'));
+  const alerts = new BudgetAlerts(limiter, store.webhooks, now, (err) => app.log.warn({ err }, 'budget alert check failed; the next settle checks again'), config.webhooks.budgetThresholds);
   const deps: ServerDeps = {
     streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, alerts, auth, providerKeys, inFlight: inFlightExchanges, unlogged,
   };

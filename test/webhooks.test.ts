@@ -185,3 +185,29 @@ describe('SSRF: webhook URLs to private addresses', () => {
     });
   });
 });
+
+describe('webhooks.budget_thresholds', () => {
+  const g = useGateway({ yaml: { webhooks: { allow_private_urls: true, retry_initial_ms: 300, budget_thresholds: [60, 30] } } });
+  let r2: Receiver;
+  beforeAll(async () => {
+    r2 = await Receiver.start(0);
+  });
+  afterAll(async () => r2?.close());
+
+  it('fires at the configured percentages, each once, and at no other', async () => {
+    const { org } = await g.org('custom', '10');
+    await g.gateway.store.webhooks.create(org.id, { url: `${r2.url}/hook`, events: ['budget.threshold'], slack: false, secret: 'whsec_custom' }, null);
+    const ask = (key: string, n: number) => postJson(`${g.url}/v1/chat/completions`, {
+      model: 'gpt-4o-mini', messages: [{ role: 'user', content: `hello ${n} [[sim:tokens=1000]]` }], max_tokens: 1000,
+    }, key);
+    const probe = await ask((await createKey(g.gateway.store, 'custom')).key, 0);
+    const cost = (await logRow(g, probe.headers.get('x-request-id')!)).costMicros;
+    const { key } = await createKey(g.gateway.store, 'custom', { limits: { budget: { micros: cost * 10, period: 'day' } } });
+    g.gateway.startTasks();
+    for (let i = 1; i <= 12; i++) await ask(key, i);
+    expect(await until(() => r2.delivered('/hook').length >= 2)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1500)); // more task runs: nothing more may arrive
+    expect(r2.delivered('/hook').map((e) => e.threshold)).toEqual([30, 60]);
+    await expectLedgerMatchesLog(g, org.id);
+  });
+});

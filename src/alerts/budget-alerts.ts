@@ -3,8 +3,8 @@ import type { Limiter, LimitScope } from '../limits/types.js';
 import { microsToUsd, type Micros } from '../money.js';
 import type { SqlWebhookStore } from '../store/webhook-store.js';
 
-/** The thresholds of every budget, in percent of the period's budget (docs/limits.md, "Alerts"). */
-export const BUDGET_THRESHOLDS = [50, 80, 100] as const;
+/** The default thresholds of every budget, in percent of the period's budget (`webhooks.budget_thresholds`; docs/limits.md, "Alerts"). */
+export const BUDGET_THRESHOLDS: readonly number[] = [50, 80, 100];
 
 /** Crossings this instance remembers as recorded; past it the memory starts over (a few extra inserts, which find the row). */
 const MAX_REMEMBERED = 10_000;
@@ -17,7 +17,7 @@ export interface AlertSubject {
 }
 
 /**
- * Budget thresholds (50, 80 and 100 % of a key's or a project's budget this period),
+ * Budget thresholds (by default 50, 80 and 100 % of a key's or a project's budget this period),
  * checked after each settle that spent something on a budget scope: the spend is read
  * from the limits engine (one peek, the same store the budget is counted in), and each
  * threshold it has reached is recorded with an INSERT that only one caller of all
@@ -33,6 +33,7 @@ export class BudgetAlerts {
     private readonly webhooks: SqlWebhookStore,
     private readonly now: () => number,
     private readonly onError: (err: Error) => void,
+    private readonly thresholds: readonly number[] = BUDGET_THRESHOLDS,
   ) {}
 
   /**
@@ -50,7 +51,7 @@ export class BudgetAlerts {
         const scope = budgeted[i] as LimitScope;
         const b = u.budget;
         if (!b) continue;
-        for (const threshold of BUDGET_THRESHOLDS) {
+        for (const threshold of this.thresholds) {
           const reached = b.spentMicros * 100 >= threshold * b.limitMicros || (threshold === 100 && b.limitMicros - b.spentMicros < boundMicros);
           if (!reached) continue;
           const periodStart = b.periodStart;

@@ -95,7 +95,7 @@ export interface GatewayConfig {
    * refused, SSRF). `retryInitialMs`: the first retry's delay, doubling after (default 5000).
    * `retryMaxHours`: how long a delivery is retried before it is given up (default 24).
    */
-  webhooks: { allowPrivateUrls: boolean; retryInitialMs: number; retryMaxHours: number };
+  webhooks: { allowPrivateUrls: boolean; retryInitialMs: number; retryMaxHours: number; budgetThresholds: readonly number[] };
   storage: { s3: S3Config | undefined };
   providersDir: string;
   plugins: string[] | undefined;
@@ -120,7 +120,7 @@ interface RawGatewayConfig {
   cache?: { ttl_ms?: number };
   audit?: { retention_days?: number };
   secrets?: { key_file?: string };
-  webhooks?: { allow_private_urls?: boolean; retry_initial_ms?: number; retry_max_hours?: number };
+  webhooks?: { allow_private_urls?: boolean; retry_initial_ms?: number; retry_max_hours?: number; budget_thresholds?: number[] };
   storage?: { s3?: { bucket: string; endpoint?: string; region?: string; access_key_id?: string; secret_access_key?: string; force_path_style?: boolean } };
   providers_dir?: string;
   plugins?: string[];
@@ -174,6 +174,8 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
       allowPrivateUrls: raw.webhooks?.allow_private_urls ?? false,
       retryInitialMs: raw.webhooks?.retry_initial_ms ?? 5000,
       retryMaxHours: raw.webhooks?.retry_max_hours ?? 24,
+      // Ascending and each once, whatever order the file gives them in.
+      budgetThresholds: [...new Set(raw.webhooks?.budget_thresholds ?? [50, 80, 100])].sort((a, b) => a - b),
     },
     storage: {
       s3: s3 && {
