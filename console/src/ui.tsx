@@ -126,3 +126,32 @@ export function CopyButton({ text, label }: { text: string; label: string }): JS
     </>
   );
 }
+
+/** Newer / Older over a cursor-paged list; `previous` is the stack of the cursors walked through. */
+export function Pager(props: { label: string; cursor: string; next: string | null; previous: string[]; setPrevious: (p: string[]) => void; go: (cursor: string) => void }): JSX.Element {
+  const { cursor, next, previous, setPrevious, go } = props;
+  return (
+    <nav class="pager" aria-label={props.label}>
+      <button type="button" class="secondary" disabled={!cursor} onClick={() => { const prev = previous.slice(0, -1); go(previous[previous.length - 1] ?? ''); setPrevious(prev); }}>Newer</button>
+      <button type="button" class="secondary" disabled={!next} onClick={() => { setPrevious([...previous, cursor]); go(next ?? ''); }}>Older</button>
+    </nav>
+  );
+}
+
+/** A change made from a page: its error or its success message, and the data reloaded after it. */
+export function useAction(reload: () => void): { act: (work: () => Promise<unknown>, message: string) => Promise<void>; error: unknown; done: string } {
+  const [error, setError] = useState<unknown>(undefined);
+  const [done, setDone] = useState('');
+  const act = async (work: () => Promise<unknown>, message: string): Promise<void> => {
+    setError(undefined);
+    setDone('');
+    try {
+      await work();
+      setDone(message);
+      reload();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return { act, error, done };
+}

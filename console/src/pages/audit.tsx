@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, type AuditItem } from '../api';
 import type { PageProps } from '../app';
 import { navigate } from '../router';
-import { Field, Page, Show, useLoad } from '../ui';
+import { Field, Page, Pager, Show, useLoad } from '../ui';
 
 const FILTERS = ['action', 'actor'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
@@ -100,10 +100,7 @@ export function AuditPage({ org, loc }: PageProps): JSX.Element {
                 </tbody>
               </table>
             </div>
-            <nav class="pager" aria-label="Pages of the audit log">
-              <button type="button" class="secondary" disabled={!cursor} onClick={() => { const prev = previous.slice(0, -1); go(filters, previous[previous.length - 1] ?? ''); setPrevious(prev); }}>Newer</button>
-              <button type="button" class="secondary" disabled={!p.next_cursor} onClick={() => { setPrevious([...previous, cursor]); go(filters, p.next_cursor ?? ''); }}>Older</button>
-            </nav>
+            <Pager label="Pages of the audit log" cursor={cursor} next={p.next_cursor} previous={previous} setPrevious={setPrevious} go={(c) => go(filters, c)} />
           </>
         )}
       </Show>

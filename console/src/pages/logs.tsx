@@ -4,7 +4,7 @@ import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Proje
 import type { PageProps } from '../app';
 import { int, ms, usd, when } from '../format';
 import { Link, navigate } from '../router';
-import { Page, Show, Status, useLoad, Field } from '../ui';
+import { Page, Pager, Show, Status, useLoad, Field } from '../ui';
 
 const FILTERS = ['project', 'key', 'model', 'status', 'from', 'to'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
@@ -119,10 +119,7 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
                 </tbody>
               </table>
             </div>
-            <nav class="pager" aria-label="Pages of the log">
-              <button type="button" class="secondary" disabled={!cursor} onClick={() => { const prev = previous.slice(0, -1); go(filters, previous[previous.length - 1] ?? ''); setPrevious(prev); }}>Newer</button>
-              <button type="button" class="secondary" disabled={!p.next_cursor} onClick={() => { setPrevious([...previous, cursor]); go(filters, p.next_cursor ?? ''); }}>Older</button>
-            </nav>
+            <Pager label="Pages of the log" cursor={cursor} next={p.next_cursor} previous={previous} setPrevious={setPrevious} go={(c) => go(filters, c)} />
           </>
         )}
       </Show>

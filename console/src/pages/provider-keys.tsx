@@ -3,27 +3,15 @@ import { useState } from 'preact/hooks';
 import { del, get, put, type ProviderKey } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
-import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+import { Confirm, ErrorBox, Page, Show, useAction, useLoad, Field } from '../ui';
 
 /** The org's own provider keys (bring your own key): masked, set or replace, remove. */
 export function ProviderKeysPage({ org }: PageProps): JSX.Element {
   const keys = useLoad((signal) => get<{ data: ProviderKey[]; providers: string[] }>(`/orgs/${org.id}/provider-keys`, undefined, signal), [org.id]);
   const [provider, setProvider] = useState('');
   const [secret, setSecret] = useState('');
-  const [error, setError] = useState<unknown>(undefined);
-  const [done, setDone] = useState('');
   const [removing, setRemoving] = useState<string | undefined>(undefined);
-  const act = async (work: () => Promise<unknown>, message: string): Promise<void> => {
-    setError(undefined);
-    setDone('');
-    try {
-      await work();
-      setDone(message);
-      keys.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
+  const { act, error, done } = useAction(() => keys.reload());
   return (
     <Page title="Provider keys">
       <p class="muted">Requests served with the organization’s own key are logged with their cost but not debited from its credits. Keys are encrypted at rest and never shown again.</p>

@@ -4,7 +4,7 @@ import { del, get, post, type CreatedWebhook, type ListOf, type Webhook, type We
 import type { PageProps } from '../app';
 import { when } from '../format';
 import { Link } from '../router';
-import { Confirm, CopyButton, ErrorBox, Field, Page, Show, useLoad } from '../ui';
+import { Confirm, CopyButton, ErrorBox, Field, Page, Show, useAction, useLoad } from '../ui';
 
 const EVENTS: Array<{ id: WebhookEvent; label: string }> = [
   { id: 'budget.threshold', label: 'Budget thresholds (50, 80, 100 %)' },
@@ -22,20 +22,8 @@ function WebhookList({ org }: Pick<PageProps, 'org'>): JSX.Element {
   const [events, setEvents] = useState<WebhookEvent[]>(['budget.threshold', 'balance.below']);
   const [slack, setSlack] = useState(false);
   const [created, setCreated] = useState<CreatedWebhook | undefined>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  const [done, setDone] = useState('');
   const [removing, setRemoving] = useState<Webhook | undefined>(undefined);
-  const act = async (work: () => Promise<unknown>, message: string): Promise<void> => {
-    setError(undefined);
-    setDone('');
-    try {
-      await work();
-      setDone(message);
-      hooks.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
+  const { act, error, done } = useAction(() => hooks.reload());
   const toggle = (id: WebhookEvent, on: boolean): void => setEvents((list) => (on ? [...list, id] : list.filter((e) => e !== id)));
   return (
     <Page title="Webhooks">
