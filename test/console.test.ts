@@ -1,40 +1,30 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
-import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../src/paths.js';
-import { axeViolations, ensureConsoleBuilt, openBrowser, type Browser } from './browser.js';
-import { useGateway } from './fixtures.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { axeViolations } from './browser.js';
+import { expectAccessible as accessible, shot as screenshot, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';
 import { addUser, PASSWORD } from './management-helpers.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
-import { Receiver, signatureValid, until } from './webhook-receiver.js';
 
 /**
- * The web console in a real browser (headless Chromium): sign in, create a key and use
- * it, find the request in the log with its cost, play a track, and the other pages; on
- * every page axe-core finds nothing critical or serious, the browser logs no error and
- * asks no host but the gateway. `TOLLGATE_SCREENSHOTS=1` (npm run screenshots) saves
- * each page to docs/console/.
+ * The web console in a real browser (headless Chromium), the journey of an operator who
+ * owns an org: sign in, create a key and use it, find the request in the log with its
+ * cost, limit, audit, rotate and revoke the key, play a track, the read-only pages, the
+ * credits, a phone width, the dark scheme, and what a member sees. On every page axe-core
+ * finds nothing critical or serious, the browser logs no error and asks no host but the
+ * gateway. Members, the account, provider keys and webhooks: console-admin.test.ts.
  */
 
-const SCREENSHOTS = process.env.TOLLGATE_SCREENSHOTS === '1';
 const OPERATOR = 'ops@acme.test';
 
 let s3: TestS3;
-const t = useGateway(async () => {
-  ensureConsoleBuilt();
-  s3 = await startS3();
-  return { yaml: { storage: { s3: s3.config }, webhooks: { allow_private_urls: true, retry_initial_ms: 200 } } };
-});
-let browser: Browser;
-let page: Page;
 let orgId: string;
 let demoKey: string;
 let trackId: string;
-
-beforeAll(async () => {
+const c = useConsole(async () => {
+  s3 = await startS3();
+  return { yaml: { storage: { s3: s3.config } } };
+}, async (t) => {
   const o = await t.org('acme', '10');
   orgId = o.org.id;
   demoKey = o.key;
@@ -49,39 +39,19 @@ beforeAll(async () => {
   }
   trackId = made[0] as string;
   for (const key of await s3.keys()) if (key.includes(made[1] as string)) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
-  browser = await openBrowser();
-  page = browser.page;
-  page.setDefaultTimeout(15_000); // a missing element fails naming its locator, before the test's own timeout
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await s3?.close();
 });
-
-/** After each step: no console error, no uncaught exception, no request to another host. */
-afterEach(() => {
-  expect(browser.takeProblems()).toEqual({ errors: [], foreign: [] });
+const { t } = c;
+let page: typeof c.page;
+let browser: typeof c.browser;
+beforeAll(() => {
+  page = c.page;
+  browser = c.browser;
 });
+afterAll(async () => s3?.close());
 
-async function shot(name: string): Promise<void> {
-  if (!SCREENSHOTS) return;
-  const dir = join(packageRoot(), 'docs', 'console');
-  mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
-}
-
-/** Opens a page from the navigation and checks it: its heading, axe-core, a screenshot. */
-async function visit(link: string, heading = link): Promise<void> {
-  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link, exact: true }).click();
-  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
-  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
-}
-
-async function expectAccessible(name: string): Promise<void> {
-  expect(await axeViolations(page), name).toEqual([]);
-  await shot(name);
-}
+const shot = (name: string): Promise<void> => screenshot(page, name);
+const visit = (link: string, heading?: string): Promise<void> => open(page, link, heading);
+const expectAccessible = (name: string): Promise<void> => accessible(page, name);
 
 const usd6 = (n: number): string => `$${n.toFixed(6)}`;
 
@@ -433,111 +403,6 @@ describe('the web console', { timeout: 45_000 }, () => {
     expect(await page.getByRole('row').filter({ hasText: 'gpt-4o-mini' }).first().textContent()).toMatch(/\/ 1M tokens/);
     expect(await page.getByRole('row').filter({ hasText: 'tune-3-clip-preview' }).first().textContent()).toContain('$0.05 per generation');
     await expectAccessible('models');
-  });
-
-  it('adds a member by email with a role', async () => {
-    await visit('Members');
-    const form = page.getByRole('form', { name: 'Add a member' });
-    await form.getByLabel('Email').fill('new@acme.test');
-    await form.getByLabel('Role').selectOption('admin');
-    await form.getByLabel('First password (only for a new user)').fill('a long first password');
-    await form.getByRole('button', { name: 'Add member' }).click();
-    await page.getByText('Added new@acme.test as admin.').waitFor();
-    expect(await page.getByLabel('Role of new@acme.test').inputValue()).toBe('admin');
-    await expectAccessible('members');
-    // Choosing another role changes nothing until "Change role".
-    await page.getByLabel('Role of new@acme.test').selectOption('member');
-    const before = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
-    expect(((await before.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'admin' }));
-    await page.getByRole('button', { name: 'Change role' }).click();
-    await page.getByRole('button', { name: 'Change role' }).waitFor({ state: 'detached' });
-    const after = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/members`);
-    expect(((await after.json()) as { data: Array<{ email: string; role: string }> }).data).toContainEqual(expect.objectContaining({ email: 'new@acme.test', role: 'member' }));
-  });
-
-  it('lets an operator deactivate a member (who can no longer sign in) and reactivate them', async () => {
-    await visit('Members');
-    const row = page.getByRole('row').filter({ hasText: 'new@acme.test' });
-    await page.getByRole('button', { name: 'Deactivate new@acme.test' }).click();
-    await row.getByText('deactivated').waitFor();
-    await expectAccessible('members-deactivated');
-    const refused = await postJson(`${t.url}/api/v1/session`, { email: 'new@acme.test', password: 'a long first password' });
-    expect(refused.status, JSON.stringify(refused.body)).toBe(401);
-    expect((refused.body as { error: { code: string } }).error.code).toBe('account_deactivated');
-    await page.getByRole('button', { name: 'Reactivate new@acme.test' }).click();
-    await row.getByText('active', { exact: true }).waitFor();
-    expect((await postJson(`${t.url}/api/v1/session`, { email: 'new@acme.test', password: 'a long first password' })).status).toBe(200);
-    // No action on one's own row.
-    expect(await page.getByRole('button', { name: /activate owner@acme\.test/ }).count()).toBe(0);
-  });
-
-  it('changes the signed-in user\'s password on the Account page (a wrong current password is said so)', async () => {
-    await visit('Account');
-    const form = page.getByRole('form', { name: 'Change password' });
-    await form.getByLabel('Current password').fill('not my password');
-    await form.getByLabel('New password (at least 10 characters)').fill('a brand new password');
-    await form.getByRole('button', { name: 'Change password' }).click();
-    await expect.poll(() => form.getByRole('alert').textContent()).toBe('The current password is wrong.');
-    for (const e of browser.takeProblems().errors) expect(e).toMatch(/status of 403/);
-    await form.getByLabel('Current password').fill(PASSWORD);
-    await form.getByRole('button', { name: 'Change password' }).click();
-    await page.getByText('Password changed. Your other sessions have been signed out.').waitFor();
-    await expectAccessible('account');
-    expect((await postJson(`${t.url}/api/v1/session`, { email: 'owner@acme.test', password: PASSWORD })).status).toBe(401);
-    expect((await postJson(`${t.url}/api/v1/session`, { email: 'owner@acme.test', password: 'a brand new password' })).status).toBe(200);
-    // This session goes on.
-    await visit('Overview');
-  });
-
-  it('sets, masks and removes a provider key', async () => {
-    await visit('Provider keys');
-    await page.getByLabel('Provider', { exact: true }).selectOption('openai');
-    await page.getByLabel('API key').fill('sk-console-test-0123456789abcd');
-    await page.getByRole('button', { name: 'Save key' }).click();
-    const row = page.getByRole('row').filter({ hasText: 'openai' });
-    await row.waitFor();
-    expect(await row.textContent()).not.toContain('sk-console-test-0123456789abcd');
-    expect(await row.textContent()).toContain('abcd');
-    await expectAccessible('provider-keys');
-    await row.getByRole('button', { name: 'Remove the openai key' }).click();
-    await page.getByRole('dialog', { name: 'Remove this provider key?' }).getByRole('button', { name: 'Remove key' }).click();
-    await page.getByText('Removed the key for openai.').waitFor();
-  });
-
-  it('adds a webhook (its secret shown once, with a copy button), sends a test event, shows its delivery, removes it', async () => {
-    const rx = await Receiver.start(0);
-    try {
-      await visit('Webhooks');
-      await page.getByLabel('URL').fill(`${rx.url}/console`);
-      await page.getByRole('button', { name: 'Add webhook' }).click();
-      const secret = (await page.getByLabel('Signing secret').textContent()) ?? '';
-      expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-      await page.getByRole('button', { name: 'Copy secret' }).waitFor();
-      await expectAccessible('webhooks');
-      await page.getByRole('button', { name: 'Done' }).click();
-      expect(await page.content()).not.toContain(secret);
-      const row = page.getByRole('row').filter({ hasText: `${rx.url}/console` });
-      await row.getByRole('button', { name: `Send test event to ${rx.url}/console` }).click();
-      await page.getByText(`Test event queued for ${rx.url}/console.`).waitFor();
-      expect(await until(async () => {
-        await t.gateway.runTasks();
-        return rx.delivered('/console').length === 1;
-      })).toBe(true);
-      expect(signatureValid(secret, rx.got[0]!)).toBe(true);
-      await row.getByRole('link', { name: `${rx.url}/console` }).click();
-      await page.getByRole('heading', { level: 1, name: 'Webhook deliveries' }).waitFor();
-      const delivery = page.getByRole('row').filter({ hasText: String(rx.delivered('/console')[0]!.id) });
-      await delivery.waitFor();
-      expect(await delivery.textContent()).toMatch(/test.*delivered.*1.*200/);
-      await expectAccessible('webhook-deliveries');
-      await page.getByRole('link', { name: 'All webhooks' }).click();
-      await page.getByRole('button', { name: `Remove the webhook ${rx.url}/console` }).click();
-      await page.getByRole('dialog', { name: 'Remove this webhook?' }).getByRole('button', { name: 'Remove webhook' }).click();
-      await page.getByText(`Removed the webhook ${rx.url}/console.`).waitFor();
-      await page.getByText('No webhooks: alerts are not sent anywhere.').waitFor();
-    } finally {
-      await rx.close();
-    }
   });
 
   it('shows the credit ledger and lets an operator add credits', async () => {
