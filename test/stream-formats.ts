@@ -121,6 +121,8 @@ export const DIALECT_MODELS: readonly { dialect: string; model: string }[] = [
   { dialect: 'openai', model: 'gpt-4o-mini' },
   { dialect: 'anthropic', model: 'claude-haiku-4-5' },
   { dialect: 'gemini', model: 'gemini-2.5-flash' },
+  // Converse: AWS event-stream frames, decoded by the dialect's own decoder (not SSE).
+  { dialect: 'bedrock', model: 'bedrock/claude-haiku-4-5' },
 ];
 
 function empty(events: SseEvent[]): StreamRead {

@@ -34,6 +34,20 @@ describe('bedrock-converse requests', () => {
     expect(d.pathVars(req({}, { stream: true }), 'a:0')).toEqual({ model: 'a:0', action: 'converse-stream' });
   });
 
+  it('tool_choice none: no tools sent (Converse has no "none"), unless the conversation holds tool turns', () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    const plain = JSON.parse(d.requestBody(req({ messages: [{ role: 'user', content: 'hi' }], tools, tool_choice: 'none' }), 'a:0'));
+    expect(plain).not.toHaveProperty('toolConfig');
+    const withTurns = JSON.parse(d.requestBody(req({
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      ], tools, tool_choice: 'none',
+    }), 'a:0'));
+    expect(withTurns.toolConfig).toEqual({ tools: [{ toolSpec: { name: 'f', inputSchema: { json: { type: 'object' } } } }] });
+  });
+
   it('refuses an image link (Converse takes bytes) and JSON mode', () => {
     expect(d.unsupported!(req({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] }))?.param).toBe('messages[0].content');
     expect(d.unsupported!(req({ response_format: { type: 'json_object' } }))?.param).toBe('response_format');

@@ -84,10 +84,18 @@ function converseTurns(messages: readonly ChatMessage[]): Turn[] {
   return turns;
 }
 
-/** `toolConfig`: the functions as toolSpecs; tool_choice required → any, a function → tool (auto is Bedrock's default; none sends no choice). */
+/**
+ * `toolConfig`: the functions as toolSpecs; tool_choice required → any, a function → tool
+ * (auto is Bedrock's default). Converse has no "none": such a request is sent without its
+ * tools, unless the conversation already holds tool calls or results (Bedrock then needs
+ * the toolConfig, and the choice is left to the model).
+ */
 function toolConfig(b: ChatRequest['body']): Record<string, unknown> {
   const decls = functionDecls(b.tools);
   if (decls.length === 0) return {};
+  const messages = Array.isArray(b.messages) ? b.messages : [];
+  const toolTurns = messages.some((m) => isObject(m) && (m.role === 'tool' || (Array.isArray(m.tool_calls) && m.tool_calls.length > 0)));
+  if (toolChoice(b.tool_choice)?.mode === 'none' && !toolTurns) return {};
   const tools = decls.map((d) => ({
     toolSpec: { name: d.name, ...(d.description ? { description: d.description } : {}), inputSchema: { json: d.parameters ?? { type: 'object', properties: {} } } },
   }));
