@@ -146,24 +146,22 @@ export class UpstreamClient {
     const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
-    // Credentials: a scheme's headers (a Google access token), a signature over the request
-    // (aws-sigv4, below), the key in its header, or an Entra token.
+    // Credentials, one kind per provider: a signature over the request (aws-sigv4), a scheme's
+    // headers (a Google access token), the key in its header, or an Entra token.
     let schemeHeaders: Record<string, string> | undefined;
-    if (provider.auth.scheme) {
+    let sent = headers;
+    if (provider.signer) sent = await signed(provider.signer, { method: endpoint.method, origin, path, headers, body: req.body }, apiKey);
+    else if (provider.auth.scheme) {
       try {
         schemeHeaders = await this.auth.headersFor(provider, apiKey, signal);
       } catch (err) {
         throw authFailure(err, signal);
       }
       Object.assign(headers, schemeHeaders);
-    }
+    } else if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
+    else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
-    let sent = headers;
-    if (provider.signer) sent = await signed(provider.signer, { method: endpoint.method, origin, path, headers, body: req.body }, apiKey);
-    else if (schemeHeaders) { /* the scheme's headers are set */ }
-    else if (apiKey) headers[provider.auth.header.toLowerCase()] = provider.auth.format.replace('{key}', apiKey);
-    else if (provider.entra) headers.authorization = `Bearer ${await this.entraToken(provider)}`;
     try {
       const response = await this.agent.request({
         origin,
