@@ -73,20 +73,30 @@ export async function runModelRequest<P extends ModelRequest>(
     }
     limits = await admitLimits(svc, ex, reply, handler, parsed, routes, costBound);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), costBound);
-    await svc.hooks.run('pre-upstream', ex);
-    const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
-    ex.byok = planned.byok;
-    await svc.hooks.run('upstream', ex);
-    await svc.hooks.run('post-upstream', ex);
-    const answer = { ex, parsed, route: planned.route, request, reply };
     const openStream = (headers: Record<string, string>): StreamedReply => new StreamedReply(ex, reply, svc.streamStallMs).start(headers);
-    const metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
+    const early = await svc.hooks.run('pre-upstream', ex, parsed);
+    let metered: Metered;
+    if (early) {
+      // A hook answered (src/hooks.ts ShortCircuit): no upstream call, charged what it says.
+      const first = plan[0];
+      if (!first) throw new GatewayError('model_not_found', [parsed.model]);
+      ex.route = first.route;
+      ex.byok = first.byok;
+      metered = await early.respond({ ex, parsed, route: first.route, request, reply, openStream });
+    } else {
+      const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
+      ex.byok = planned.byok;
+      await svc.hooks.run('upstream', ex, parsed);
+      await svc.hooks.run('post-upstream', ex, parsed);
+      const answer = { ex, parsed, route: planned.route, request, reply };
+      metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
+    }
     ex.costMicros = picosToMicros(metered.costPicos);
     ex.costEstimated = metered.estimated ?? false;
     owed = ex.costMicros;
     await settle(svc, ex, owed);
     await limits?.settle(ex);
-    await svc.hooks.run('billing', ex);
+    await svc.hooks.run('billing', ex, parsed);
   } catch (err) {
     // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
     await settle(svc, ex, owed);

@@ -8,6 +8,7 @@ import { createGateway } from '../src/gateway.js';
 import { packageRoot } from '../src/paths.js';
 import type { GatewayPlugin } from '../src/plugin.js';
 import { STAGES } from '../src/stages.js';
+import { GatewayError } from '../src/errors.js';
 import { postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
 
 const opened: TestGateway[] = [];
@@ -32,6 +33,41 @@ describe('plugins and stages', () => {
     expect(r.status).toBe(200);
     for (let i = 0; i < 50 && seen.length < STAGES.length; i++) await new Promise((res) => setTimeout(res, 10));
     expect(seen).toEqual([...STAGES]);
+  });
+
+  it('a pre-upstream hook may answer the request itself: no upstream call, charged what it says, logged once', async () => {
+    const answering: GatewayPlugin = {
+      name: 'answering',
+      modalities: {},
+      register(api) {
+        api.hook('pre-upstream', (ex, req) => {
+          if (req?.model !== 'gpt-4o-mini' || !req.prompt?.includes('short-circuit')) return undefined;
+          if (req.prompt.includes('refuse')) throw new GatewayError('invalid_request', ['refused by a hook']);
+          return {
+            async respond(ctx) {
+              ctx.reply.code(200).header('content-type', 'application/json').send({ answered_by: 'hook', id: ctx.ex.id });
+              return { costPicos: 1_234_000_000n };
+            },
+          };
+        });
+      },
+    };
+    const t = await startTestGateway({ extraPlugins: [answering], checkLedgersAfterClose: true });
+    opened.push(t);
+    const { org, key } = await t.org('short', '1');
+    const before = t.sim.received().length;
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'please short-circuit' }] }, key);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ answered_by: 'hook' });
+    expect(t.sim.received().length).toBe(before);
+    expect(await t.balance(org.id)).toBe(1_000_000 - 1234);
+    const refused = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'short-circuit refuse' }] }, key);
+    expect(refused.status).toBe(400);
+    expect(t.sim.received().length).toBe(before);
+    expect(await t.balance(org.id)).toBe(1_000_000 - 1234);
+    const served = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, key);
+    expect(served.status).toBe(200);
+    expect(t.sim.received().length).toBe(before + 1);
   });
 
   it('a hook on an unknown stage fails the boot with a clear error', async () => {
