@@ -66,7 +66,7 @@ export function registerConsole(app: FastifyInstance, dir: string): void {
 
   const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     // Not an API request: no request-log row for the console's own files (the gateway's app has an exchange per request).
-    if (request.exchange) request.exchange.logged = true;
+    request.lifecycle?.exemptFromLog();
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin').header('x-frame-options', 'DENY');
     const b = current();
     if (!b) {

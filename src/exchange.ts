@@ -39,25 +39,21 @@ export interface Exchange {
   reservedMicros: Micros;
   /** True when the org's own provider key serves the request (not debited). */
   byok: boolean;
+  /** What the request was charged (the lifecycle records it: src/request-lifecycle.ts). */
   costMicros: Micros;
   costEstimated: boolean;
-  /** Set when the request has been billed, so that it is never billed twice. */
-  settled: boolean;
-  /**
-   * False while a model request's handler runs: its row waits for the bill. Set again when
-   * the handler ends (settled), so the row is written then or when the response ends.
-   */
-  billed: boolean;
-  /** Set when the request-log row has been queued, so that it is never written twice. */
-  logged: boolean;
   errorCode: string | undefined;
+  /** Stamped by the core at the reply's first byte (StreamedReply's first write, or a reply's send). */
   ttfbMs: number | undefined;
   /** True when the reply is a token stream (its ttfbMs is the time to the first token). */
   streamed: boolean;
-  /** The billed token counts, set by the plugin that metered the reply (none for modalities priced otherwise). */
+  /** The billed token counts, as the plugin's result reported them (none for modalities priced otherwise). */
   usage: TokenCounts | undefined;
   prompt: string | undefined;
+  /** The request-log row's `extra`: what the plugin's parse and result reported, and the core's own notes. */
   extra: Record<string, unknown> | undefined;
+  /** Per-plugin state, keyed by symbols the plugins own (see `ExchangeSlot`). */
+  readonly slots: Map<symbol, unknown>;
   /** Aborted when the client goes away or the server shuts down; cancels the upstream call. */
   readonly abort: AbortController;
   /** Per-request state of metrics and traces; undefined when telemetry is off. */
@@ -68,9 +64,39 @@ export function newExchange(id: string, modality: string, now: number): Exchange
   return {
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined, project: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
-    costEstimated: false, settled: false, billed: true, logged: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
-    prompt: undefined, extra: undefined, abort: new AbortController(), telemetry: undefined,
+    costEstimated: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
+    prompt: undefined, extra: undefined, slots: new Map(), abort: new AbortController(), telemetry: undefined,
   };
+}
+
+/**
+ * What a plugin sees of an exchange: read-only. A plugin reports what it measured by
+ * returning it (`Metered`), and keeps its own per-request state in an `ExchangeSlot`.
+ */
+export type ExchangeView = Readonly<Exchange>;
+
+/**
+ * A plugin's typed per-request state: `slot<T>(name)` makes a key only its maker holds,
+ * so two plugins never see each other's state and the state goes with the exchange.
+ */
+export interface ExchangeSlot<T> {
+  get(ex: ExchangeView): T | undefined;
+  set(ex: ExchangeView, value: T): void;
+  delete(ex: ExchangeView): void;
+}
+
+export function exchangeSlot<T>(name: string): ExchangeSlot<T> {
+  const key = Symbol(name);
+  return {
+    get: (ex) => ex.slots.get(key) as T | undefined,
+    set: (ex, value) => void ex.slots.set(key, value),
+    delete: (ex) => void ex.slots.delete(key),
+  };
+}
+
+/** Stamps the time to the reply's first byte, once (the core calls it at the first write). */
+export function stampFirstByte(ex: Exchange): void {
+  if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
 }
 
 /** Milliseconds since the exchange started. */

@@ -19,7 +19,7 @@ import { loadCatalog, type ModalityRules, type ProviderCatalog } from './provide
 import { LedgerSpill } from './ledger-spill.js';
 import { RequestLogWriter } from './request-log.js';
 import { secretBoxFor } from './secrets.js';
-import { cutByServer, type Exchange } from './exchange.js';
+import { RequestLifecycles } from './request-lifecycle.js';
 import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
 import { openStore } from './store/index.js';
 import { packageRoot } from './paths.js';
@@ -171,11 +171,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('provider_key', (orgId) => providerKeys.evict(orgId));
   // A project's limits travel with each of its keys' cached entries: drop them all (rare).
   invalidation.on('limits', () => auth.evict(null));
-  const inFlightExchanges = new Set<Exchange>();
-  const unlogged = new Set<Exchange>();
+  const lifecycles = new RequestLifecycles({ store, telemetry, log, hooks });
   const alerts = new BudgetAlerts(limiter, store.webhooks, now, (err) => app.log.warn({ err }, 'budget alert check failed; the next settle checks again'), config.webhooks.budgetThresholds);
   const deps: ServerDeps = {
-    streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, alerts, auth, providerKeys, inFlight: inFlightExchanges, unlogged,
+    streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, alerts, auth, providerKeys, lifecycles,
   };
   const app = createServer(deps, opts.logStream);
   reportTo = app;
@@ -272,7 +271,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // out; then every connection still open is closed, so no client can hold the exit.
         let last: NodeJS.Timeout | undefined;
         const deadline = setTimeout(() => {
-          for (const ex of inFlightExchanges) cutByServer(ex);
+          lifecycles.cutAll();
           last = setTimeout(() => app.server.closeAllConnections(), CUT_GRACE_MS + 100);
         }, config.server.shutdownTimeoutMs);
         const closingAt = Date.now();
@@ -281,7 +280,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
           // Handlers that outlived their connections (clients that left) settle and queue their rows
           // before the last flush: a charge never goes out without its row. Bounded: past the
           // deadline they are cut, and they end at once.
-          while (unlogged.size > 0 && Date.now() - closingAt < config.server.shutdownTimeoutMs + 5000) await sleep(10);
+          await lifecycles.waitForRows(closingAt + config.server.shutdownTimeoutMs + 5000);
         } finally {
           clearInterval(drain);
           clearTimeout(deadline);
@@ -307,7 +306,3 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
 
 /** How often each instance looks for due webhook deliveries (docs/management.md, "Webhooks"). */
 const WEBHOOK_POLL_MS = 1000;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}

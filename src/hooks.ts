@@ -1,4 +1,4 @@
-import type { Exchange } from './exchange.js';
+import type { Exchange, ExchangeView } from './exchange.js';
 import type { Metered, ModelRequest, RespondContext } from './plugin.js';
 import { isStage, STAGES, type Stage } from './stages.js';
 
@@ -22,7 +22,7 @@ export type ShortCircuitContext = Omit<RespondContext<ModelRequest>, 'upstream'>
  * and on routes that do not call a model. Only a `pre-upstream` hook's ShortCircuit is
  * honoured; the first hook that returns one ends the stage.
  */
-export type StageHook = (ex: Exchange, request?: ModelRequest) => void | ShortCircuit | Promise<void | ShortCircuit>;
+export type StageHook = (ex: ExchangeView, request?: ModelRequest) => void | ShortCircuit | Promise<void | ShortCircuit>;
 
 /** Stage hooks registered by plugins, validated against STAGES at registration (boot). */
 export class HookRegistry {

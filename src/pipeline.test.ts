@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { newExchange } from './exchange.js';
-import { settle } from './pipeline.js';
+import { RequestLifecycle } from './request-lifecycle.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 
-/* `settle`, the one place a request's reservation becomes its charge. */
+/* `RequestLifecycle.settleCredit`, the one place a request's reservation becomes its charge. */
 
 const dirs: string[] = [];
 const stores: Store[] = [];
@@ -25,30 +25,32 @@ async function reserved(amount: number) {
   const ex = newExchange('req_settle0000000000000000', 'chat', Date.now());
   expect(await store.reserve(org.id, ex.id, amount)).toBe(true);
   ex.reservedMicros = amount;
-  return { store, org, ex };
+  const life = new RequestLifecycle(ex, { store, telemetry: undefined, log: { enqueue: () => undefined } });
+  return { store, org, ex, life };
 }
 
 describe('settle', () => {
   it('leaves the exchange unsettled when the store call throws, so the next settle charges it, once', async () => {
-    const { store, org, ex } = await reserved(1000);
+    const { store, org, ex, life } = await reserved(1000);
     const spy = vi.spyOn(store, 'settle').mockRejectedValueOnce(new Error('connection lost'));
-    await expect(settle({ store, telemetry: undefined }, ex, 400)).rejects.toThrow('connection lost');
-    expect(ex.settled).toBe(false);
+    await expect(life.settleCredit(400)).rejects.toThrow('connection lost');
+    expect(life.settled).toBe(false);
     expect(await store.audit(org.id)).toMatchObject({ held: 1000, charged: 0, balance: 999_000 });
 
-    await settle({ store, telemetry: undefined }, ex, 400);
-    expect(ex.settled).toBe(true);
-    await settle({ store, telemetry: undefined }, ex, 400); // a later call (the pipeline's catch) changes nothing
+    await life.settleCredit(400);
+    expect(life.settled).toBe(true);
+    await life.settleCredit(400); // a later call (the pipeline's catch) changes nothing
     expect(spy).toHaveBeenCalledTimes(2);
     expect(await store.audit(org.id)).toMatchObject({ held: 0, charged: 400, balance: 1_000_000 - 400 });
     expect(ex.costMicros).toBe(0); // not rewritten: the charge was not capped
   });
 
   it('records what the reservation could not cover, as before', async () => {
-    const { store, org, ex } = await reserved(300);
+    const { store, org, ex, life } = await reserved(300);
     ex.costMicros = 500;
-    await settle({ store, telemetry: undefined }, ex, 500);
-    expect(ex).toMatchObject({ settled: true, costMicros: 300, extra: { uncharged_micros: 200 } });
+    await life.settleCredit(500);
+    expect(life.settled).toBe(true);
+    expect(ex).toMatchObject({ costMicros: 300, extra: { uncharged_micros: 200 } });
     expect(await store.audit(org.id)).toMatchObject({ held: 0, charged: 300 });
   });
 });

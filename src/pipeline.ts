@@ -1,15 +1,16 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
-import { elapsedMs, serverCut, type Exchange } from './exchange.js';
+import { elapsedMs, serverCut, stampFirstByte, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
-import { admitLimits, type Admission } from './limits/admission.js';
+import { admitLimits } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
-import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
-import type { Metered, ModalityHandler, ModelRequest, RespondContext } from './plugin.js';
+import { formatUsd, picosToMicrosCeil, type Micros } from './money.js';
+import type { Metered, ModalityHandler, ModelRequest, RespondContext, StreamOptions } from './plugin.js';
 import { bindEndpoint, type ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
+import type { RequestLifecycle } from './request-lifecycle.js';
 import type { Store } from './store/types.js';
 import type { BudgetAlerts } from './alerts/budget-alerts.js';
 import { StreamedReply } from './streamed-reply.js';
@@ -44,22 +45,22 @@ interface PlannedRoute {
  * The model-request pipeline after auth: validate (pre-upstream), resolve the model,
  * admit it against its key's and project's limits (src/limits/admission.ts), reserve
  * credit, call upstream with the route's retry and fallback policy (upstream), let the
- * plugin reply (post-upstream), settle the bill and the limits (billing). Every failure
- * settles the reservation to zero and releases the limits before it reaches the client.
+ * plugin reply (post-upstream) and record what it measured, settle the bill and the
+ * limits (billing). The request's lifecycle (src/request-lifecycle.ts) holds the
+ * reservation: every failure settles it at what is owed (0 before a reply) and releases
+ * the limits before it reaches the client.
  */
 export async function runModelRequest<P extends ModelRequest>(
   svc: PipelineServices, handler: ModalityHandler<P>, request: FastifyRequest, reply: FastifyReply,
 ): Promise<void> {
   const ex = request.exchange;
-  let limits: Admission | undefined;
-  // What the request owes once the plugin has replied: a failure after that point (the settle
-  // itself) must still charge it, not release the reservation at $0.
-  let owed = 0;
+  const life = request.lifecycle;
   try {
     const parsed = await handler.parse(request.body, request);
     request.jsonText = undefined; // read by the parse only: not held while the request runs
     ex.requestedModel = parsed.model;
     ex.prompt = parsed.prompt;
+    if (parsed.logExtra) ex.extra = { ...ex.extra, ...parsed.logExtra };
     const costBound = costBounds(handler, parsed);
     let routes: ModelRoute[];
     try {
@@ -68,12 +69,15 @@ export async function runModelRequest<P extends ModelRequest>(
     } catch (err) {
       // A request the router refuses still counts against its key's limits, and a key over
       // them is told so (429), not why its request could not be routed: no route, no bounds.
-      limits = await admitLimits(svc, ex, reply, handler, parsed, [], costBound);
+      life.admitted(await admitLimits(svc, ex, reply, handler, parsed, [], costBound));
       throw err;
     }
-    limits = await admitLimits(svc, ex, reply, handler, parsed, routes, costBound);
-    const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), costBound);
-    const openStream = (headers: Record<string, string>): StreamedReply => new StreamedReply(ex, reply, svc.streamStallMs).start(headers);
+    life.admitted(await admitLimits(svc, ex, reply, handler, parsed, routes, costBound));
+    const plan = await reserveCredit(svc, life, await planRoutes(svc.providerKeys, ex, routes), costBound);
+    const openStream = (headers: Record<string, string>, opts?: StreamOptions): StreamedReply => {
+      if (opts?.tokens === true) ex.streamed = true;
+      return new StreamedReply(ex, reply, svc.streamStallMs, () => stampFirstByte(ex)).start(headers);
+    };
     const early = await svc.hooks.run('pre-upstream', ex, parsed);
     let metered: Metered;
     if (early) {
@@ -91,43 +95,16 @@ export async function runModelRequest<P extends ModelRequest>(
       const answer = { ex, parsed, route: planned.route, request, reply };
       metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
     }
-    ex.costMicros = picosToMicros(metered.costPicos);
-    ex.costEstimated = metered.estimated ?? false;
-    owed = ex.costMicros;
-    await settle(svc, ex, owed);
-    await limits?.settle(ex);
+    life.record(metered);
+    await life.finish(true);
     await svc.hooks.run('billing', ex, parsed);
   } catch (err) {
     // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
-    await settle(svc, ex, owed);
-    if (owed > 0) await limits?.settle(ex);
-    else await limits?.release();
+    await life.finish(false);
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
     request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');
   }
-}
-
-/**
- * Charges `cost` against the reservation (BYOK requests are never debited) exactly once.
- * The exchange is marked settled only after the store has charged: a store call that
- * throws leaves it unsettled, so the caller's next settle (the pipeline's catch, with the
- * same cost) charges it then. A repeated call cannot charge twice: the store's settle
- * claims the reservation, and once it has, `ex.settled` stops any further call.
- */
-export async function settle(svc: Pick<PipelineServices, 'store' | 'telemetry'>, ex: Exchange, cost: number): Promise<void> {
-  if (ex.settled) return;
-  if (ex.reservedMicros > 0) {
-    const charged = await svc.store.settle(ex.id, ex.byok ? 0 : cost);
-    svc.telemetry?.onCreditSettled(ex);
-    if (!ex.byok && charged < cost) {
-      // The reservation bound was exceeded: the balance never goes below zero, and the
-      // log row records what was charged so the ledger always equals the logged costs.
-      ex.extra = { ...ex.extra, uncharged_micros: cost - charged };
-      ex.costMicros = charged;
-    }
-  }
-  ex.settled = true;
 }
 
 function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number): ModelRoute[] {
@@ -140,12 +117,15 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
   return active;
 }
 
-/** Each route's cost bound (picoUSD), computed once per request: the limits' budget check and the credit reservation both use it. */
-function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P): (route: ModelRoute) => bigint {
-  const known = new Map<ModelRoute, bigint>();
+/**
+ * Each route's cost bound, computed and rounded up to micro-USD once per request: the
+ * limits' budget check and the credit reservation both hold this same figure.
+ */
+function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P): (route: ModelRoute) => Micros {
+  const known = new Map<ModelRoute, Micros>();
   return (route) => {
     let bound = known.get(route);
-    if (bound === undefined) known.set(route, (bound = handler.maxCostPicos(parsed, route)));
+    if (bound === undefined) known.set(route, (bound = Math.max(picosToMicrosCeil(handler.maxCostPicos(parsed, route)), 0)));
     return bound;
   };
 }
@@ -179,23 +159,15 @@ async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: 
  * provider key is used (spec §5); otherwise it is refused with 402.
  */
 async function reserveCredit(
-  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], costBound: (route: ModelRoute) => bigint,
+  svc: PipelineServices, life: RequestLifecycle, plan: PlannedRoute[], costBound: (route: ModelRoute) => Micros,
 ): Promise<PlannedRoute[]> {
-  const org = ex.org;
+  const org = life.ex.org;
   if (!org) throw new GatewayError('missing_api_key');
   const paid = plan.filter((p) => !p.byok);
   if (paid.length === 0) return plan;
-  let max = 0n;
-  for (const p of paid) {
-    const c = costBound(p.route);
-    if (c > max) max = c;
-  }
-  const amount = Math.max(picosToMicrosCeil(max), 0);
-  if (amount === 0 || (await svc.store.reserve(org.id, ex.id, amount))) {
-    ex.reservedMicros = amount;
-    if (amount > 0) svc.telemetry?.onCreditReserved(ex);
-    return plan;
-  }
+  let amount = 0;
+  for (const p of paid) amount = Math.max(amount, costBound(p.route));
+  if (await life.reserve(org.id, amount)) return plan;
   const own = plan.filter((p) => p.byok);
   if (own.length > 0) return own;
   const balance = (await svc.store.getOrg(org.id))?.balanceMicros ?? 0;

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayError } from './errors.js';
+import type { ErrorCode, GatewayError } from './errors.js';
 import type { GatewayConfig } from './config/gateway-config.js';
-import type { Exchange } from './exchange.js';
+import type { ExchangeView, TokenCounts } from './exchange.js';
 import type { StageHook } from './hooks.js';
 import type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
+import type { Micros } from './money.js';
 import type { EndpointDef, ModelRoute } from './providers/types.js';
 import type { ObjectStore } from './storage/object-store.js';
 import type { Org, Store } from './store/types.js';
@@ -17,24 +18,48 @@ export interface ModelRequest {
   model: string;
   /** Text kept in the request log (prompt), where the modality has one. */
   prompt?: string;
+  /** Fields for the request-log row's `extra` known once the request is validated (kept also when it fails later). */
+  logExtra?: Record<string, unknown>;
 }
 
-/** The metered cost of a served request, computed from the upstream's usage and YAML prices. */
-export interface Metered {
-  costPicos: bigint;
+/**
+ * What a plugin measured for the reply it wrote, returned to the core, which records it
+ * (src/request-lifecycle.ts) and charges it. The cost is either pico-USD, which the core
+ * rounds to micro-USD once, or micro-USD where the plugin's own pricing already rounded
+ * it (chat rounds input and output apart, so that the figures its client sees add up).
+ */
+export type Metered = MeteredFacts & ({ costPicos: bigint; costMicros?: never } | { costMicros: Micros; costPicos?: never });
+
+interface MeteredFacts {
   /** True when usage was counted by the gateway, not reported by the upstream. */
   estimated?: boolean;
+  /** The billed token counts, by type (metrics, traces, the row's token columns, the `tpm` limits). */
+  usage?: TokenCounts;
+  /** Fields for the request-log row's `extra` (what the charge is audited by). */
+  extra?: Record<string, unknown>;
+  /** Why a reply that started did not complete (the client left, a cut, a broken upstream): the row's error code. It is still charged. */
+  errorCode?: ErrorCode;
+}
+
+/** How a streamed reply is opened. */
+export interface StreamOptions {
+  /** The reply is a token stream: its time to first byte is the time to the first token (metrics, traces). */
+  tokens?: boolean;
 }
 
 export interface RespondContext<P extends ModelRequest> {
-  ex: Exchange;
+  /** The exchange, read-only: what the reply measured is returned (`Metered`), not written here. */
+  ex: ExchangeView;
   parsed: P;
   route: ModelRoute;
   upstream: UpstreamResponse;
   request: FastifyRequest;
   reply: FastifyReply;
-  /** Starts a streamed 200 reply with these headers: backpressure, the stall watchdog, and whether its end reached the client. */
-  openStream(headers: Record<string, string>): StreamedReply;
+  /**
+   * Starts a streamed 200 reply with these headers: backpressure, the stall watchdog, and
+   * whether its end reached the client. The core stamps the time to first byte at its first write.
+   */
+  openStream(headers: Record<string, string>, opts?: StreamOptions): StreamedReply;
 }
 
 /**
@@ -59,11 +84,11 @@ export interface ModalityHandler<P extends ModelRequest> {
   /**
    * The most tokens (input + output) this request can use on this route: what a `tpm`
    * limit reserves before the call (docs/limits.md). Absent: 0 is reserved and the
-   * metered tokens (`ex.usage`) still count once the request finishes.
+   * metered tokens (`Metered.usage`) still count once the request finishes.
    */
   maxTokens?(parsed: P, route: ModelRoute): number;
   buildUpstream(parsed: P, route: ModelRoute): UpstreamRequest | Promise<UpstreamRequest>;
-  /** Writes the reply from a successful (2xx) upstream response and returns what it cost. */
+  /** Writes the reply from a successful (2xx) upstream response and returns what it measured (cost, usage, log fields). */
   respond(ctx: RespondContext<P>): Promise<Metered>;
   /**
    * Whether this route answers the request without calling upstream (e.g. a token count
@@ -112,7 +137,7 @@ export interface PlainRouteDef {
   keyQuery?: readonly string[];
   /** Error body in this route's client format; OpenAI-style when absent. */
   formatError?: ErrorFormatter;
-  handler(ex: Exchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  handler(ex: ExchangeView, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
 }
 
 /** Who calls a plugin's management route: the org (checked by the core) and the caller's role there. */

@@ -9,15 +9,16 @@
 // Plugin API: what a plugin declares and what it is handed at registration.
 export type {
   BodyParser, ErrorFormatter, GatewayPlugin, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
-  PlainRouteDef, PluginApi, PluginLogger, RespondContext, TaskDef,
+  PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef,
 } from './plugin.js';
 export type { ModalityRules } from './providers/catalog.js';
 export type { GatewayConfig } from './config/gateway-config.js';
-export type { StageHook } from './hooks.js';
+export type { ShortCircuit, ShortCircuitContext, StageHook } from './hooks.js';
 export { STAGES, type Stage } from './stages.js';
 
-// One request as it moves through the stages.
-export { elapsedMs, serverCut, type Exchange, type TokenCounts } from './exchange.js';
+// One request as it moves through the stages, as a plugin sees it: read-only. A plugin returns
+// what it measured (Metered) and keeps its own per-request state in a slot (exchangeSlot).
+export { elapsedMs, exchangeSlot, serverCut, type ExchangeSlot, type ExchangeView as Exchange, type TokenCounts } from './exchange.js';
 
 // Client-visible errors (each code has a row in docs/errors.md).
 export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './errors.js';

@@ -4,22 +4,23 @@ import type { Authenticator } from './auth.js';
 import { extractKey } from './auth.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { GatewayError } from './errors.js';
-import { elapsedMs, newExchange, type Exchange } from './exchange.js';
+import { newExchange, stampFirstByte, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { IdPool } from './ids.js';
 import { drainRefusedBody } from './drain.js';
-import { boundedAttempts, clipText, MAX_LOGGED_MODEL_CHARS, MAX_LOGGED_PROMPT_CHARS } from './log-bounds.js';
 import { requestLogValue } from './log-redact.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { runModelRequest, type PipelineServices } from './pipeline.js';
 import type { BodyParser, ErrorFormatter, ModelRequest, ModelRouteDef, PlainRouteDef } from './plugin.js';
 import type { RequestLogWriter } from './request-log.js';
-import type { LogRow } from './store/types.js';
+import type { RequestLifecycle, RequestLifecycles } from './request-lifecycle.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The gateway's per-request state (see Exchange). */
     exchange: Exchange;
+    /** The request's reserve → settle → log (src/request-lifecycle.ts). */
+    lifecycle: RequestLifecycle;
     /** The text of a JSON body as received (before parsing); undefined for other bodies. */
     jsonText: string | undefined;
   }
@@ -38,13 +39,8 @@ export interface ServerDeps extends PipelineServices {
   auth: Authenticator;
   log: RequestLogWriter;
   hooks: HookRegistry;
-  /** The exchanges in flight (the drain cuts them at its deadline). */
-  inFlight?: Set<Exchange>;
-  /**
-   * Model requests whose row is not queued yet. A handler may outlive its connection (a
-   * client that left while it settles): the shutdown waits for these before the last flush.
-   */
-  unlogged?: Set<Exchange>;
+  /** Every request's lifecycle: what the drain cuts and what the shutdown waits for. */
+  lifecycles: RequestLifecycles;
 }
 
 /**
@@ -75,6 +71,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
   });
   app.decorateRequest('exchange', null as unknown as Exchange);
   app.decorateRequest('jsonText', undefined);
+  app.decorateRequest('lifecycle', null as unknown as RequestLifecycle);
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -98,12 +95,7 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     request.exchange = newExchange(request.id, cfg.modality ?? 'other', deps.now());
     deps.telemetry?.onRequestStart(request.exchange, request);
     void reply.header('x-request-id', request.id);
-    const ex = request.exchange;
-    deps.inFlight?.add(ex);
-    reply.raw.on('close', () => {
-      deps.inFlight?.delete(ex);
-      if (!reply.raw.writableFinished) ex.abort.abort();
-    });
+    request.lifecycle = deps.lifecycles.start(request.exchange, reply);
     if (closing) throw new GatewayError('service_unavailable');
     if (cfg.modality === undefined) return;
     await deps.hooks.run('pre-auth', request.exchange);
@@ -115,11 +107,9 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     await deps.hooks.run('auth', request.exchange);
   });
   app.addHook('onResponse', async (request, reply) => {
-    const ex = request.exchange;
     // A model request still running (a write error ends the response early) is logged when its bill is settled.
-    if (!ex || ex.logged || !ex.billed || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
-    logExchange(deps, ex, reply.statusCode);
-    await deps.hooks.run('post-billing', ex);
+    if (!request.lifecycle || request.routeOptions.config.modality === undefined && reply.statusCode !== 404 && reply.statusCode !== 405) return;
+    await request.lifecycle.log(reply.statusCode);
   });
   app.setErrorHandler((err: FastifyError | GatewayError, request, reply) => sendError(toGatewayError(err, request), request, reply));
   app.setNotFoundHandler((request, reply) => {
@@ -140,67 +130,27 @@ function replyLogValue(reply: { statusCode: number; request?: { exchange?: Excha
   return code === undefined ? { statusCode: reply.statusCode } : { statusCode: reply.statusCode, code };
 }
 
-/** Queues the request-log row of an exchange, once, and tells the telemetry the same facts. */
-function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
-  ex.logged = true;
-  deps.unlogged?.delete(ex);
-  // What the client chose is kept within bounds (log-bounds.ts): a refused request costs nothing, its row must not cost much.
-  const prompt = ex.org?.retention === 'none' ? undefined : ex.prompt;
-  const promptCut = prompt !== undefined && prompt.length > MAX_LOGGED_PROMPT_CHARS;
-  const row: LogRow = {
-    requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
-    requestedModel: ex.requestedModel === undefined ? null : clipText(ex.requestedModel, MAX_LOGGED_MODEL_CHARS), usedModel: ex.route?.model.upstreamId ?? null,
-    usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
-    costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
-    promptTokens: ex.usage?.input ?? null, completionTokens: ex.usage?.output ?? null,
-    // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
-    ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
-    extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
-  };
-  deps.log.enqueue(row);
-  deps.telemetry?.onRequestEnd(ex, row);
-}
-
 export function addModelRoute<P extends ModelRequest>(app: FastifyInstance, deps: ServerDeps, def: ModelRouteDef<P>): void {
   app.route({
     method: def.method,
     url: def.url,
     bodyLimit: def.bodyLimit,
     config: { modality: def.handler.modality, auth: true, keyHeaders: def.keyHeaders, keyQuery: def.keyQuery, formatError: def.formatError },
+    // The time to first byte of a reply sent whole (a stream's is stamped at its first write).
+    onSend: (request, reply, payload, done) => {
+      if (reply.statusCode < 300 && !isStream(payload)) stampFirstByte(request.exchange);
+      done(null, payload);
+    },
+    // Every charge has exactly one log row, whatever the client does (src/request-lifecycle.ts).
     handler: async (request, reply) => {
-      const ex = request.exchange;
-      deps.unlogged?.add(ex);
-      // Every charge has exactly one log row, whatever the client does. fastify's onResponse
-      // runs only when a response finishes; a client that hangs up while the reply is being
-      // written (a stream, or a JSON body still in the socket) never gets there. So the row
-      // is also written when the response closes — but never before the bill is settled.
-      ex.billed = false;
-      const logClosed = (): void => {
-        if (!ex.billed || ex.logged) return;
-        logExchange(deps, ex, reply.raw.headersSent ? reply.statusCode : 499);
-        void deps.hooks.run('post-billing', ex)?.catch((err: unknown) => request.log.error({ err }, 'post-billing hook failed'));
-      };
-      // A reply that finished is logged by onResponse (fastify runs it on 'finish', before 'close').
-      reply.raw.once('close', logClosed);
-      try {
-        await runModelRequest(deps, def.handler, request, reply);
-      } catch (err) {
-        if (clientGone(reply)) ex.errorCode = err instanceof GatewayError ? err.code : 'internal_error';
-        throw err;
-      } finally {
-        ex.billed = true;
-        // A response that ended before the handler did (a small reply flushed at once, whose
-        // onResponse came before the bill was settled), or a client that hung up meanwhile
-        // (mid-stream, or before the upstream answered).
-        if (reply.raw.writableFinished || clientGone(reply)) logClosed();
-      }
+      await request.lifecycle.charged(reply, () => runModelRequest(deps, def.handler, request, reply));
       return reply;
     },
   });
 }
 
-function clientGone(reply: FastifyReply): boolean {
-  return reply.raw.destroyed && !reply.raw.writableFinished;
+function isStream(payload: unknown): boolean {
+  return typeof payload === 'object' && payload !== null && typeof (payload as { pipe?: unknown }).pipe === 'function';
 }
 
 export function addPlainRoute(app: FastifyInstance, def: PlainRouteDef): void {

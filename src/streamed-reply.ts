@@ -21,8 +21,10 @@ export const CUT_GRACE_MS = 250;
  */
 export class StreamedReply {
   private readonly out = new PassThrough();
+  private wrote = false;
 
-  constructor(private readonly ex: Exchange, private readonly reply: FastifyReply, private readonly stallMs: number) {}
+  /** `onFirstWrite` runs at the first chunk with bytes in it: the core stamps the time to first byte there. */
+  constructor(private readonly ex: Exchange, private readonly reply: FastifyReply, private readonly stallMs: number, private readonly onFirstWrite?: () => void) {}
 
   /** Sends the status and headers (with the first write) and hands the body to fastify. */
   start(headers: Record<string, string>): this {
@@ -38,6 +40,7 @@ export class StreamedReply {
   async write(chunk: string | Uint8Array): Promise<boolean> {
     const signal = this.ex.abort.signal;
     if (signal.aborted) return false;
+    this.firstWrite(chunk);
     if (this.out.write(chunk)) return true;
     const what = await firstOf(this.out, ['drain', 'close'], signal, this.stallMs);
     if (what === 'timeout') this.cut();
@@ -58,8 +61,12 @@ export class StreamedReply {
     }
     // Not corked to join the last chunk and the end of the chunked body in one write: that
     // made no measurable difference (docs/benchmarks.md), and a corked socket never drains.
-    if (last !== undefined && last.length > 0) this.out.end(last);
-    else this.out.end();
+    if (last !== undefined && last.length > 0) {
+      this.firstWrite(last);
+      this.out.end(last);
+    } else {
+      this.out.end();
+    }
     const signal = this.ex.abort.signal;
     let what = await firstOf(res, ['finish', 'close'], signal.aborted ? undefined : signal, signal.aborted ? CUT_GRACE_MS : this.stallMs);
     if (what === 'timeout' && !signal.aborted) this.cut();
@@ -68,6 +75,12 @@ export class StreamedReply {
     if (what === 'finish') return true;
     res.destroy();
     return false;
+  }
+
+  private firstWrite(chunk: string | Uint8Array): void {
+    if (this.wrote || chunk.length === 0) return;
+    this.wrote = true;
+    this.onFirstWrite?.();
   }
 
   private cut(): void {

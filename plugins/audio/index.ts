@@ -2,7 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type EndpointDef, type Exchange, GatewayError, type GatewayPlugin } from '../../src/sdk.js';
+import { type EndpointDef, exchangeSlot, GatewayError, type GatewayPlugin } from '../../src/sdk.js';
 import { MultipartForm, spoolMultipart } from './multipart.js';
 import { speechHandler } from './speech.js';
 import { TRANSCRIPTIONS_URL, transcriptionHandler } from './transcription.js';
@@ -53,7 +53,8 @@ export const audioPlugin: GatewayPlugin = {
     api.onClose(async () => {
       if (spool) await rm(await spool, { recursive: true, force: true });
     });
-    const uploads = new WeakMap<Exchange, MultipartForm>();
+    // The request's spooled upload: this plugin's own state on the exchange, disposed of when the request ends.
+    const uploads = exchangeSlot<MultipartForm>('audio.upload');
     api.bodyParser('multipart/form-data', async (request, payload) => {
       if (request.routeOptions.url !== TRANSCRIPTIONS_URL) {
         // Only the transcription route takes forms; elsewhere the body is left unread.

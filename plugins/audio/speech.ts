@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, serverCut, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, serverCut, type UpstreamRequest } from '../../src/sdk.js';
 import { isAudioContentType, looksLikeText } from './audio-format.js';
 import { applyRequestTransform } from './transform-request.js';
 
@@ -78,7 +78,6 @@ async function respondSpeech(ctx: RespondContext<SpeechRequest>): Promise<Metere
   const first = await firstAudio(ex, chunks, contentType, () => upstream.body.destroy());
   const cost = costPicos(route.model, { input_character: parsed.characters });
   const out = ctx.openStream({ 'content-type': contentType ?? 'audio/mpeg' });
-  ex.ttfbMs = elapsedMs(ex);
   try {
     for (let chunk: Buffer | undefined = first; chunk !== undefined; chunk = await nextChunk(chunks)) {
       if (!(await out.write(chunk))) break;
@@ -87,13 +86,12 @@ async function respondSpeech(ctx: RespondContext<SpeechRequest>): Promise<Metere
     if (!ex.abort.signal.aborted) {
       // The client already has a 200 and part of the audio: all that is left is to cut its connection.
       // Cut it here, not through the stream, so the reply counts as gone before the exchange is logged.
-      ex.errorCode = 'upstream_error';
       reply.raw.destroy();
-      return { costPicos: cost };
+      return { costPicos: cost, errorCode: 'upstream_error' };
     }
   }
   // Billed in full whether or not the end reaches the client (above); a cut says why in the log.
-  if (!(await out.end())) ex.errorCode = serverCut(ex)?.code ?? 'client_closed_request';
+  if (!(await out.end())) return { costPicos: cost, errorCode: serverCut(ex)?.code ?? 'client_closed_request' };
   return { costPicos: cost };
 }
 

@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, reportedTokens, type RespondContext, type TokenCounts, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, reportedTokens, type RespondContext, type TokenCounts, type UpstreamRequest } from '../../src/sdk.js';
 import { ACCEPTED_AUDIO, estimateSeconds, maxSeconds, sniffAudio, type AudioFormat } from './audio-format.js';
 import { MultipartForm, type SpooledFile } from './multipart.js';
 import { applyRequestTransform } from './transform-request.js';
@@ -118,7 +118,7 @@ function tokenUsage(usage: Record<string, unknown>): TokenCounts | undefined {
 }
 
 async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): Promise<Metered> {
-  const { ex, parsed, route, upstream, reply } = ctx;
+  const { parsed, route, upstream, reply } = ctx;
   let got: UpstreamTranscript | undefined;
   try {
     got = await readTranscript(await upstream.body.text(), parsed, route);
@@ -130,24 +130,24 @@ async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): 
   const seconds = got.seconds ?? estimateSeconds(parsed.file.head, parsed.file.size);
   const cost = costPicos(route.model, { audio_second: seconds });
   const usd = microsToUsd(picosToMicros(cost));
-  ex.ttfbMs = elapsedMs(ex);
+  let usage: TokenCounts | undefined;
   if (route.endpoint.transforms.response) {
     const r = renderTranscript({ text: got.text, seconds, language: got.language ?? parsed.language }, parsed.responseFormat, usd);
     void reply.code(200).type(r.contentType).send(r.body);
   } else if (got.json) {
-    const usage = got.json.usage !== null && typeof got.json.usage === 'object' ? { ...got.json.usage, cost: usd } : { type: 'duration', seconds: Math.ceil(seconds), cost: usd };
+    const reported = got.json.usage !== null && typeof got.json.usage === 'object' ? { ...got.json.usage, cost: usd } : { type: 'duration', seconds: Math.ceil(seconds), cost: usd };
     try {
-      ex.usage = tokenUsage(usage);
+      usage = tokenUsage(reported);
     } catch (err) {
       if (err instanceof InvalidUsage) throw new GatewayError('upstream_error', [err.message]);
       throw err;
     }
-    void reply.code(200).type('application/json').send(JSON.stringify({ ...got.json, usage }));
+    void reply.code(200).type('application/json').send(JSON.stringify({ ...got.json, usage: reported }));
   } else {
     const type = upstream.headers['content-type'];
     void reply.code(200).type(typeof type === 'string' ? type : 'text/plain; charset=utf-8').send(got.text);
   }
-  return { costPicos: cost, estimated: got.seconds === undefined };
+  return { costPicos: cost, estimated: got.seconds === undefined, usage };
 }
 
 export const transcriptionHandler: ModalityHandler<TranscriptionRequest> = {

@@ -56,9 +56,9 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
       // The parse runs after auth, so the key's project (read with the key, cached with it) is known here.
       const bound = ex.project?.defaultMaxTokens ?? settings.default_max_tokens ?? undefined;
       const req = withDefaultMaxTokens(parsed, bound);
-      if (req !== parsed) ex.extra = { ...ex.extra, default_max_tokens: bound };
+      const logged = req !== parsed ? { ...req, logExtra: { ...req.logExtra, default_max_tokens: bound } } : req;
       const projectPolicy = ex.project?.unsupportedParams;
-      return projectPolicy ? { ...req, projectPolicy } : req;
+      return projectPolicy ? { ...logged, projectPolicy } : logged;
     },
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
@@ -88,18 +88,16 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
         stream: req.stream,
       };
     },
-    respond(ctx) {
+    async respond(ctx) {
       const { dropped } = resolution(ctx.parsed, ctx.route);
-      if (dropped.length > 0) {
-        void ctx.reply.header(DROPPED_HEADER, dropped.join(', '));
-        ctx.ex.extra = { ...ctx.ex.extra, dropped_params: dropped };
-      }
+      if (dropped.length > 0) void ctx.reply.header(DROPPED_HEADER, dropped.join(', '));
       const reply: ReplyContext = {
         requestedModel: ctx.parsed.model,
         id: `chatcmpl-${ctx.ex.id.replace(/^req_/, '')}`,
         created: Math.floor(ctx.ex.startedAt / 1000),
       };
-      return respondChat(ctx, format.codec(dialectOf(ctx.route), ctx.parsed, reply, { orgId: ctx.ex.org?.id ?? '' }));
+      const metered = await respondChat(ctx, format.codec(dialectOf(ctx.route), ctx.parsed, reply, { orgId: ctx.ex.org?.id ?? '' }));
+      return dropped.length > 0 ? { ...metered, extra: { dropped_params: dropped, ...metered.extra } } : metered;
     },
   };
 }

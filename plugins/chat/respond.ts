@@ -1,4 +1,4 @@
-import { elapsedMs, estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext, upstreamText } from '../../src/sdk.js';
+import { estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext, upstreamText } from '../../src/sdk.js';
 import type { ChatCodec, ClientReply } from './formats/types.js';
 import { chatCost, tokenCounts, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
@@ -24,10 +24,7 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   }
   const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
   const cost = chatCost(route.model, usage);
-  ex.extra = { ...ex.extra, usage: usageRecord(usage) };
-  ex.usage = tokenCounts(usage);
-  ex.ttfbMs = elapsedMs(ex);
   const body = await translated.render(usage, cost);
   void reply.code(200).type('application/json').send(JSON.stringify(body));
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
+  return { costMicros: cost.totalMicros, estimated: translated.usage === undefined, usage: tokenCounts(usage), extra: { usage: usageRecord(usage) } };
 }

@@ -1,4 +1,4 @@
-import { elapsedMs, estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder } from '../../src/sdk.js';
+import { estimateTokens, type Exchange, GatewayError, InvalidUsage, type Metered, type RespondContext, serverCut, SseDecoder } from '../../src/sdk.js';
 import type { ClientStream, StreamStep } from './formats/types.js';
 import { DIALECTS } from './dialects/index.js';
 import type { EventDecoder, TokenUsage, UpstreamEvent } from './dialects/types.js';
@@ -36,12 +36,10 @@ const SSE_HEADERS: Record<string, string> = { 'content-type': 'text/event-stream
  */
 export async function respondStream(ctx: RespondContext<ChatRequest>, stream: ClientStream): Promise<Metered> {
   const { ex } = ctx;
-  ex.streamed = true;
-  const body = ctx.openStream(SSE_HEADERS);
+  const body = ctx.openStream(SSE_HEADERS, { tokens: true });
   // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
     if (frames.length === 0) return;
-    if (ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
     await body.write(frames.length === 1 ? (frames[0] as string) : frames.join(''));
   };
   let last: string[] = [];
@@ -55,7 +53,6 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
     last = await closingFrames(ctx, stream, outcome);
   } finally {
     // Ended whatever happened, so a reply whose closing frames failed (a store error) does not hang.
-    if (last.length > 0 && ex.ttfbMs === undefined) ex.ttfbMs = elapsedMs(ex);
     reached = await body.end(last.join(''));
   }
   return bill(ctx, outcome, reached);
@@ -98,10 +95,8 @@ function bill(ctx: RespondContext<ChatRequest>, o: StreamOutcome | undefined, re
   const delivered = o.delivered + (reached ? o.heldTokens : 0);
   const billed = billedUsage(o, complete, delivered, parsed.prompt ?? '');
   const cost = billed ? chatCost(route.model, billed) : ZERO_COST;
-  ex.extra = { ...ex.extra, usage: usageRecord(billed) };
-  ex.usage = tokenCounts(billed);
-  if (!complete) ex.errorCode = serverCut(ex)?.code ?? (ex.abort.signal.aborted || !reached ? 'client_closed_request' : 'upstream_error');
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !o.usage };
+  const errorCode = complete ? undefined : serverCut(ex)?.code ?? (ex.abort.signal.aborted || !reached ? 'client_closed_request' : 'upstream_error');
+  return { costMicros: cost.totalMicros, estimated: !complete || !o.usage, usage: tokenCounts(billed), extra: { usage: usageRecord(billed) }, errorCode };
 }
 
 /** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */

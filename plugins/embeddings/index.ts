@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
+import { costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -83,8 +83,6 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   const estimated = got.promptTokens === undefined && parsed.texts !== undefined;
   const promptTokens = got.promptTokens ?? (parsed.texts ? estimateInputTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
   const costPicosValue = costPicos(route.model, { prompt: promptTokens });
-  ex.usage = { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 };
-  ex.ttfbMs = elapsedMs(ex);
   void reply.code(200).type('application/json').send(JSON.stringify({
     id: ex.id,
     object: 'list',
@@ -92,7 +90,7 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
     model: parsed.model,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(picosToMicros(costPicosValue)) },
   }));
-  return { costPicos: costPicosValue, estimated };
+  return { costPicos: costPicosValue, estimated, usage: { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 } };
 }
 
 const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {

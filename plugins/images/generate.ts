@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import {
-  costPicos, elapsedMs, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
+  costPicos, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
   type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, transformRefusal, upstreamText,
 } from '../../src/sdk.js';
 import type { ImagesSettings } from './settings.js';
@@ -141,14 +141,12 @@ async function respondImages(deps: ImageDeps, ctx: RespondContext<ImageRequest>)
   const p = await produced(route, await upstreamText(upstream, ex.abort.signal));
   if (p.images.length === 0) throw new GatewayError('upstream_error', ['the upstream returned no image']);
   const { picos, estimated } = meter(parsed, route, p);
+  // Rounded here once: the hosted records and the client's usage show the figure charged.
   const costMicros = picosToMicros(picos);
   const hostable = deps.objectStore !== undefined && ex.org?.retention !== 'none';
   const urls = wantsUrl(parsed, route, hostable) ? await host(deps, ctx, p.images, costMicros) : undefined;
   const data = p.images.map((b64, i) => ({ ...(urls ? { url: urls[i] } : { b64_json: b64 }), ...(p.revised[i] ? { revised_prompt: p.revised[i] } : {}) }));
-  ex.extra = { ...ex.extra, images: p.images.length, ...(p.usage ? { usage: p.usage } : {}), ...(urls ? { hosted: true } : {}) };
-  ex.prompt = parsed.prompt;
-  ex.ttfbMs = elapsedMs(ex);
   const usage = { ...p.usage, images: p.images.length, cost_usd_total: microsToUsd(costMicros) };
   void reply.code(200).type('application/json').send(JSON.stringify({ created: Math.floor(ex.startedAt / 1000), data, ...p.extra, usage }));
-  return { costPicos: BigInt(costMicros) * 1_000_000n, estimated };
+  return { costMicros, estimated, extra: { images: p.images.length, ...(p.usage ? { usage: p.usage } : {}), ...(urls ? { hosted: true } : {}) } };
 }

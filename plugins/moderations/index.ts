@@ -1,5 +1,5 @@
 import {
-  costPicos, elapsedMs, fillPath, GatewayError, invalidField, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
+  costPicos, fillPath, GatewayError, invalidField, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
   type ModelRequest, picosToMicros, type RespondContext,
 } from '../../src/sdk.js';
 
@@ -48,10 +48,8 @@ const moderationHandler: ModalityHandler<ModerationRequest> = {
     }
     if (!isObject(result) || !Array.isArray(result.results)) throw new GatewayError('upstream_error', ['the upstream sent no moderation results']);
     const picos = costPicos(route.model, { request: 1 });
-    ex.extra = { ...ex.extra, flagged: result.results.some((r) => isObject(r) && r.flagged === true) };
-    ex.ttfbMs = elapsedMs(ex);
     void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(picosToMicros(picos)) } }));
-    return { costPicos: picos };
+    return { costPicos: picos, extra: { flagged: result.results.some((r) => isObject(r) && r.flagged === true) } };
   },
 };
 

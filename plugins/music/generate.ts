@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, type Exchange, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type MediaStorage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Semaphore, type Store } from '../../src/sdk.js';
+import { costPicos, type Exchange, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type MediaStorage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Semaphore, type Store } from '../../src/sdk.js';
 import type { ImageFetcher, InlineImage } from './images.js';
 import type { MusicSettings } from './settings.js';
 import { parseMusicRequest, type MusicRequest } from './validate.js';
@@ -89,6 +89,7 @@ async function deliver(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Prom
   const audioB64 = typeof extracted.audio === 'string' ? extracted.audio : '';
   const bytes = Buffer.from(audioB64, 'base64');
   if (bytes.length === 0) throw new GatewayError('upstream_error', ['the provider answered without audio; not charged']);
+  // Rounded here once: the stored record and the client's usage show the figure charged.
   const costMicros = picosToMicros(flatPrice(route));
   const created = deps.now();
   const storage = await store(deps, ex, bytes);
@@ -102,12 +103,11 @@ async function deliver(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Prom
   };
   // Written before the reply, so /content and the history know the track as soon as the POST returns.
   await deps.store.media.put(record);
-  ex.extra = { ...ex.extra, storage: storage.kind, bytes: bytes.length };
-  ex.ttfbMs = elapsedMs(ex);
   // The upstream's base64 is reused as it is when it is canonical: re-encoding a 4 MB track costs 5 MB more per request.
   const base64 = /^[A-Za-z0-9+/]*={0,2}$/.test(audioB64) ? audioB64 : bytes.toString('base64');
   void reply.code(200).type('application/json').send(responseJson(record, base64, deps.settings.retention_days));
-  return { costPicos: BigInt(costMicros) * 1_000_000n };
+  const extra = { ...(storage.error !== undefined ? { storage_error: storage.error } : {}), storage: storage.kind, bytes: bytes.length };
+  return { costMicros, extra };
 }
 
 async function extract(route: ModelRoute, text: string): Promise<Extracted> {
@@ -127,7 +127,7 @@ async function extract(route: ModelRoute, text: string): Promise<Extracted> {
  * nothing (bytes never uploaded), `inline` otherwise — and `inline` when the upload
  * fails, since the client still gets its track and the generation is still charged.
  */
-async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ kind: MediaStorage; key?: string }> {
+async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ kind: MediaStorage; key?: string; error?: string }> {
   if (ex.org?.retention === 'none') return { kind: 'none' };
   if (!deps.objectStore) return { kind: 'inline' };
   const key = `music/${ex.org?.id ?? 'unknown'}/${ex.id}.mp3`;
@@ -136,8 +136,7 @@ async function store(deps: MusicDeps, ex: Exchange, bytes: Buffer): Promise<{ ki
     return { kind: 's3', key };
   } catch (err) {
     deps.warn('music upload to object storage failed; returning the track inline', { reqId: ex.id, err: (err as Error).message });
-    ex.extra = { ...ex.extra, storage_error: (err as Error).message };
-    return { kind: 'inline' };
+    return { kind: 'inline', error: (err as Error).message };
   }
 }
 

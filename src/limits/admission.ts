@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Exchange } from '../exchange.js';
-import { picosToMicrosCeil, type Micros } from '../money.js';
+import type { Micros } from '../money.js';
 import type { ModalityHandler, ModelRequest } from '../plugin.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { Project } from '../store/tenancy.js';
@@ -41,7 +41,7 @@ export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[]
 
 /** An admitted request's reservation: settle it or release it, once. */
 export interface Admission {
-  /** The request was billed: tpm and budget move from the bounds to `ex.usage` and `ex.costMicros`. */
+  /** The request was billed: tpm and budget move from the bounds to what was recorded (`ex.usage`, `ex.costMicros`). */
   settle(ex: Exchange): Promise<void>;
   /** The request failed: nothing used (it still counts for rpm). */
   release(): Promise<void>;
@@ -55,7 +55,7 @@ export interface Admission {
  */
 export async function admitLimits<P extends ModelRequest>(
   svc: AdmissionServices, ex: Exchange, reply: FastifyReply, handler: ModalityHandler<P>, parsed: P, routes: readonly ModelRoute[],
-  costBound: (route: ModelRoute) => bigint,
+  costBound: (route: ModelRoute) => Micros,
 ): Promise<Admission | undefined> {
   const scopes = scopesOf(ex);
   if (!svc.limiter || scopes.length === 0) return undefined;
@@ -64,7 +64,7 @@ export async function admitLimits<P extends ModelRequest>(
   // The bounds of the dearest route it may take: the same cost bound as the credit reservation (BYOK routes too: a budget counts their cost).
   for (const route of routes) {
     tokens = Math.max(tokens, handler.maxTokens?.(parsed, route) ?? 0);
-    costMicros = Math.max(costMicros, picosToMicrosCeil(costBound(route)));
+    costMicros = Math.max(costMicros, costBound(route));
   }
   const verdict = await svc.limiter.admit({ requestId: ex.id, scopes, tokens, costMicros });
   void reply.headers(verdict.headers);

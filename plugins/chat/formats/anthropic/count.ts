@@ -1,5 +1,5 @@
 import {
-  elapsedMs, type EndpointDef, estimateTokens, fillPath, GatewayError, InvalidUsage, type ModalityHandler, type ModelRoute, reportedTokens, upstreamText,
+  type EndpointDef, estimateTokens, fillPath, GatewayError, InvalidUsage, type ModalityHandler, type ModelRoute, reportedTokens, upstreamText,
 } from '../../../../src/sdk.js';
 import { isObject, type ChatRequest } from '../../request.js';
 import { parseMessagesRequest } from './validate.js';
@@ -60,16 +60,12 @@ export const countTokensHandler: ModalityHandler<ChatRequest> = {
       throw new GatewayError('upstream_error', [err instanceof InvalidUsage ? err.message : 'the upstream sent a malformed token count']);
     }
     if (tokens === undefined) throw new GatewayError('upstream_error', ['the upstream sent a malformed token count']);
-    ex.extra = { ...ex.extra, count_tokens: true, input_tokens: tokens };
-    ex.ttfbMs = elapsedMs(ex);
     void res.code(200).type('application/json').send(reply(body));
-    return { costPicos: 0n };
+    return { costPicos: 0n, extra: { count_tokens: true, input_tokens: tokens } };
   },
-  async respondLocally({ ex, parsed, reply: res }) {
+  async respondLocally({ parsed, reply: res }) {
     const tokens = estimateInputTokens(parsed);
-    ex.extra = { ...ex.extra, count_tokens: true, input_tokens: tokens, estimated: true };
-    ex.ttfbMs = elapsedMs(ex);
     void res.code(200).type('application/json').send(reply({ input_tokens: tokens }));
-    return { costPicos: 0n };
+    return { costPicos: 0n, extra: { count_tokens: true, input_tokens: tokens, estimated: true } };
   },
 };
