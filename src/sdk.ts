@@ -35,7 +35,8 @@ export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSe
 
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
-export { transformRefusal, type BuiltRequest } from './transform.js';
+// An endpoint's YAML request transform, its `$error` refusal a 400 on the field named.
+export { applyRequestTransform, transformRefusal, type BuiltRequest } from './transform.js';
 export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './sse.js';
 
 // Storage: the database, generated-media records, object storage.

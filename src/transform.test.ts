@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileTransforms } from './transform.js';
+import { applyRequestTransform, compileTransforms } from './transform.js';
 
 describe('declarative transforms', () => {
   const lyria = compileTransforms(
@@ -48,5 +48,24 @@ describe('declarative transforms', () => {
     [undefined, { audio: 'a[' }, /response\.audio: /],
   ])('refuses a bad transform at compile time (%#)', (req, res, message) => {
     expect(() => compileTransforms(req, res)).toThrow(message);
+  });
+});
+
+describe('applyRequestTransform', () => {
+  const refusing = compileTransforms({ body: `size = "huge" ? $error("size huge is not offered") : {"prompt": prompt}` }, undefined);
+
+  it('builds the request, or resolves undefined when the endpoint has no transform', async () => {
+    expect(JSON.parse((await applyRequestTransform(refusing.request, { prompt: 'p', size: 'small' }))?.body ?? '')).toEqual({ prompt: 'p' });
+    expect(await applyRequestTransform(undefined, { prompt: 'p' })).toBeUndefined();
+  });
+
+  it("turns a transform's $error into a 400 on the field named, and any other error into itself", async () => {
+    await expect(applyRequestTransform(refusing.request, { prompt: 'p', size: 'huge' }, 'size')).rejects.toMatchObject({
+      code: 'invalid_request', status: 400, extras: { param: 'size' }, message: expect.stringContaining('size huge is not offered'),
+    });
+    const broken = async (): Promise<never> => {
+      throw new Error('a YAML bug');
+    };
+    await expect(applyRequestTransform(broken, {})).rejects.toThrow('a YAML bug');
   });
 });

@@ -1,4 +1,5 @@
 import jsonata from 'jsonata';
+import { invalidField } from './errors.js';
 
 /**
  * Declarative request/response transforms for providers whose wire format is simple
@@ -119,6 +120,26 @@ export function compileTransforms(request: unknown, response: unknown): Compiled
 export function transformRefusal(err: unknown): string | undefined {
   const e = err as { code?: unknown; message?: unknown } | null;
   return e?.code === 'D3137' && typeof e.message === 'string' ? e.message : undefined;
+}
+
+/**
+ * Runs an endpoint's YAML request transform (`route.endpoint.transforms.request`) on a
+ * plugin's input, or resolves undefined when the endpoint has none. A transform that
+ * refuses the request with `$error("…")` becomes a 400 carrying its message, on `param`
+ * (the client's field it concerns; '' for the request as a whole); nothing has been
+ * charged at that point. Any other error is a YAML bug and is thrown as it is.
+ */
+export async function applyRequestTransform(
+  transform: CompiledTransforms['request'], input: Record<string, unknown>, param = '',
+): Promise<BuiltRequest | undefined> {
+  if (!transform) return undefined;
+  try {
+    return await transform(input);
+  } catch (err) {
+    const refusal = transformRefusal(err);
+    if (refusal !== undefined) throw invalidField(param, refusal);
+    throw err;
+  }
 }
 
 /** Compiles one JSONata predicate (e.g. `auth.rejected_when`); throws naming `where` on a syntax error. */

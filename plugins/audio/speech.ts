@@ -1,6 +1,5 @@
-import { costPicos, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, serverCut, type UpstreamRequest } from '../../src/sdk.js';
+import { applyRequestTransform, costPicos, type Exchange, fillPath, GatewayError, invalidField, type Metered, type ModalityHandler, type ModelRequest, type ModelRoute, type RespondContext, serverCut, type UpstreamRequest } from '../../src/sdk.js';
 import { isAudioContentType, looksLikeText } from './audio-format.js';
-import { applyRequestTransform } from './transform-request.js';
 
 /** OpenAI's limit on `input`, which the gateway keeps for every speech model. */
 export const MAX_SPEECH_CHARACTERS = 4096;
@@ -46,7 +45,7 @@ export function parseSpeechRequest(body: unknown): SpeechRequest {
  */
 async function buildSpeechUpstream(req: SpeechRequest, route: ModelRoute): Promise<UpstreamRequest> {
   const b = req.body;
-  const built = await applyRequestTransform(route, {
+  const built = await applyRequestTransform(route.endpoint.transforms.request, {
     model: route.model.upstreamId, input: req.input, voice: req.voice, response_format: b.response_format ?? undefined,
     speed: b.speed ?? undefined, instructions: b.instructions ?? undefined,
   });

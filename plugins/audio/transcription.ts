@@ -1,7 +1,6 @@
-import { costPicos, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, reportedTokens, type RespondContext, type TokenCounts, type UpstreamRequest } from '../../src/sdk.js';
+import { applyRequestTransform, costPicos, fillPath, GatewayError, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRequest, type ModelRoute, picosToMicros, reportedSeconds, reportedTokens, type RespondContext, type TokenCounts, type UpstreamRequest } from '../../src/sdk.js';
 import { ACCEPTED_AUDIO, estimateSeconds, maxSeconds, sniffAudio, type AudioFormat } from './audio-format.js';
 import { MultipartForm, type SpooledFile } from './multipart.js';
-import { applyRequestTransform } from './transform-request.js';
 import { renderTranscript, TRANSCRIPT_FORMATS, type TranscriptFormat } from './transcript-format.js';
 import { multipartUpload, rawUpload, uploadFilename, type UploadBody } from './upload.js';
 
@@ -61,7 +60,7 @@ function transformInput(req: TranscriptionRequest, route: ModelRoute): Record<st
  * else in the path, query or headers from the transform.
  */
 async function buildTranscriptionUpstream(req: TranscriptionRequest, route: ModelRoute): Promise<UpstreamRequest> {
-  const built = await applyRequestTransform(route, transformInput(req, route));
+  const built = await applyRequestTransform(route.endpoint.transforms.request, transformInput(req, route));
   const path = fillPath(route.endpoint.path, { model: route.model.upstreamId, ...built?.pathVars });
   const upload = route.endpoint.upload === 'raw' ? rawUpload(req.file, req.format.mime) : formUpload(req, route, built?.body);
   return {

@@ -1,4 +1,4 @@
-import { costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
+import { applyRequestTransform, costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -17,17 +17,9 @@ function transformInput(req: EmbeddingRequest, route: ModelRoute): Record<string
  */
 async function buildEmbeddingUpstream(req: EmbeddingRequest, route: ModelRoute): Promise<UpstreamRequest> {
   const vars = { model: route.model.upstreamId };
-  const transform = route.endpoint.transforms.request;
-  if (!transform) {
+  const built = await applyRequestTransform(route.endpoint.transforms.request, transformInput(req, route), 'input');
+  if (!built) {
     return { path: fillPath(route.endpoint.path, vars), body: JSON.stringify({ ...req.body, model: route.model.upstreamId }), contentType: 'application/json' };
-  }
-  let built: Awaited<ReturnType<typeof transform>>;
-  try {
-    built = await transform(transformInput(req, route));
-  } catch (err) {
-    const refusal = transformRefusal(err);
-    if (refusal !== undefined) throw invalidField('input', refusal);
-    throw err;
   }
   return {
     path: fillPath(route.endpoint.path, { ...vars, ...built.pathVars }),

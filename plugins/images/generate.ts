@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import {
-  costPicos, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
-  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, transformRefusal, upstreamText,
+  applyRequestTransform, costPicos, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
+  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, upstreamText,
 } from '../../src/sdk.js';
 import type { ImagesSettings } from './settings.js';
 import { checkImageRoute, type ImageRequest, parseImageRequest, pricedPerToken, variantOf } from './validate.js';
@@ -56,16 +56,9 @@ export function imagesHandler(deps: ImageDeps): ModalityHandler<ImageRequest> {
     checkRoute: checkImageRoute,
     maxCostPicos: maxCost,
     async buildUpstream(req, route) {
-      const transform = route.endpoint.transforms.request;
-      if (transform) {
-        let built;
-        try {
-          built = await transform({ model: route.model.upstreamId, prompt: req.prompt, n: req.n, size: req.size ?? null, quality: req.quality ?? null });
-        } catch (err) {
-          const refusal = transformRefusal(err);
-          if (refusal) throw invalidField('size', refusal);
-          throw err;
-        }
+      const input = { model: route.model.upstreamId, prompt: req.prompt, n: req.n, size: req.size ?? null, quality: req.quality ?? null };
+      const built = await applyRequestTransform(route.endpoint.transforms.request, input, 'size');
+      if (built) {
         return { path: fillPath(route.endpoint.path, { model: route.model.upstreamId, ...built.pathVars }), query: built.query, headers: built.headers, body: built.body, contentType: 'application/json' };
       }
       // OpenAI's format: the client's body, the provider's model id, and the bytes always (the gateway hosts url replies itself).
