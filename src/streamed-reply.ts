@@ -17,7 +17,8 @@ export const CUT_GRACE_MS = 250;
  * cut with `stream_stalled`, like the drain deadline cuts it: the upstream call is
  * cancelled and the reply is billed for what was delivered. `end` says whether the whole
  * body reached the client's socket, so that a reply the client never received is never
- * billed as a success.
+ * billed as a success. The first chunk written stamps the exchange's time to first byte
+ * (the core passes `onFirstWrite`), so no plugin times its own reply.
  */
 export class StreamedReply {
   private readonly out = new PassThrough();

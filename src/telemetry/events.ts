@@ -16,12 +16,12 @@ export type LimitScopeType = 'key' | 'project';
  * exactly one place:
  *
  * - `onRequestStart` — server.ts `onRequest` hook, as soon as the exchange exists (before auth).
- * - `onCreditReserved` / `onCreditSettled` — pipeline.ts `reserveCredit` after a reservation
- *   is taken, and `settle` when it ends (charged or released).
+ * - `onCreditReserved` / `onCreditSettled` — request-lifecycle.ts `RequestLifecycle.reserve`
+ *   after a reservation is taken, and `settleCredit` when it ends (charged or released).
  * - `onAttemptStart` / `onAttemptEnd` — pipeline.ts `callUpstream`, around each upstream
  *   attempt (retries and fallbacks included). `onAttemptStart` returns headers the upstream
  *   request carries (W3C `traceparent`), or undefined.
- * - `onRequestEnd` — where the request-log row is produced (server.ts `logExchange`), with
+ * - `onRequestEnd` — where the request-log row is queued (request-lifecycle.ts `RequestLifecycle.log`), with
  *   that row: metrics and the span's end are the same facts as the bill.
  * - `onRateLimitRejected` — the limits wiring, when a limit refuses a request.
  */
