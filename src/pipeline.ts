@@ -86,13 +86,13 @@ export async function runModelRequest<P extends ModelRequest>(
       if (!first) throw new GatewayError('model_not_found', [parsed.model]);
       ex.route = first.route;
       ex.byok = first.byok;
-      metered = await early.respond({ ex, parsed, route: first.route, request, reply, openStream });
+      metered = await early.respond({ ex, parsed, route: first.route, request, reply, meter: life.meter, openStream });
     } else {
       const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
       ex.byok = planned.byok;
       await svc.hooks.run('upstream', ex, parsed);
       await svc.hooks.run('post-upstream', ex, parsed);
-      const answer = { ex, parsed, route: planned.route, request, reply };
+      const answer = { ex, parsed, route: planned.route, request, reply, meter: life.meter };
       metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
     }
     life.record(metered);

@@ -41,6 +41,17 @@ interface MeteredFacts {
   errorCode?: ErrorCode;
 }
 
+/**
+ * A reply's running bill, for what must be known before `respond` returns. A plugin whose
+ * reply has started (a stream's first tokens are out) tells the core how to bill it so
+ * far; should `respond` then throw, the core charges that instead of nothing. A result
+ * `respond` returns replaces it.
+ */
+export interface Meter {
+  /** How to bill the reply if it fails from here on; called at most once, only then. */
+  sofar(bill: () => Metered): void;
+}
+
 /** How a streamed reply is opened. */
 export interface StreamOptions {
   /** The reply is a token stream: its time to first byte is the time to the first token (metrics, traces). */
@@ -55,6 +66,8 @@ export interface RespondContext<P extends ModelRequest> {
   upstream: UpstreamResponse;
   request: FastifyRequest;
   reply: FastifyReply;
+  /** The reply's running bill, for a reply that may fail after it started (see Meter). */
+  meter: Meter;
   /**
    * Starts a streamed 200 reply with these headers: backpressure, the stall watchdog, and
    * whether its end reached the client. The core stamps the time to first byte at its first write.

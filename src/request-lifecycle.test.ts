@@ -55,3 +55,25 @@ describe('RequestLifecycle', () => {
     expect(rows[0]).toMatchObject({ status: 200, costMicros: 5 });
   });
 });
+
+describe('RequestLifecycle.meter', () => {
+  it("bills a reply whose plugin threw after it started at the meter's running bill, once", async () => {
+    const { ex, life, store, limits } = lifecycle(100);
+    life.meter.sofar(() => ({ costMicros: 12, estimated: true, errorCode: 'upstream_error' }));
+    await life.finish(false);
+    expect(store.settle).toHaveBeenCalledWith('req_life00000000000000000', 12);
+    expect(ex).toMatchObject({ costMicros: 12, costEstimated: true, errorCode: 'upstream_error' });
+    expect(limits.settle).toHaveBeenCalledTimes(1);
+  });
+
+  it('leaves a returned result alone: the meter is only for a throw', async () => {
+    const { ex, life, store } = lifecycle(100);
+    const sofar = vi.fn(() => ({ costMicros: 99 }));
+    life.meter.sofar(sofar);
+    life.record({ costMicros: 30 });
+    await life.finish(false); // the settle's retry after a store error
+    expect(sofar).not.toHaveBeenCalled();
+    expect(store.settle).toHaveBeenCalledWith('req_life00000000000000000', 30);
+    expect(ex.costMicros).toBe(30);
+  });
+});

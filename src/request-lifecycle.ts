@@ -5,7 +5,7 @@ import type { HookRegistry } from './hooks.js';
 import type { Admission } from './limits/admission.js';
 import { logRowOf } from './log-row.js';
 import { picosToMicros, type Micros } from './money.js';
-import type { Metered } from './plugin.js';
+import type { Meter, Metered } from './plugin.js';
 import type { LogRow, Store } from './store/types.js';
 import type { ExchangeObserver } from './telemetry/events.js';
 
@@ -30,9 +30,10 @@ import type { ExchangeObserver } from './telemetry/events.js';
  *   already finished before the settle, at once by `charged`.
  * - Error before the reply: nothing was recorded, `finish(false)` settles the reservation
  *   at 0 and releases the limits; the error body is sent and onResponse queues the row.
- * - Error after the reply started (the plugin threw mid-stream): `finish(false)` settles
- *   at what was recorded (0 when nothing was); the response ends and the row is queued
- *   with the status already sent.
+ * - Error after the reply started (the plugin threw mid-stream): `finish(false)` records
+ *   and settles what the plugin's meter (`RespondContext.meter.sofar`) said the reply cost
+ *   so far — a stream's delivered tokens — or 0 when it said nothing; the response ends
+ *   and the row is queued with the status already sent.
  * - Client gone (it hung up mid-reply or before the upstream answered): the response's
  *   `close` aborts the exchange (the upstream call is cancelled); the plugin returns what
  *   was delivered, `finish` charges it, and `charged` queues the row (status 499 when no
@@ -62,7 +63,17 @@ export class RequestLifecycle {
   private logged = false;
   /** What the request owes once its plugin replied (micro-USD): a failure after that still charges it. */
   private owed: Micros = 0;
+  private recorded = false;
+  /** How to bill a reply that started, should its plugin throw before returning (see Meter). */
+  private sofar: (() => Metered) | undefined;
   private limits: Admission | undefined;
+
+  /** The plugin's channel for a reply's running bill (RespondContext.meter). */
+  readonly meter: Meter = {
+    sofar: (bill) => {
+      this.sofar = bill;
+    },
+  };
 
   constructor(readonly ex: Exchange, private readonly svc: LifecycleServices, private readonly book?: RequestLifecycles) {}
 
@@ -93,6 +104,7 @@ export class RequestLifecycle {
     if (m.extra) ex.extra = { ...ex.extra, ...m.extra };
     if (m.errorCode) ex.errorCode = m.errorCode;
     this.owed = ex.costMicros;
+    this.recorded = true;
   }
 
   /**
@@ -101,6 +113,8 @@ export class RequestLifecycle {
    * Safe to call again after a failure: each part happens once.
    */
   async finish(served: boolean): Promise<void> {
+    // The plugin threw after its reply started: billed for what it said the reply cost so far.
+    if (!served && !this.recorded && this.sofar) this.record(billSoFar(this.sofar));
     await this.settleCredit(this.owed);
     if (served || this.owed > 0) await this.limits?.settle(this.ex);
     else await this.limits?.release();
@@ -175,6 +189,15 @@ export class RequestLifecycle {
   /** A request that is not an API request (the console's own files): it gets no row. */
   exemptFromLog(): void {
     this.logged = true;
+  }
+}
+
+/** The running bill; nothing when even that fails (the settle must still happen). */
+function billSoFar(sofar: () => Metered): Metered {
+  try {
+    return sofar();
+  } catch {
+    return { costPicos: 0n };
   }
 }
 

@@ -8,7 +8,7 @@
 
 // Plugin API: what a plugin declares and what it is handed at registration.
 export type {
-  BodyParser, ErrorFormatter, GatewayPlugin, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
+  BodyParser, ErrorFormatter, GatewayPlugin, Meter, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
   PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef,
 } from './plugin.js';
 export type { ModalityRules } from './providers/catalog.js';

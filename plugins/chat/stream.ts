@@ -45,6 +45,8 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
   let last: string[] = [];
   let outcome: StreamOutcome | undefined;
   let reached = false;
+  // Should the closing frames fail (a store error), the reply is billed as a cut one: for what was delivered.
+  ctx.meter.sofar(() => bill(ctx, outcome && { ...outcome, finished: false }, reached));
   try {
     // The route's dialect splits its stream into events (Bedrock's binary event-stream frames); SSE otherwise.
     const decoder = DIALECTS.get(ctx.route.endpoint.dialect ?? '')?.eventDecoder?.() ?? new SseDecoder();
