@@ -128,7 +128,9 @@ async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): 
   if (!got) throw new GatewayError('upstream_error', ['the upstream sent a malformed transcription response']);
   const seconds = got.seconds ?? estimateSeconds(parsed.file.head, parsed.file.size);
   const cost = costPicos(route.model, { audio_second: seconds });
-  const usd = microsToUsd(picosToMicros(cost));
+  // Rounded once: the figure the client sees is the one charged.
+  const costMicros = picosToMicros(cost);
+  const usd = microsToUsd(costMicros);
   let usage: TokenCounts | undefined;
   if (route.endpoint.transforms.response) {
     const r = renderTranscript({ text: got.text, seconds, language: got.language ?? parsed.language }, parsed.responseFormat, usd);
@@ -146,7 +148,7 @@ async function respondTranscription(ctx: RespondContext<TranscriptionRequest>): 
     const type = upstream.headers['content-type'];
     void reply.code(200).type(typeof type === 'string' ? type : 'text/plain; charset=utf-8').send(got.text);
   }
-  return { costPicos: cost, estimated: got.seconds === undefined, usage };
+  return { costMicros, estimated: got.seconds === undefined, usage };
 }
 
 export const transcriptionHandler: ModalityHandler<TranscriptionRequest> = {

@@ -74,15 +74,16 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   // Token-array input is counted exactly; only text needs an estimate.
   const estimated = got.promptTokens === undefined && parsed.texts !== undefined;
   const promptTokens = got.promptTokens ?? (parsed.texts ? estimateInputTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
-  const costPicosValue = costPicos(route.model, { prompt: promptTokens });
+  // Rounded once: the figure the client sees is the one charged.
+  const costMicros = picosToMicros(costPicos(route.model, { prompt: promptTokens }));
   void reply.code(200).type('application/json').send(JSON.stringify({
     id: ex.id,
     object: 'list',
     data,
     model: parsed.model,
-    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(picosToMicros(costPicosValue)) },
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(costMicros) },
   }));
-  return { costPicos: costPicosValue, estimated, usage: { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 } };
+  return { costMicros, estimated, usage: { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 } };
 }
 
 const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {

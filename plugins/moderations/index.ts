@@ -48,8 +48,10 @@ const moderationHandler: ModalityHandler<ModerationRequest> = {
     }
     if (!isObject(result) || !Array.isArray(result.results)) throw new GatewayError('upstream_error', ['the upstream sent no moderation results']);
     const picos = costPicos(route.model, { request: 1 });
-    void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(picosToMicros(picos)) } }));
-    return { costPicos: picos, extra: { flagged: result.results.some((r) => isObject(r) && r.flagged === true) } };
+    // Rounded once: the figure the client sees is the one charged.
+    const costMicros = picosToMicros(picos);
+    void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(costMicros) } }));
+    return { costMicros, extra: { flagged: result.results.some((r) => isObject(r) && r.flagged === true) } };
   },
 };
 
