@@ -9,7 +9,8 @@ import type { ChatRequest } from './request.js';
  * — and is written into the bodies that go upstream: the canonical one every translating
  * dialect reads, and the client's own body that a provider of the same format gets
  * nearly as sent (Messages → Anthropic, Gemini → Gemini, Responses → OpenAI Responses).
- * A request that names a bound, or `bound` undefined, is returned as it is.
+ * The request-log row says so (`extra.default_max_tokens`). A request that names a bound,
+ * or `bound` undefined, is returned as it is.
  */
 export function withDefaultMaxTokens(req: ChatRequest, bound: number | undefined): ChatRequest {
   if (req.maxTokens !== undefined || bound === undefined) return req;
@@ -17,6 +18,7 @@ export function withDefaultMaxTokens(req: ChatRequest, bound: number | undefined
     ...req,
     maxTokens: bound,
     body: { ...req.body, max_tokens: bound },
+    logExtra: { ...req.logExtra, default_max_tokens: bound },
     ...(req.native ? { native: { ...req.native, body: nativeWithBound(req.native.format, req.native.body, bound) } } : {}),
   };
 }

@@ -56,9 +56,8 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
       // The parse runs after auth, so the key's project (read with the key, cached with it) is known here.
       const bound = ex.project?.defaultMaxTokens ?? settings.default_max_tokens ?? undefined;
       const req = withDefaultMaxTokens(parsed, bound);
-      const logged = req !== parsed ? { ...req, logExtra: { ...req.logExtra, default_max_tokens: bound } } : req;
       const projectPolicy = ex.project?.unsupportedParams;
-      return projectPolicy ? { ...logged, projectPolicy } : logged;
+      return projectPolicy ? { ...req, projectPolicy } : req;
     },
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
