@@ -9,7 +9,7 @@ import { packageRoot } from '../src/paths.js';
 import type { GatewayPlugin } from '../src/plugin.js';
 import { STAGES } from '../src/stages.js';
 import { GatewayError } from '../src/errors.js';
-import { postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
+import { logRow, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
 
 const opened: TestGateway[] = [];
 afterAll(async () => {
@@ -68,6 +68,44 @@ describe('plugins and stages', () => {
     const served = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, key);
     expect(served.status).toBe(200);
     expect(t.sim.received().length).toBe(before + 1);
+  });
+
+  it("records what a reply's result says (cost rounded once, usage, log fields) and stamps the stream's first byte itself", async () => {
+    const metering: GatewayPlugin = {
+      name: 'metering',
+      modalities: {},
+      register(api) {
+        api.hook('pre-upstream', (_ex, req) => {
+          if (!req?.prompt?.startsWith('metered')) return undefined;
+          return {
+            async respond(ctx) {
+              const out = ctx.openStream({ 'content-type': 'text/plain' }, { tokens: true });
+              await out.write('x'.repeat(64 * 1024));
+              const reached = await out.end('done');
+              // 2.5 µUSD: rounded half to even, once, by the core.
+              return {
+                costPicos: 2_500_000n, usage: { input: 11, output: 7, cachedInput: 0, reasoning: 0 }, extra: { measured: 'here' },
+                errorCode: reached ? undefined : 'client_closed_request',
+              };
+            },
+          };
+        });
+      },
+    };
+    const t = await startTestGateway({ extraPlugins: [metering], checkLedgersAfterClose: true });
+    opened.push(t);
+    const { org, key } = await t.org('metered', '1');
+    const r = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'metered please' }] }),
+    });
+    expect(r.status).toBe(200);
+    expect((await r.text()).length).toBe(64 * 1024 + 4);
+    const row = await logRow(t, r.headers.get('x-request-id') ?? '');
+    expect(row).toMatchObject({ status: 200, costMicros: 2, promptTokens: 11, completionTokens: 7, errorCode: null, extra: { measured: 'here' } });
+    expect(row.ttfbMs).not.toBeNull();
+    expect(row.ttfbMs!).toBeLessThanOrEqual(row.durationMs);
+    expect(await t.balance(org.id)).toBe(1_000_000 - 2);
   });
 
   it('a hook on an unknown stage fails the boot with a clear error', async () => {
