@@ -90,3 +90,127 @@ describe('response cache, exact', () => {
     expect(metrics).toContain(`tollgate_cache_saved_usd_total ${firstBody.usage.cost_usd_total}`);
   });
 });
+
+describe('response cache, exact: keys, replay and directives', () => {
+  it('key order and whitespace do not matter; a changed parameter does', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'keys', { mode: 'exact' });
+    const url = `${t.url}/v1/chat/completions`;
+    const first = await postJson(url, chat('order matters?', { temperature: 0.2 }), a.key);
+    expect(first.headers.get('x-tollgate-cache')).toBe('miss');
+    const reordered = `{ "temperature" : 0.2,\n  "max_tokens": 200, "messages": [ { "content": "order matters?", "role": "user" } ],\n "model": "gpt-4o-mini" }`;
+    const again = await postJson(url, reordered, a.key);
+    expect(again.headers.get('x-tollgate-cache')).toBe('hit');
+    const changed = await postJson(url, chat('order matters?', { temperature: 0.3 }), a.key);
+    expect(changed.headers.get('x-tollgate-cache')).toBe('miss');
+    const otherMax = await postJson(url, chat('order matters?', { temperature: 0.2, max_tokens: 199 }), a.key);
+    expect(otherMax.headers.get('x-tollgate-cache')).toBe('miss');
+  });
+
+  it('a non-streamed entry answers a stream and a streamed entry a JSON request, with the same content, in the client format', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'replay', { mode: 'exact' });
+    const url = `${t.url}/v1/chat/completions`;
+    const json = await postJson(url, chat('tell me a long story about caches'), a.key);
+    const jsonText = (json.body as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content ?? '';
+    expect(jsonText.length).toBeGreaterThan(20);
+    const calls = upstreamCalls(t);
+    const asStream = await streamed(url, chat('tell me a long story about caches', { stream: true, stream_options: { include_usage: true } }), a.key);
+    expect(asStream).toMatchObject({ status: 200, cache: 'hit', text: jsonText });
+    expect(asStream.usage).toMatchObject({ cost_usd_total: 0, prompt_tokens: (json.body as { usage: { prompt_tokens: number } }).usage.prompt_tokens });
+    expect(upstreamCalls(t)).toBe(calls);
+    // The other way round: stored from a stream, replayed as JSON (and as a stream again).
+    const fromStream = await streamed(url, chat('a streamed question', { stream: true }), a.key);
+    expect(fromStream.cache).toBe('miss');
+    const asJson = await postJson(url, chat('a streamed question'), a.key);
+    expect(asJson.headers.get('x-tollgate-cache')).toBe('hit');
+    expect((asJson.body as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content).toBe(fromStream.text);
+    const again = await streamed(url, chat('a streamed question', { stream: true }), a.key);
+    expect(again).toMatchObject({ cache: 'hit', text: fromStream.text });
+    expect(upstreamCalls(t)).toBe(calls + 1);
+    // An Anthropic client's stream replays in Anthropic's events.
+    const msgs = `${t.url}/v1/messages`;
+    const body = { model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'anthropic format question' }] };
+    const m1 = await postJson(msgs, body, a.key);
+    expect(m1.headers.get('x-tollgate-cache')).toBe('miss');
+    const res = await fetch(msgs, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': a.key }, body: JSON.stringify({ ...body, stream: true }) });
+    expect(res.headers.get('x-tollgate-cache')).toBe('hit');
+    const raw = await res.text();
+    const text = raw.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; delta?: { text?: string } })
+      .filter((e) => e.type === 'content_block_delta').map((e) => e.delta?.text ?? '').join('');
+    expect(text).toBe((m1.body as { content: Array<{ text: string }> }).content[0]?.text);
+    expect(raw).toContain('event: message_stop');
+  });
+
+  it('a hit is charged hit_price of the original cost; the ledger agrees with the log', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'half', { mode: 'exact', hit_price: 0.5 });
+    const url = `${t.url}/v1/chat/completions`;
+    const prompt = `price me ${'x '.repeat(3000)}`;
+    const miss = await postJson(url, chat(prompt), a.key);
+    const before = await t.balance(a.orgId);
+    const hit = await postJson(url, chat(prompt), a.key);
+    expect(hit.headers.get('x-tollgate-cache')).toBe('hit');
+    const full = (miss.body as { usage: { cost_usd_input: number; cost_usd_output: number } }).usage;
+    const charged = Math.floor(full.cost_usd_input * 1e6 * 0.5) + Math.floor(full.cost_usd_output * 1e6 * 0.5);
+    expect(charged).toBeGreaterThan(0);
+    expect(Math.round((hit.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total * 1e6)).toBe(charged);
+    expect(before - (await t.balance(a.orgId))).toBe(charged);
+    expect(await logRow(t, hit.headers.get('x-request-id') ?? '')).toMatchObject({ cache: 'hit', costMicros: charged });
+  });
+
+  it('TTL: an entry older than ttl_s misses; ttl=<s> on the request bounds what it reads', async () => {
+    let clock = Date.now();
+    const t = await gateway({}, () => clock);
+    const a = await cachedOrg(t, 'ttl', { mode: 'exact', ttl_s: 60 });
+    const url = `${t.url}/v1/chat/completions`;
+    await postJson(url, chat('ttl question'), a.key);
+    clock += 30_000;
+    expect((await postJson(url, chat('ttl question'), a.key, { 'x-tollgate-cache': 'ttl=10' })).headers.get('x-tollgate-cache')).toBe('miss');
+    expect((await postJson(url, chat('ttl question'), a.key)).headers.get('x-tollgate-cache')).toBe('hit');
+    // Past the ttl_s it was stored with (checked on the gateway clock as well as by the store).
+    clock += 61_000;
+    expect((await postJson(url, chat('ttl question'), a.key)).headers.get('x-tollgate-cache')).toBe('miss');
+  });
+
+  it('no-store reads and writes nothing; no-cache skips the read and still writes; cache-control no-store is honoured; n > 1 and high temperatures bypass', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'directives', { mode: 'exact' });
+    const url = `${t.url}/v1/chat/completions`;
+    const calls = upstreamCalls(t);
+    const h = async (body: unknown, headers: Record<string, string> = {}) => (await postJson(url, body, a.key, headers)).headers.get('x-tollgate-cache');
+    expect(await h(chat('q1'), { 'x-tollgate-cache': 'no-store' })).toBe('bypass');
+    expect(await h(chat('q1'))).toBe('miss'); // nothing was stored
+    expect(await h(chat('q1'), { 'x-tollgate-cache': 'no-cache' })).toBe('miss'); // not read, written again
+    expect(await h(chat('q1'))).toBe('hit');
+    expect(await h(chat('q1'), { 'cache-control': 'no-store' })).toBe('bypass');
+    expect(upstreamCalls(t)).toBe(calls + 4);
+    expect(await h(chat('q2', { n: 2 }))).toBe('bypass');
+    expect(await h(chat('q2', { n: 2 }))).toBe('bypass');
+    expect(await h(chat('q3', { temperature: 1.5 }))).toBe('bypass');
+    const toolTurn = { model: 'gpt-4o-mini', max_tokens: 50, messages: [
+      { role: 'user', content: 'weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny', cacheable: false },
+    ] };
+    expect(await h(toolTurn)).toBe('bypass');
+    const row = await logRow(t, (await postJson(url, chat('q3', { temperature: 1.5 }), a.key)).headers.get('x-request-id') ?? '');
+    expect(row).toMatchObject({ cache: 'bypass', extra: expect.objectContaining({ cache_bypass: 'temperature above 1' }) });
+    // A project that says cache_all caches them too.
+    const all = await cachedOrg(t, 'all', { mode: 'exact', cache_all: true });
+    expect((await postJson(url, chat('q2', { n: 2 }), all.key)).headers.get('x-tollgate-cache')).toBe('miss');
+    expect((await postJson(url, chat('q2', { n: 2 }), all.key)).headers.get('x-tollgate-cache')).toBe('hit');
+  });
+
+  it('off by default: no header, no cache columns, every request goes upstream', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'off', null);
+    const url = `${t.url}/v1/chat/completions`;
+    const calls = upstreamCalls(t);
+    const r1 = await postJson(url, chat('same'), a.key);
+    await postJson(url, chat('same'), a.key);
+    expect(r1.headers.get('x-tollgate-cache')).toBeNull();
+    expect(upstreamCalls(t)).toBe(calls + 2);
+    expect((await logRow(t, r1.headers.get('x-request-id') ?? '')).cache).toBeNull();
+  });
+});

@@ -174,7 +174,8 @@ export class ResponseCache implements ResponseCacheApi {
     if (raw === undefined) return undefined;
     const entry = JSON.parse(raw) as CacheEntry;
     // A request's own `ttl=<s>` also bounds what it reads: nothing older.
-    if (directive.ttlS !== undefined && this.d.now() - entry.at > directive.ttlS * 1000) return undefined;
+    const age = this.d.now() - entry.at;
+    if (age > entry.ttlS * 1000 || (directive.ttlS !== undefined && age > directive.ttlS * 1000)) return undefined;
     return entry;
   }
 
@@ -205,7 +206,7 @@ export class ResponseCache implements ResponseCacheApi {
   /** After the upstream's reply was written: stores it (a complete reply, when the request may write), and adds the embedding's cost. */
   private async afterReply(ex: Exchange, p: Pending, metered: Metered): Promise<Metered> {
     if (p.result === 'miss' && p.directive.write && p.offered !== undefined && ex.errorCode === undefined && !ex.abort.signal.aborted) {
-      const entry: CacheEntry = { v: 1, at: this.d.now(), costMicros: picosToMicros(metered.costPicos), usage: ex.usage ?? null, body: p.offered };
+      const entry: CacheEntry = { v: 1, at: this.d.now(), ttlS: p.ttlS, costMicros: picosToMicros(metered.costPicos), usage: ex.usage ?? null, body: p.offered };
       const text = JSON.stringify(entry);
       if (text.length > this.d.config.maxEntryBytes) {
         ex.extra = { ...ex.extra, cache_not_stored: `larger than response_cache.max_entry_bytes (${this.d.config.maxEntryBytes})` };

@@ -55,6 +55,8 @@ export interface CacheEntry<E = unknown> {
   v: 1;
   /** When it was stored (ms since epoch). */
   at: number;
+  /** Seconds it is served for (also the store's own expiry; checked against the gateway's clock too). */
+  ttlS: number;
   /** The whole cost of the original request (micro-USD): what a hit saves, less its own charge. */
   costMicros: number;
   /** The token counts the original request was billed for. */
