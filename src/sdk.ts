@@ -48,6 +48,7 @@ export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDe
 
 // The response cache (docs/cache.md): a modality's canonical request and how it replays a stored reply.
 export type { CacheDef, CacheEntry, CacheHit, CacheRequest, ResponseCacheApi } from './cache/index.js';
+export { captureBody, type CapturedBody } from './cache/capture.js';
 
 // Small utilities.
 export { newId } from './ids.js';

@@ -77,7 +77,7 @@ describe('response cache, exact', () => {
     expect(secondBody.usage.cost_usd_total).toBe(0);
     expect(await t.balance(a.orgId)).toBe(balanceAfterMiss);
     const hitRow = await logRow(t, second.headers.get('x-request-id') ?? '');
-    expect(hitRow).toMatchObject({ cache: 'hit', costMicros: 0, cacheSavedMicros: Math.round(firstBody.usage.cost_usd_total * 1e6) });
+    expect(hitRow).toMatchObject({ cache: 'hit', costMicros: 0, cacheSavedMicros: Math.round((firstBody.usage.cost_usd_total ?? 0) * 1e6) });
     expect(hitRow.cacheAgeMs).toBeGreaterThanOrEqual(0);
     expect((await logRow(t, first.headers.get('x-request-id') ?? '')).cache).toBe('miss');
     // The same request from another org: its own miss, its own upstream call.
@@ -212,5 +212,39 @@ describe('response cache, exact: keys, replay and directives', () => {
     expect(r1.headers.get('x-tollgate-cache')).toBeNull();
     expect(upstreamCalls(t)).toBe(calls + 2);
     expect((await logRow(t, r1.headers.get('x-request-id') ?? '')).cache).toBeNull();
+  });
+});
+
+describe('response cache, exact: embeddings, moderations, speech', () => {
+  it('each modality answers a repeated request from the cache, charged 0, the same reply', async () => {
+    const t = await gateway();
+    const a = await cachedOrg(t, 'modalities', { mode: 'exact' });
+    const calls = upstreamCalls(t);
+    const emb = { model: 'text-embedding-3-small', input: ['cache me', 'and me'], dimensions: 64 };
+    const e1 = await postJson(`${t.url}/v1/embeddings`, emb, a.key);
+    const e2 = await postJson(`${t.url}/v1/embeddings`, { input: ['cache me', 'and me'], dimensions: 64, model: 'text-embedding-3-small' }, a.key);
+    expect([e1.headers.get('x-tollgate-cache'), e2.headers.get('x-tollgate-cache')]).toEqual(['miss', 'hit']);
+    expect((e2.body as { data: unknown }).data).toEqual((e1.body as { data: unknown }).data);
+    expect((e2.body as { usage: unknown }).usage).toMatchObject({ prompt_tokens: (e1.body as { usage: { prompt_tokens: number } }).usage.prompt_tokens, cost: 0 });
+    const other = await postJson(`${t.url}/v1/embeddings`, { ...emb, dimensions: 32 }, a.key);
+    expect(other.headers.get('x-tollgate-cache')).toBe('miss');
+    const mod = { model: 'omni-moderation-latest', input: 'is this fine?' };
+    const m1 = await postJson(`${t.url}/v1/moderations`, mod, a.key);
+    const m2 = await postJson(`${t.url}/v1/moderations`, mod, a.key);
+    expect([m1.headers.get('x-tollgate-cache'), m2.headers.get('x-tollgate-cache')]).toEqual(['miss', 'hit']);
+    expect((m2.body as { results: unknown }).results).toEqual((m1.body as { results: unknown }).results);
+    const speech = { model: 'tts-1', input: 'Hello from the cache. '.repeat(50), voice: 'alloy' };
+    const s1 = await fetch(`${t.url}/v1/audio/speech`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.key}` }, body: JSON.stringify(speech) });
+    const audio1 = Buffer.from(await s1.arrayBuffer());
+    const s2 = await fetch(`${t.url}/v1/audio/speech`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.key}` }, body: JSON.stringify(speech) });
+    const audio2 = Buffer.from(await s2.arrayBuffer());
+    expect([s1.headers.get('x-tollgate-cache'), s2.headers.get('x-tollgate-cache')]).toEqual(['miss', 'hit']);
+    expect(s2.headers.get('content-type')).toBe(s1.headers.get('content-type'));
+    expect(audio1.length).toBeGreaterThan(1000);
+    expect(audio2.equals(audio1)).toBe(true);
+    expect(upstreamCalls(t)).toBe(calls + 4);
+    const row = await logRow(t, s2.headers.get('x-request-id') ?? '');
+    expect(row).toMatchObject({ cache: 'hit', costMicros: 0, modality: 'speech' });
+    expect(row.cacheSavedMicros).toBeGreaterThan(0);
   });
 });

@@ -1,7 +1,6 @@
-import { Readable } from 'node:stream';
 import {
-  type CacheDef, type CacheHit, type CacheRequest, elapsedMs, type Exchange, type Metered, type ModelRoute,
-  type RespondContext, type ResponseCacheApi, SseDecoder, type UpstreamResponse,
+  type CacheDef, type CacheHit, type CacheRequest, captureBody, elapsedMs, type Exchange, type Metered, type ModelRoute,
+  type RespondContext, type ResponseCacheApi, SseDecoder,
 } from '../../src/sdk.js';
 import { DIALECTS } from './dialects/index.js';
 import { type ChatDialect, chunkJson, type ReplyContext, type TokenUsage } from './dialects/types.js';
@@ -57,30 +56,6 @@ function lastShape(m: Record<string, unknown>): unknown {
   return { ...rest, media: Array.isArray(content) ? content.filter((p) => !(isObject(p) && p.type === 'text')) : [] };
 }
 
-/** A body that copies what the upstream sends into `sink` as it is read (up to `cap` bytes; past it, the copy is dropped). */
-function teeBody(body: UpstreamResponse['body'], sink: { chunks: Buffer[]; size: number; over: boolean }, cap: number): UpstreamResponse['body'] {
-  async function* copy(): AsyncGenerator<Buffer> {
-    for await (const chunk of body) {
-      const buf = chunk as Buffer;
-      if (!sink.over) {
-        sink.size += buf.length;
-        if (sink.size > cap) {
-          sink.over = true;
-          sink.chunks = [];
-        } else sink.chunks.push(buf);
-      }
-      yield buf;
-    }
-  }
-  const readable = Readable.from(copy(), { objectMode: false });
-  const text = async (): Promise<string> => {
-    const parts: Buffer[] = [];
-    for await (const c of readable) parts.push(c as Buffer);
-    return Buffer.concat(parts).toString('utf8');
-  };
-  return Object.assign(readable, { text }) as unknown as UpstreamResponse['body'];
-}
-
 /** The most of an upstream reply kept to be stored. */
 const CAPTURE_CAP = 8 * 1024 * 1024;
 
@@ -93,10 +68,11 @@ export async function respondCaching(
   respond: (ctx: RespondContext<ChatRequest>) => Promise<Metered>,
 ): Promise<Metered> {
   if (!cache.wants(ctx.ex) || ((ctx.parsed.choices ?? 1) > 1 && ctx.parsed.stream)) return respond(ctx);
-  const sink = { chunks: [] as Buffer[], size: 0, over: false };
-  const metered = await respond({ ...ctx, upstream: { ...ctx.upstream, body: teeBody(ctx.upstream.body, sink, CAPTURE_CAP) } });
-  if (sink.over || ctx.ex.errorCode !== undefined) return metered;
-  const stored = storedForm(Buffer.concat(sink.chunks), ctx.parsed.stream, ctx.route, dialect, replyCtx);
+  const captured = captureBody(ctx.upstream.body, CAPTURE_CAP);
+  const metered = await respond({ ...ctx, upstream: { ...ctx.upstream, body: captured.body } });
+  const bytes = captured.bytes();
+  if (!bytes || ctx.ex.errorCode !== undefined) return metered;
+  const stored = storedForm(bytes, ctx.parsed.stream, ctx.route, dialect, replyCtx);
   if (stored) cache.offer(ctx.ex, stored);
   return metered;
 }

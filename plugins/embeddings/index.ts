@@ -1,4 +1,4 @@
-import { costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
+import { type CacheDef, costPicos, elapsedMs, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, invalidField, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type ResponseCacheApi, transformRefusal, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -63,7 +63,7 @@ async function readEmbeddings(text: string, route: ModelRoute): Promise<Upstream
   return { vectors: ordered.map((d) => d.embedding), promptTokens: reportedTokens(body.usage?.prompt_tokens, 'usage.prompt_tokens') };
 }
 
-async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
+async function respondEmbeddings(cache: ResponseCacheApi, ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   let got: UpstreamEmbeddings | undefined;
   try {
@@ -85,6 +85,7 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   const costPicosValue = costPicos(route.model, { prompt: promptTokens });
   ex.usage = { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 };
   ex.ttfbMs = elapsedMs(ex);
+  if (cache.wants(ex)) cache.offer<StoredEmbeddings>(ex, { data, promptTokens });
   void reply.code(200).type('application/json').send(JSON.stringify({
     id: ex.id,
     object: 'list',
@@ -95,21 +96,43 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   return { costPicos: costPicosValue, estimated };
 }
 
-const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {
+/** A stored embeddings reply (docs/cache.md): the vectors as encoded for the request, and the tokens billed. */
+interface StoredEmbeddings {
+  data: unknown[];
+  promptTokens: number;
+}
+
+/** The cache's view of an embeddings request: everything but the model (the core adds it resolved) and `user`. */
+const embeddingsCache: CacheDef<EmbeddingRequest, StoredEmbeddings> = {
+  request: (req) => ({ key: Object.fromEntries(Object.entries(req.body).filter(([k]) => k !== 'model' && k !== 'user')) }),
+  async replay(ctx, hit) {
+    const { ex, parsed, reply } = ctx;
+    const charged = hit.price(hit.entry.costMicros);
+    const { data, promptTokens } = hit.entry.body;
+    ex.ttfbMs = elapsedMs(ex);
+    void reply.code(200).type('application/json').send(JSON.stringify({
+      id: ex.id, object: 'list', data, model: parsed.model,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(charged) },
+    }));
+    return { costPicos: BigInt(charged) * 1_000_000n };
+  },
+};
+
+const embeddingsHandler = (cache: ResponseCacheApi): ModalityHandler<EmbeddingRequest> => ({
   modality: 'embeddings',
   parse: (body) => parseEmbeddingRequest(body),
   checkRoute: checkEmbeddingRoute,
   maxCostPicos: (req, route) => costPicos(route.model, { prompt: tokenBound(req.texts, req.tokens) }),
   maxTokens: (req) => tokenBound(req.texts, req.tokens),
   buildUpstream: buildEmbeddingUpstream,
-  respond: respondEmbeddings,
-};
+  respond: (ctx) => respondEmbeddings(cache, ctx),
+});
 
 /** Text embeddings (`POST /v1/embeddings`, spec §4.4), OpenAI format in and out. */
 export const embeddingsPlugin: GatewayPlugin = {
   name: 'embeddings',
   modalities: { embeddings: { requiredPricing: ['prompt'], dialects: [] } },
   register(api) {
-    api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: embeddingsHandler });
+    api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: api.cache.cached(embeddingsHandler(api.cache), embeddingsCache) });
   },
 };
