@@ -41,6 +41,12 @@ describe('cache settings by PATCH on projects and keys', () => {
     const [row] = list.body.data as Array<Record<string, unknown>>;
     expect(row).toMatchObject({ id: hit.headers.get('x-request-id'), cache: 'hit', cost_usd: 0, cache_age_ms: expect.any(Number) });
     expect(row?.saved_usd).toBeGreaterThan(0);
+    // The console's cache view: hit rate and money saved per project and day.
+    const view = await owner.get(`/api/v1/orgs/${t.orgId}/cache?days=7`);
+    expect(view.status, JSON.stringify(view.body)).toBe(200);
+    const [day] = view.body.data as Array<Record<string, unknown>>;
+    expect(day).toMatchObject({ project_name: 'cached', hits: 1, misses: 1, bypasses: 0, hit_rate: 0.5, saved_usd: row?.saved_usd, charged_usd: 0 });
+    expect(view.body.saved_usd).toBe(row?.saved_usd);
   });
 
   it('a key\'s own setting wins over its project\'s (off for this key), and null clears it back to the project\'s', async () => {

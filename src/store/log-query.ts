@@ -1,3 +1,4 @@
+import { type CacheDay, cacheDays } from './cache-stats.js';
 import type { Micros } from '../money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
@@ -47,6 +48,8 @@ export interface LogQueryStore {
   get(orgId: string, id: string): Promise<(LogRow & { keyPrefix: string | null; projectName: string | null }) | undefined>;
   /** Sums of the matching rows, grouped by the dimensions (none: one bucket of everything). Sums are taken in SQL, exactly. */
   usage(filter: LogFilter, groupBy: readonly UsageDimension[]): Promise<UsageBucket[]>;
+  /** The response cache's hits, misses, bypasses and savings per project and UTC day (cache-stats.ts). */
+  cacheDays(orgId: string, from: number, to: number): Promise<CacheDay[]>;
 }
 
 const DAY_MS = 86_400_000;
@@ -113,6 +116,10 @@ type ListRow = Omit<StoredLogRow, 'prompt' | 'attempts' | 'extra' | 'id'> & { ke
 
 export class SqlLogQueryStore implements LogQueryStore {
   constructor(private readonly db: SqlDb) {}
+
+  cacheDays(orgId: string, from: number, to: number): Promise<CacheDay[]> {
+    return cacheDays(this.db, orgId, from, to);
+  }
 
   async list(filter: LogFilter, limit: number, cursor?: LogCursor): Promise<LogListItem[]> {
     const w = where(filter);
