@@ -128,8 +128,8 @@ export class ResponseCache implements ResponseCacheApi {
     try {
       let entry = await this.read(p.key, p.directive);
       if (!entry && p.semantic && p.settings.mode === 'semantic' && this.d.embedder) {
-        p.embedding = await this.d.embedder.embed(p.semantic.text, ex.abort.signal);
-        const near = await this.index.nearest(p.semantic.list, p.semantic.prefix, p.embedding.vector, p.settings.threshold);
+        p.embedding = await this.embed(ex, p);
+        const near = p.embedding && await this.index.nearest(p.semantic.list, p.semantic.prefix, p.embedding.vector, p.settings.threshold);
         if (near) {
           entry = await this.read(near.key, p.directive);
           if (entry) ex.extra = { ...ex.extra, cache_similarity: Math.round(near.similarity * 10_000) / 10_000 };
@@ -140,6 +140,18 @@ export class ResponseCache implements ResponseCacheApi {
     } catch (err) {
       if (!(err instanceof CacheUnavailable)) throw err;
       this.degraded(ex, p, err);
+      return undefined;
+    }
+  }
+
+  /** The last turn's embedding; undefined when the embedding model failed (the request goes on as a miss, and is not indexed). */
+  private async embed(ex: Exchange, p: Pending): Promise<Embedding | undefined> {
+    if (!p.semantic || !this.d.embedder) return undefined;
+    try {
+      return await this.d.embedder.embed(p.semantic.text, ex.abort.signal);
+    } catch (err) {
+      ex.extra = { ...ex.extra, cache_semantic_error: (err as Error).message };
+      p.semantic = undefined;
       return undefined;
     }
   }
@@ -214,8 +226,8 @@ export class ResponseCache implements ResponseCacheApi {
         try {
           await this.d.storage.set(p.key, text, p.ttlS);
           if (p.semantic && p.settings.mode === 'semantic' && this.d.embedder) {
-            p.embedding ??= await this.d.embedder.embed(p.semantic.text, ex.abort.signal);
-            await this.index.add(p.semantic.list, p.semantic.prefix, p.key, p.embedding.vector);
+            p.embedding ??= await this.embed(ex, p);
+            if (p.semantic && p.embedding) await this.index.add(p.semantic.list, p.semantic.prefix, p.key, p.embedding.vector);
           }
         } catch (err) {
           if (!(err instanceof CacheUnavailable)) throw err;
