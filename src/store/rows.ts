@@ -89,8 +89,11 @@ export function fromLogDb(r: StoredLogRow): LogRow {
     requestId: r.request_id, orgId: r.org_id, projectId: r.project_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
     usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
     promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
-    cache: (r.cache ?? null) as LogRow['cache'], cacheAgeMs: r.cache_age_ms == null ? null : Number(r.cache_age_ms),
-    cacheSavedMicros: r.cache_saved_micros == null ? null : Number(r.cache_saved_micros),
+    // The cache columns only where the cache was on for the request (absent otherwise, as on rows from before migration 018).
+    ...(r.cache == null ? {} : {
+      cache: r.cache as LogRow['cache'], cacheAgeMs: r.cache_age_ms == null ? null : Number(r.cache_age_ms),
+      cacheSavedMicros: r.cache_saved_micros == null ? null : Number(r.cache_saved_micros),
+    }),
     costEstimated: r.cost_estimated === true || r.cost_estimated === 1, byok: r.byok === true || r.byok === 1,
     durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,
