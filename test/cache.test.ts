@@ -248,3 +248,30 @@ describe('response cache, exact: embeddings, moderations, speech', () => {
     expect(row.cacheSavedMicros).toBeGreaterThan(0);
   });
 });
+
+describe('response cache and limits', () => {
+  it('a hit counts for rpm (it is a request) but not for tpm, and for the budget only what it is charged', async () => {
+    const t = await gateway();
+    const { org, key } = await t.org('limited', '10');
+    const project = await t.gateway.store.tenancy.findProject(org.id, 'default');
+    await t.gateway.store.tenancy.setCacheSetting(org.id, 'project', project?.id ?? '', { mode: 'exact', hit_price: 0.5 });
+    const [record] = await t.gateway.store.tenancy.listKeys(org.id);
+    await t.gateway.store.limits.setKeyLimits(org.id, record!.id, { rpm: 4, tpm: 1_000_000, budget: { micros: 1_000_000, period: 'month' } });
+    const url = `${t.url}/v1/chat/completions`;
+    const miss = await postJson(url, chat('limits and the cache'), key);
+    expect(miss.headers.get('x-tollgate-cache')).toBe('miss');
+    const scope = { id: `key:${record!.id}`, limits: { rpm: 4, tpm: 1_000_000, budget: { micros: 1_000_000, period: 'month' as const } }, label: 'key' };
+    const afterMiss = await t.gateway.limiter.usage(scope);
+    const hits = [];
+    for (let i = 0; i < 3; i++) hits.push(await postJson(url, chat('limits and the cache'), key));
+    expect(hits.map((h) => h.headers.get('x-tollgate-cache'))).toEqual(['hit', 'hit', 'hit']);
+    const afterHits = await t.gateway.limiter.usage(scope);
+    expect(afterHits.rpm?.used).toBe(4);
+    expect(afterHits.tpm?.used).toBe(afterMiss.tpm?.used);
+    expect(afterMiss.tpm?.used).toBeGreaterThan(0);
+    const charged = hits.reduce((n, h) => n + Math.round((h.body as { usage: { cost_usd_total: number } }).usage.cost_usd_total * 1e6), 0);
+    expect((afterHits.budget?.spentMicros ?? 0) - (afterMiss.budget?.spentMicros ?? 0)).toBe(charged);
+    // The fifth request in the minute is refused by rpm, hit or not.
+    expect((await postJson(url, chat('limits and the cache'), key)).status).toBe(429);
+  });
+});
