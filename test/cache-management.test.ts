@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { cli } from './cli-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';
 import { addUser, type Api, signIn } from './management-helpers.js';
@@ -47,6 +49,10 @@ describe('cache settings by PATCH on projects and keys', () => {
     const [day] = view.body.data as Array<Record<string, unknown>>;
     expect(day).toMatchObject({ project_name: 'cached', hits: 1, misses: 1, bypasses: 0, hit_rate: 0.5, saved_usd: row?.saved_usd, charged_usd: 0 });
     expect(view.body.saved_usd).toBe(row?.saved_usd);
+    // The same from the command line.
+    const stats = await cli(['cache-stats', '--org', 'cache-mgmt', '--config', join(t.dir, 'gateway.yaml')]);
+    expect(stats.code, stats.stderr).toBe(0);
+    expect(stats.stdout).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d  cached  hits 1  misses 1  bypasses 0  hit rate 50\\.0%  saved \\$${row?.saved_usd as number}\n$`));
   });
 
   it('a key\'s own setting wins over its project\'s (off for this key), and null clears it back to the project\'s', async () => {
