@@ -39,6 +39,8 @@ export const COMMAND_AUDIT = {
   'projects create': { action: 'project.create', target: 'project' },
   'projects limits': { action: 'project.update', target: 'project', state: projectState },
   'projects update': { action: 'project.update', target: 'project', state: projectState },
+  'projects cache': { action: 'project.update', target: 'project', state: projectState },
+  'keys cache': { action: 'key.update_limits', target: 'key', state: keyState },
   // No API route creates a user (sign-up is by invitation); the CLI's own action.
   'users create': { action: 'user.create', target: 'user' },
   'users password': { action: 'user.set_password', target: 'user' },
@@ -57,6 +59,7 @@ export const READ_ONLY_COMMANDS: Record<string, string> = {
   sweep: 'runs the retention tasks the server runs on its own schedule; no admin decision',
   'orgs show': 'read only',
   'keys show': 'read only',
+  'cache-stats': 'read only',
   logs: 'read only',
   audit: 'read only',
 };

@@ -11,6 +11,7 @@ import type { Retention } from '../src/store/types.js';
 import { configOption, loadAll, loadConfig, withStore } from './common.js';
 import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
+import { addCacheStatsCommand } from './cache.js';
 import { addKeyRotateCommand } from './lifecycle.js';
 
 function port(value: string): number {
@@ -188,6 +189,7 @@ export function buildProgram(): Command {
       console.log(`deleted "${opts.org}"'s own key for provider ${opts.provider}${pushed ? '; every running instance told' : ''}`);
     });
   addProjectCommands(program);
+  addCacheStatsCommand(program);
   addUserCommands(program);
   addLogsCommand(program);
   addAuditCommand(program);

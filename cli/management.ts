@@ -7,6 +7,7 @@ import { formatUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
+import { addKeyCacheCommand, addProjectCacheCommand } from './cache.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
@@ -54,6 +55,7 @@ export function addKeyCommands(keys: Command): void {
       console.log(r.key);
     });
   addKeyLimitCommands(keys);
+  addKeyCacheCommand(keys);
 }
 
 export function addProjectCommands(program: Command): void {
@@ -70,6 +72,7 @@ export function addProjectCommands(program: Command): void {
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
     });
   addProjectLimitCommand(projects);
+  addProjectCacheCommand(projects);
   projects.command('update <name>')
     .description('Change a project\'s settings; options left out keep their value. Running instances are told at once.')
     .requiredOption('--org <name>', 'organization name')

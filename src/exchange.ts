@@ -4,6 +4,7 @@ import type { ModelRoute } from './providers/types.js';
 import type { Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, UpstreamAttempt } from './store/types.js';
 import type { ExchangeTelemetry } from './telemetry/events.js';
+import type { CacheOutcome } from './cache/service.js';
 
 /**
  * Tokens a request was billed for, by type, as its plugin metered them. `cachedInput`
@@ -58,6 +59,8 @@ export interface Exchange {
   readonly abort: AbortController;
   /** Per-request state of metrics and traces; undefined when telemetry is off. */
   telemetry: ExchangeTelemetry | undefined;
+  /** What the response cache did (docs/cache.md); undefined when it is off for the request. */
+  cache?: CacheOutcome | undefined;
 }
 
 export function newExchange(id: string, modality: string, now: number): Exchange {

@@ -29,6 +29,7 @@ import { TaskRunner } from './tasks.js';
 import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
 import { CUT_GRACE_MS } from './streamed-reply.js';
+import { createResponseCache, registerCacheHook } from './cache/index.js';
 
 export interface GatewayOptions {
   config: GatewayConfig;
@@ -138,6 +139,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     }),
   });
   const upstream = new UpstreamClient({ now });
+  const responseCache = createResponseCache({
+    config: config.responseCache, catalog, upstream, now, observer: telemetry,
+    redis: redis && config.redis && { client: redis, keyPrefix: config.redis.keyPrefix, timeoutMs: config.redis.timeoutMs },
+    warn: (data, msg) => app.log.warn(data, msg),
+  });
   let lastDegradedWarning = Number.NEGATIVE_INFINITY;
   const limiter = createLimiter({
     redis, now,
@@ -199,9 +205,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         orgRoute: (def) => void orgRoutes.push(def),
         onClose: (fn) => closers.push(fn),
         bodyParser: (type, parser) => addBodyParser(app, type, parser),
+        cache: responseCache,
       };
       await plugin.register(api);
     }
+    registerCacheHook(hooks, responseCache);
     const deliverer = new WebhookDeliverer(store.webhooks, config.webhooks, now);
     const balanceAlerts = new BalanceAlerts(store.webhooks, now);
     tasks.add({

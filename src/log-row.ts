@@ -16,5 +16,6 @@ export function logRowOf(ex: Exchange, status: number): LogRow {
     // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
     ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
     extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
+    cache: ex.cache?.result ?? null, cacheAgeMs: ex.cache?.ageMs ?? null, cacheSavedMicros: ex.cache ? ex.cache.savedMicros : null,
   };
 }

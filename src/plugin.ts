@@ -11,6 +11,7 @@ import type { ObjectStore } from './storage/object-store.js';
 import type { Org, Store } from './store/types.js';
 import type { StreamedReply } from './streamed-reply.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream.js';
+import type { ResponseCacheApi } from './cache/service.js';
 
 /** What every model request tells the core once its plugin has validated it. */
 export interface ModelRequest {
@@ -218,6 +219,8 @@ export interface PluginApi {
    * throw a GatewayError for a bad body.
    */
   bodyParser(contentType: string | RegExp, parser: BodyParser): void;
+  /** The response cache (docs/cache.md): a modality puts it in front of its handler and offers its replies to it. */
+  readonly cache: ResponseCacheApi;
 }
 
 export interface PluginLogger {

@@ -56,6 +56,11 @@ export interface LifecycleServices {
   hooks?: HookRegistry;
 }
 
+/** A result's cost in micro-USD: given so, or rounded from pico-USD (once, here). */
+export function meteredMicros(m: Metered): Micros {
+  return m.costMicros ?? picosToMicros(m.costPicos ?? 0n);
+}
+
 /** One request's reserve → settle → log (see the invariant above). */
 export class RequestLifecycle {
   private settledFlag = false;
@@ -98,7 +103,7 @@ export class RequestLifecycle {
   /** Records what the plugin measured: the cost (rounded to micro-USD here, once), usage, log fields, a cut reply's code. */
   record(m: Metered): void {
     const ex = this.ex;
-    ex.costMicros = m.costMicros ?? picosToMicros(m.costPicos ?? 0n);
+    ex.costMicros = meteredMicros(m);
     ex.costEstimated = m.estimated ?? false;
     if (m.usage) ex.usage = m.usage;
     if (m.extra) ex.extra = { ...ex.extra, ...m.extra };

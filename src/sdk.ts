@@ -48,6 +48,10 @@ export { openStore } from './store/index.js';
 export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from './storage/object-store.js';
 export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDeps, type MediaSweepOptions } from './storage/media-sweep.js';
 
+// The response cache (docs/cache.md): a modality's canonical request and how it replays a stored reply.
+export type { CacheDef, CacheEntry, CacheHit, CacheRequest, ResponseCacheApi } from './cache/index.js';
+export { captureBody, type CapturedBody } from './cache/capture.js';
+
 // Small utilities.
 export { newId } from './ids.js';
 export { stringEnd } from './json-depth.js';

@@ -44,6 +44,8 @@ describe('every mutating command leaves exactly one row, actor "command line"', 
     ['keys limits', () => ['keys', 'limits', key, '--rpm', '5']],
     ['projects limits', () => ['projects', 'limits', 'web', '--org', 'acme', '--rpm', '100']],
     ['projects update', () => ['projects', 'update', 'web', '--org', 'acme', '--default-max-tokens', '100']],
+    ['projects cache', () => ['projects', 'cache', 'web', '--org', 'acme', '--mode', 'exact', '--ttl', '600']],
+    ['keys cache', () => ['keys', 'cache', key, '--mode', 'off']],
     ['credits add', () => ['credits', 'add', '2', '--org', 'acme']],
     ['provider-keys set', () => ['provider-keys', 'set', '--org', 'acme', '--provider', 'openai', '--key', 'sk-own-secret-Zq81mN0pLk2J']],
     ['provider-keys delete', () => ['provider-keys', 'delete', '--org', 'acme', '--provider', 'openai']],
@@ -96,9 +98,11 @@ describe('gateway audit', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
-    expect(lines).toHaveLength(2);
+    // `keys limits` and, after it, `keys cache` (the same action as the API's PATCH on a key).
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^time \(UTC\)\s+who\s+from\s+action\s+target\s+change$/);
-    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}command line\s+- +key\.update_limits\s+key key_\w+\s+limits: \{\} → \{"rpm":5\}$/);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}command line\s+- +key\.update_limits\s+key key_\w+\s+cache: null → \{"mode":"off"\}$/);
+    expect(lines[2]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}command line\s+- +key\.update_limits\s+key key_\w+\s+limits: \{\} → \{"rpm":5\}$/);
 
     const all = await cli(['audit', '--since', '1h', '--config', config]);
     const actions = all.stdout.trimEnd().split('\n').slice(1).map((l) => /\s(\w+\.\w+)\s/.exec(l)?.[1]);

@@ -104,7 +104,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     expect(await nav.getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit', 'Account']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Cache', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit', 'Account']);
     // An operator sees every org in the switcher.
     expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
     await page.getByLabel('Organization').selectOption({ label: 'acme' });
@@ -450,7 +450,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Music', 'Models', 'Members', 'Credits', 'Account']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Cache', 'Music', 'Models', 'Members', 'Credits', 'Account']);
     expect(await page.getByLabel('Organization').count()).toBe(0); // one org, no switcher
     await visit('Keys');
     await page.getByRole('row').filter({ hasText: 'e2e key' }).waitFor();

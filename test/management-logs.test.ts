@@ -94,6 +94,7 @@ describe.each(drivers)('logs and usage on $name', ({ setup }) => {
       key_id: keys.web!.id, key_prefix: keys.web!.key.slice(0, 11), key_name: 'web', model: 'gpt-4o-mini', used_model: expect.any(String),
       provider: 'openai', status: 200, error_code: null, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number),
       cost_usd: expect.any(Number), cost_estimated: false, byok: false, duration_ms: expect.any(Number), ttfb_ms: expect.any(Number),
+      cache: null, cache_age_ms: null, saved_usd: null,
     });
     expect((row!.prompt_tokens as number) + (row!.completion_tokens as number)).toBeGreaterThan(0);
   });

@@ -81,6 +81,15 @@ export interface Project {
   default_max_tokens: number | null;
   /** Chat policy for parameters a model cannot take (docs/chat.md); null: gateway.yaml's, else the provider files'. */
   unsupported_params: UnsupportedParams | null;
+  /** The response cache of the project's keys (docs/cache.md); null: off unless a key turns it on. */
+  cache: CacheSetting | null;
+}
+/** A project's or key's response-cache setting (docs/cache.md): a key's fields win over its project's. */
+export interface CacheSetting { mode?: 'off' | 'exact' | 'semantic'; ttl_s?: number; scope?: 'org' | 'project'; hit_price?: number; max_temperature?: number; cache_all?: boolean; threshold?: number }
+/** GET /orgs/{org}/cache: hit rate and money saved per project and UTC day. */
+export interface CacheStats {
+  from: string; to: string; saved_usd: number;
+  data: Array<{ day: string; project_id: string | null; project_name: string | null; hits: number; misses: number; bypasses: number; hit_rate: number; saved_usd: number; charged_usd: number }>;
 }
 export type UnsupportedParams = 'error' | 'drop' | 'translate';
 export interface ProjectDetail extends Project { usage: LimitUsage | null }
@@ -88,6 +97,8 @@ export interface ApiKey {
   id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';
   created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; allowed_models: string[] | null;
   limits: Limits;
+  /** The key's response cache, over its project's; null: the project's. */
+  cache: CacheSetting | null;
   /** In the key lists: the current counts of an active key with limits (null: the limits store did not answer); absent otherwise. */
   usage?: LimitUsage | null;
 }
@@ -97,6 +108,8 @@ export interface LogItem {
   key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null;
   status: number; error_code: string | null; prompt_tokens: number | null; completion_tokens: number | null; cost_usd: number;
   cost_estimated: boolean; byok: boolean; duration_ms: number; ttfb_ms: number | null;
+  /** The response cache's result (docs/cache.md); null when it was off. */
+  cache: 'hit' | 'miss' | 'bypass' | null; cache_age_ms: number | null; saved_usd: number | null;
 }
 export interface LogDetail extends LogItem {
   prompt: string | null; prompt_retained: boolean;

@@ -13,6 +13,7 @@ import { OverviewPage } from './pages/overview';
 import { ProviderKeysPage } from './pages/provider-keys';
 import { SignIn } from './pages/sign-in';
 import { UsagePage } from './pages/usage';
+import { CachePage } from './pages/cache';
 import { WebhooksPage } from './pages/webhooks';
 import { Link, navigate, useLocation, type Location } from './router';
 import { ErrorBox, Field } from './ui';
@@ -26,6 +27,7 @@ const NAV: NavItem[] = [
   { page: 'keys', label: 'Keys', show: () => true },
   { page: 'logs', label: 'Logs', show: () => true },
   { page: 'usage', label: 'Usage', show: () => true },
+  { page: 'cache', label: 'Cache', show: () => true },
   { page: 'music', label: 'Music', show: () => true },
   { page: 'models', label: 'Models', show: () => true },
   { page: 'members', label: 'Members', show: () => true },
@@ -117,6 +119,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'keys': return <KeysPage {...props} />;
     case 'logs': return props.rest[0] ? <LogDetailPage {...props} id={props.rest[0]} /> : <LogsPage {...props} />;
     case 'usage': return <UsagePage {...props} />;
+    case 'cache': return <CachePage {...props} />;
     case 'music': return <MusicPage {...props} />;
     case 'models': return <ModelsPage {...props} />;
     case 'members': return <MembersPage {...props} />;

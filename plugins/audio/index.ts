@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { type EndpointDef, exchangeSlot, GatewayError, type GatewayPlugin } from '../../src/sdk.js';
 import { MultipartForm, spoolMultipart } from './multipart.js';
 import { speechHandler } from './speech.js';
+import { cachingSpeech, speechCache } from './speech-cache.js';
 import { TRANSCRIPTIONS_URL, transcriptionHandler } from './transcription.js';
 
 /** OpenAI's upload limit for transcriptions, kept for every speech-to-text model. */
@@ -73,7 +74,7 @@ export const audioPlugin: GatewayPlugin = {
       await uploads.get(ex)?.dispose();
       uploads.delete(ex);
     });
-    api.modelRoute({ method: 'POST', url: '/v1/audio/speech', handler: speechHandler });
+    api.modelRoute({ method: 'POST', url: '/v1/audio/speech', handler: api.cache.cached(cachingSpeech(speechHandler, api.cache), speechCache) });
     api.modelRoute({ method: 'POST', url: TRANSCRIPTIONS_URL, bodyLimit: MAX_AUDIO_BYTES + FORM_OVERHEAD_BYTES, handler: transcriptionHandler });
   },
 };

@@ -1,6 +1,7 @@
 import {
-  type EndpointDef, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi,
+  type EndpointDef, type Exchange, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi, type ResponseCacheApi,
 } from '../../src/sdk.js';
+import { chatCacheDef, respondCaching } from './cache.js';
 import { withDefaultMaxTokens } from './default-max-tokens.js';
 import { COUNT_ENDPOINT } from './formats/anthropic/count.js';
 import { clientFormats, NATIVE_ONLY_DIALECTS } from './formats/index.js';
@@ -38,7 +39,14 @@ const sentNative = (format: ClientFormat, req: ChatRequest, dialect: ChatDialect
  * streaming behind each endpoint. `settings.unsupported_params` is the gateway-wide override,
  * under the key's project's own.
  */
-function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHandler<ChatRequest> {
+/** The ids and time a reply carries: the request's own. */
+const replyContext = (ex: Exchange, req: ChatRequest): ReplyContext => ({
+  requestedModel: req.model,
+  id: `chatcmpl-${ex.id.replace(/^req_/, '')}`,
+  created: Math.floor(ex.startedAt / 1000),
+});
+
+function chatHandler(format: ClientFormat, settings: ChatSettings, cache: ResponseCacheApi): ModalityHandler<ChatRequest> {
   /** What this route does with the request's unsupported parameters (unsupported.ts); throws the 400 under `error`. */
   const resolution = (req: ChatRequest, route: ModelRoute): Resolution => {
     const dialect = dialectOf(route);
@@ -90,12 +98,10 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
     async respond(ctx) {
       const { dropped } = resolution(ctx.parsed, ctx.route);
       if (dropped.length > 0) void ctx.reply.header(DROPPED_HEADER, dropped.join(', '));
-      const reply: ReplyContext = {
-        requestedModel: ctx.parsed.model,
-        id: `chatcmpl-${ctx.ex.id.replace(/^req_/, '')}`,
-        created: Math.floor(ctx.ex.startedAt / 1000),
-      };
-      const metered = await respondChat(ctx, format.codec(dialectOf(ctx.route), ctx.parsed, reply, { orgId: ctx.ex.org?.id ?? '' }));
+      const reply = replyContext(ctx.ex, ctx.parsed);
+      const dialect = dialectOf(ctx.route);
+      // A reply the response cache wants is read through a copy of its bytes, stored once billed (cache.ts).
+      const metered = await respondCaching(cache, ctx, dialect, reply, (c) => respondChat(c, format.codec(dialect, c.parsed, reply, { orgId: c.ex.org?.id ?? '' })));
       return dropped.length > 0 ? { ...metered, extra: { dropped_params: dropped, ...metered.extra } } : metered;
     },
   };
@@ -115,7 +121,8 @@ export const chatPlugin: GatewayPlugin = {
     const settings = api.settings as ChatSettings;
     for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
       for (const url of format.urls) {
-        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler: chatHandler(format, settings) });
+        const handler = api.cache.cached(chatHandler(format, settings, api.cache), chatCacheDef(format, replyContext));
+        api.modelRoute({ method: 'POST', url, keyHeaders: format.keyHeaders, keyQuery: format.keyQuery, formatError: format.formatError, handler });
       }
       for (const route of format.modelRoutes ?? []) api.modelRoute(route);
       for (const route of format.routes ?? []) api.route(route);

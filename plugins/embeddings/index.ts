@@ -1,4 +1,4 @@
-import { applyRequestTransform, costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type UpstreamRequest } from '../../src/sdk.js';
+import { applyRequestTransform, type CacheDef, costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type ResponseCacheApi, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -55,7 +55,7 @@ async function readEmbeddings(text: string, route: ModelRoute): Promise<Upstream
   return { vectors: ordered.map((d) => d.embedding), promptTokens: reportedTokens(body.usage?.prompt_tokens, 'usage.prompt_tokens') };
 }
 
-async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
+async function respondEmbeddings(cache: ResponseCacheApi, ctx: RespondContext<EmbeddingRequest>): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   let got: UpstreamEmbeddings | undefined;
   try {
@@ -76,6 +76,7 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   const promptTokens = got.promptTokens ?? (parsed.texts ? estimateInputTokens(parsed.texts) : tokenBound(undefined, parsed.tokens));
   // Rounded once: the figure the client sees is the one charged.
   const costMicros = picosToMicros(costPicos(route.model, { prompt: promptTokens }));
+  if (cache.wants(ex)) cache.offer<StoredEmbeddings>(ex, { data, promptTokens });
   void reply.code(200).type('application/json').send(JSON.stringify({
     id: ex.id,
     object: 'list',
@@ -86,21 +87,42 @@ async function respondEmbeddings(ctx: RespondContext<EmbeddingRequest>): Promise
   return { costMicros, estimated, usage: { input: promptTokens, output: 0, cachedInput: 0, reasoning: 0 } };
 }
 
-const embeddingsHandler: ModalityHandler<EmbeddingRequest> = {
+/** A stored embeddings reply (docs/cache.md): the vectors as encoded for the request, and the tokens billed. */
+interface StoredEmbeddings {
+  data: unknown[];
+  promptTokens: number;
+}
+
+/** The cache's view of an embeddings request: everything but the model (the core adds it resolved) and `user`. */
+const embeddingsCache: CacheDef<EmbeddingRequest, StoredEmbeddings> = {
+  request: (req) => ({ key: Object.fromEntries(Object.entries(req.body).filter(([k]) => k !== 'model' && k !== 'user')) }),
+  async replay(ctx, hit) {
+    const { ex, parsed, reply } = ctx;
+    const charged = hit.price(hit.entry.costMicros);
+    const { data, promptTokens } = hit.entry.body;
+    void reply.code(200).type('application/json').send(JSON.stringify({
+      id: ex.id, object: 'list', data, model: parsed.model,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: microsToUsd(charged) },
+    }));
+    return { costMicros: charged };
+  },
+};
+
+const embeddingsHandler = (cache: ResponseCacheApi): ModalityHandler<EmbeddingRequest> => ({
   modality: 'embeddings',
   parse: (body) => parseEmbeddingRequest(body),
   checkRoute: checkEmbeddingRoute,
   maxCostPicos: (req, route) => costPicos(route.model, { prompt: tokenBound(req.texts, req.tokens) }),
   maxTokens: (req) => tokenBound(req.texts, req.tokens),
   buildUpstream: buildEmbeddingUpstream,
-  respond: respondEmbeddings,
-};
+  respond: (ctx) => respondEmbeddings(cache, ctx),
+});
 
 /** Text embeddings (`POST /v1/embeddings`, spec §4.4), OpenAI format in and out. */
 export const embeddingsPlugin: GatewayPlugin = {
   name: 'embeddings',
   modalities: { embeddings: { requiredPricing: ['prompt'], dialects: [] } },
   register(api) {
-    api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: embeddingsHandler });
+    api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: api.cache.cached(embeddingsHandler(api.cache), embeddingsCache) });
   },
 };

@@ -1,6 +1,6 @@
 import {
-  costPicos, fillPath, GatewayError, invalidField, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
-  type ModelRequest, picosToMicros, type RespondContext,
+  type CacheDef, costPicos, fillPath, GatewayError, invalidField, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
+  type ModelRequest, picosToMicros, type RespondContext, type ResponseCacheApi,
 } from '../../src/sdk.js';
 
 /** A validated `POST /v1/moderations` request. */
@@ -28,7 +28,7 @@ export function parseModerationRequest(body: unknown): ModerationRequest {
 }
 
 /** The moderation path: one upstream call, the provider's reply as is (with the requested model and the cost), billed at the model's per-request price. */
-const moderationHandler: ModalityHandler<ModerationRequest> = {
+const moderationHandler = (cache: ResponseCacheApi): ModalityHandler<ModerationRequest> => ({
   modality: 'moderation',
   parse: (body) => parseModerationRequest(body),
   maxCostPicos: (_req, route) => costPicos(route.model, { request: 1 }),
@@ -50,8 +50,20 @@ const moderationHandler: ModalityHandler<ModerationRequest> = {
     const picos = costPicos(route.model, { request: 1 });
     // Rounded once: the figure the client sees is the one charged.
     const costMicros = picosToMicros(picos);
+    if (cache.wants(ex)) cache.offer(ex, result);
     void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(costMicros) } }));
     return { costMicros, extra: { flagged: result.results.some((r) => isObject(r) && r.flagged === true) } };
+  },
+});
+
+/** The cache's view of a moderation request: its input and options, the model aside (the core adds it resolved); the stored reply is the provider's. */
+const moderationCache: CacheDef<ModerationRequest, Record<string, unknown>> = {
+  request: (req) => ({ key: Object.fromEntries(Object.entries(req.body).filter(([k]) => k !== 'model')) }),
+  async replay({ ex, parsed, reply }, hit) {
+    const charged = hit.price(hit.entry.costMicros);
+    const result = hit.entry.body;
+    void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(charged) } }));
+    return { costMicros: charged, extra: { flagged: Array.isArray(result.results) && result.results.some((r) => isObject(r) && r.flagged === true) } };
   },
 };
 
@@ -64,6 +76,6 @@ export const moderationsPlugin: GatewayPlugin = {
   name: 'moderations',
   modalities: { moderation: { requiredPricing: ['request'], dialects: [] } },
   register(api) {
-    api.modelRoute({ method: 'POST', url: '/v1/moderations', handler: moderationHandler });
+    api.modelRoute({ method: 'POST', url: '/v1/moderations', handler: api.cache.cached(moderationHandler(api.cache), moderationCache) });
   },
 };

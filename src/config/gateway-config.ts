@@ -1,3 +1,5 @@
+import { type RawResponseCacheConfig, responseCacheConfig } from '../cache/config.js';
+import type { ResponseCacheConfig } from '../cache/types.js';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { GoogleSettings } from '../upstream/google-config.js';
@@ -85,6 +87,8 @@ export interface GatewayConfig {
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
   cache: { ttlMs: number };
+  /** `response_cache`: bounds and defaults of the response cache (src/cache/config.ts, docs/cache.md). */
+  responseCache: ResponseCacheConfig;
   /** The audit log: rows older than this many days are deleted by the `audit-retention` task. */
   audit: { retentionDays: number };
   /** `secrets.key_file`, absolute; see src/secrets.ts for the order of key sources. */
@@ -118,6 +122,7 @@ interface RawGatewayConfig {
   database?: { url: string; pool_size?: number; instance_timeout_ms?: number; reservation_max_age_ms?: number; spill_dir?: string; balance_slice_usd?: string };
   redis?: { url: string; key_prefix?: string; timeout_ms?: number };
   cache?: { ttl_ms?: number };
+  response_cache?: RawResponseCacheConfig;
   audit?: { retention_days?: number };
   secrets?: { key_file?: string };
   webhooks?: { allow_private_urls?: boolean; retry_initial_ms?: number; retry_max_hours?: number; budget_thresholds?: number[] };
@@ -168,6 +173,7 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     },
     redis: raw.redis && { url: raw.redis.url, keyPrefix: raw.redis.key_prefix ?? DEFAULT_REDIS_KEY_PREFIX, timeoutMs: raw.redis.timeout_ms ?? DEFAULT_CALL_TIMEOUT_MS },
     cache: { ttlMs: raw.cache?.ttl_ms ?? 1000 },
+    responseCache: responseCacheConfig(raw.response_cache),
     audit: { retentionDays: raw.audit?.retention_days ?? 365 },
     secrets: { keyFile: raw.secrets?.key_file === undefined ? undefined : at(raw.secrets.key_file) },
     webhooks: {

@@ -31,11 +31,11 @@ export type MutatingRouteKey = Exclude<RouteKey, `GET ${string}`>;
 
 export const keyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const k = await store.tenancy.getKey(orgId, id);
-  return k ? { name: k.name, limits: k.limits, expires_at: k.expiresAt, allowed_models: k.allowedModels, revoked_at: k.revokedAt } : null;
+  return k ? { name: k.name, limits: k.limits, expires_at: k.expiresAt, allowed_models: k.allowedModels, revoked_at: k.revokedAt, cache: k.cache ?? null } : null;
 };
 export const projectState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const p = await store.tenancy.getProject(orgId, id);
-  return p ? { name: p.name, limits: p.limits, default_max_tokens: p.defaultMaxTokens, unsupported_params: p.unsupportedParams } : null;
+  return p ? { name: p.name, limits: p.limits, default_max_tokens: p.defaultMaxTokens, unsupported_params: p.unsupportedParams, cache: p.cache ?? null } : null;
 };
 export const balanceState = async (store: Store, orgId: string): Promise<Obj | null> => {
   const org = await store.getOrg(orgId);

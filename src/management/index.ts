@@ -20,6 +20,7 @@ import { logRoutes } from './routes-logs.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
+import { cacheRoutes } from './routes-cache.js';
 import { webhookRoutes } from './routes-webhooks.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
@@ -64,7 +65,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps)],
     orgRoutes: opts.orgRoutes,
     store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),

@@ -61,6 +61,7 @@ export const ROUTE_ACCESS = {
   'GET /api/v1/orgs/:org/logs': 'member',
   'GET /api/v1/orgs/:org/logs/:id': 'member',
   'GET /api/v1/orgs/:org/usage': 'member',
+  'GET /api/v1/orgs/:org/cache': 'member',
   'GET /api/v1/orgs/:org/overview': 'member',
   'GET /api/v1/orgs/:org/credits': 'member',
   'POST /api/v1/orgs/:org/credits': 'operator',

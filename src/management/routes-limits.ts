@@ -1,3 +1,5 @@
+import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
+import type { CacheSetting } from '../cache/types.js';
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
@@ -16,7 +18,7 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 });
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
-const PATCH_BODY = input({ limits: LIMITS_INPUT }, ['limits']);
+const PATCH_BODY: JsonSchema = { ...input({ limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }), minProperties: 1 };
 /** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
 export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
 const PROJECT_PATCH_BODY: JsonSchema = {
@@ -26,6 +28,7 @@ const PROJECT_PATCH_BODY: JsonSchema = {
     unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys, over gateway.yaml\'s and the provider files\' (docs/chat.md); null clears it', {
       enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
     })),
+    cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
   }),
   minProperties: 1,
 };
@@ -65,12 +68,15 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
-      summary: 'Changes the key\'s limits: fields left out keep their value, null removes a limit. Every instance is told at once (its key cache evicted).',
+      summary: 'Changes the key\'s limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const key = await keyOf(orgId, (request.params as { key: string }).key);
-        if (!(await store.limits.setKeyLimits(orgId, key.id, patched(key.limits, request.body)))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
+        const body = request.body as { limits?: LimitsBody; cache?: CacheSetting | null };
+        const limits = body.limits === undefined ? undefined : patched(key.limits, body);
+        if (limits && !(await store.limits.setKeyLimits(orgId, key.id, limits))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
+        if (body.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'key', key.id, body.cache))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
         await d.invalidation.invalidate('api_key', key.prefix);
         return keyDetail(orgId, key.id);
       },
@@ -85,18 +91,19 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'Changes the project\'s limits, its default_max_tokens and its unsupported_params: fields left out keep their value, null removes a limit or a setting.',
+      summary: 'Changes the project\'s limits, its default_max_tokens, its unsupported_params and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
-        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null };
+        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null; cache?: CacheSetting | null };
         const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
         if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
         if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
         if (body.unsupported_params !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, project.id, body.unsupported_params))) gone();
+        if (body.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'project', project.id, body.cache))) gone();
         // Evicts every cached key, so the project's keys read its new limits and settings at once on every instance.
         await d.invalidation.invalidate('limits', project.id);
         return projectDetail(orgId, project.id);

@@ -1,3 +1,4 @@
+import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
 import { microsToUsd } from '../money.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
@@ -31,10 +32,11 @@ export const PROJECT = obj({
   unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys (docs/chat.md); null: gateway.yaml\'s settings.chat.unsupported_params, else the provider files\'', {
     enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
   })),
+  cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
 });
 export const projectView = (p: ProjectSummary) => ({
   id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits), default_max_tokens: p.defaultMaxTokens,
-  unsupported_params: p.unsupportedParams,
+  unsupported_params: p.unsupportedParams, cache: p.cache ?? null,
 });
 
 export const API_KEY = obj({
@@ -42,14 +44,14 @@ export const API_KEY = obj({
   name: str(), project_id: str(), project_name: str(), status: str('', { enum: ['active', 'revoked', 'expired'] }),
   created_at: time(), expires_at: maybe(time()), last_used_at: maybe(time('Newest logged request made with the key')),
   revoked_at: maybe(time()), allowed_models: maybe({ type: 'array', items: str(), description: 'Model ids the key may call; null: all' }),
-  limits: LIMITS,
+  limits: LIMITS, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
 });
 export function keyView(k: KeyListItem, now: number) {
   const status = k.revokedAt !== null ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active';
   return {
     id: k.id, prefix: k.prefix, name: k.name, project_id: k.projectId, project_name: k.projectName, status,
     created_at: iso(k.createdAt), expires_at: isoOrNull(k.expiresAt), last_used_at: isoOrNull(k.lastUsedAt),
-    revoked_at: isoOrNull(k.revokedAt), allowed_models: k.allowedModels, limits: limitsView(k.limits),
+    revoked_at: isoOrNull(k.revokedAt), allowed_models: k.allowedModels, limits: limitsView(k.limits), cache: k.cache ?? null,
   };
 }
 export const CREATED_KEY: JsonSchema = { ...API_KEY, properties: { ...(API_KEY.properties as object), key: str('The API key: shown this once, stored only hashed') }, required: [...(API_KEY.required as string[]), 'key'] };
@@ -61,6 +63,9 @@ const LOG_ITEM_FIELDS = {
   status: int('HTTP status'), error_code: maybe(str()), prompt_tokens: maybe(int()), completion_tokens: maybe(int()),
   cost_usd: usd('Cost charged (or, with byok, computed and not debited)'), cost_estimated: bool(), byok: bool(),
   duration_ms: int(), ttfb_ms: maybe(int()),
+  cache: maybe(str('Response cache result (docs/cache.md); null: the cache was off for the request', { enum: ['hit', 'miss', 'bypass', null] })),
+  cache_age_ms: maybe(int('A hit: age of the stored reply')),
+  saved_usd: maybe(usd('A hit: the original cost less what the hit was charged')),
 };
 export const LOG_ITEM = obj(LOG_ITEM_FIELDS);
 
@@ -70,6 +75,7 @@ export const logItemView = (r: LogBase) => ({
   key_id: r.apiKeyId, key_prefix: r.keyPrefix, key_name: r.keyName ?? null, model: r.requestedModel, used_model: r.usedModel,
   provider: r.usedProvider, status: r.status, error_code: r.errorCode, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
   cost_usd: microsToUsd(r.costMicros), cost_estimated: r.costEstimated, byok: r.byok, duration_ms: r.durationMs, ttfb_ms: r.ttfbMs,
+  cache: r.cache ?? null, cache_age_ms: r.cacheAgeMs ?? null, saved_usd: r.cacheSavedMicros == null ? null : microsToUsd(r.cacheSavedMicros),
 });
 export const logListItemView = (r: LogListItem) => logItemView(r);
 

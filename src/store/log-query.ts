@@ -1,3 +1,4 @@
+import { type CacheDay, cacheDays } from './cache-stats.js';
 import type { Micros } from '../money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
@@ -47,6 +48,8 @@ export interface LogQueryStore {
   get(orgId: string, id: string): Promise<(LogRow & { keyPrefix: string | null; projectName: string | null }) | undefined>;
   /** Sums of the matching rows, grouped by the dimensions (none: one bucket of everything). Sums are taken in SQL, exactly. */
   usage(filter: LogFilter, groupBy: readonly UsageDimension[]): Promise<UsageBucket[]>;
+  /** The response cache's hits, misses, bypasses and savings per project and UTC day (cache-stats.ts). */
+  cacheDays(orgId: string, from: number, to: number): Promise<CacheDay[]>;
 }
 
 const DAY_MS = 86_400_000;
@@ -73,7 +76,7 @@ const HOUR_MS = 3_600_000;
 
 const LIST_COLUMNS = `l.request_id, l.org_id, l.project_id, l.api_key_id, l.modality, l.requested_model, l.used_model, l.used_provider,
   l.status, l.error_code, l.cost_micros, l.cost_estimated, l.byok, l.duration_ms, l.ttfb_ms, l.created_at, l.prompt_tokens,
-  l.completion_tokens, k.prefix AS key_prefix, k.name AS key_name, p.name AS project_name`;
+  l.completion_tokens, l.cache, l.cache_age_ms, l.cache_saved_micros, k.prefix AS key_prefix, k.name AS key_name, p.name AS project_name`;
 
 /** The columns a filter compares, in the log rows (`l`) and in the hourly sums (`u`, whose `hour` stands for the time). */
 interface Columns { org: string; project: string; key: string; model: string; time: string; status: string | undefined }
@@ -113,6 +116,10 @@ type ListRow = Omit<StoredLogRow, 'prompt' | 'attempts' | 'extra' | 'id'> & { ke
 
 export class SqlLogQueryStore implements LogQueryStore {
   constructor(private readonly db: SqlDb) {}
+
+  cacheDays(orgId: string, from: number, to: number): Promise<CacheDay[]> {
+    return cacheDays(this.db, orgId, from, to);
+  }
 
   async list(filter: LogFilter, limit: number, cursor?: LogCursor): Promise<LogListItem[]> {
     const w = where(filter);

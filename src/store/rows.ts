@@ -1,6 +1,7 @@
 import type { Micros } from '../money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
+import { parseCacheSetting } from '../cache/settings.js';
 import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './types.js';
 
 /*
@@ -14,7 +15,7 @@ export interface OrgRow { id: string; name: string; balance_micros: Micros; rete
 export interface KeyRow extends LimitColumns {
   id: string; org_id: string; project_id: string; prefix: string; hash: string; name: string; created_at: number;
   revoked_at: number | null; expires_at: number | null; allowed_models: string | null; last_used_at: number | null; created_by: string | null;
-  previous_hash?: string | null; previous_expires_at?: number | string | null;
+  previous_hash?: string | null; previous_expires_at?: number | string | null; cache?: unknown;
 }
 
 /**
@@ -39,6 +40,7 @@ export const toKey = (r: KeyRow): ApiKeyRecord => ({
   revokedAt: r.revoked_at, expiresAt: r.expires_at, allowedModels: r.allowed_models === null ? null : (JSON.parse(r.allowed_models) as string[]),
   lastUsedAt: r.last_used_at, createdBy: r.created_by, limits: limitsOf(r),
   previousHash: r.previous_hash ?? null, previousExpiresAt: r.previous_expires_at == null ? null : Number(r.previous_expires_at),
+  cache: parseCacheSetting(r.cache),
 });
 
 /** request_logs columns in insert order, with the array type PostgreSQL's `unnest` needs for each. */
@@ -48,6 +50,7 @@ export const LOG_COLUMNS = [
   ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
   ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
+  ['cache', 'text'], ['cache_age_ms', 'bigint'], ['cache_saved_micros', 'bigint'],
 ] as const;
 
 export type LogColumn = (typeof LOG_COLUMNS)[number][0];
@@ -59,6 +62,7 @@ export interface LogDbRow {
   error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
   project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null;
+  cache: string | null; cache_age_ms: number | null; cache_saved_micros: Micros | null;
 }
 
 /** A request_logs row as read back by either driver. */
@@ -76,6 +80,7 @@ export function toLogDb(r: LogRow): LogDbRow {
     duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
     project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
+    cache: r.cache ?? null, cache_age_ms: r.cacheAgeMs == null ? null : Math.round(r.cacheAgeMs), cache_saved_micros: r.cacheSavedMicros ?? null,
   };
 }
 
@@ -84,6 +89,11 @@ export function fromLogDb(r: StoredLogRow): LogRow {
     requestId: r.request_id, orgId: r.org_id, projectId: r.project_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
     usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
     promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
+    // The cache columns only where the cache was on for the request (absent otherwise, as on rows from before migration 018).
+    ...(r.cache == null ? {} : {
+      cache: r.cache as LogRow['cache'], cacheAgeMs: r.cache_age_ms == null ? null : Number(r.cache_age_ms),
+      cacheSavedMicros: r.cache_saved_micros == null ? null : Number(r.cache_saved_micros),
+    }),
     costEstimated: r.cost_estimated === true || r.cost_estimated === 1, byok: r.byok === true || r.byok === 1,
     durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,

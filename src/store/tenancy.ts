@@ -1,5 +1,7 @@
 import type { Micros } from '../money.js';
 import { newId } from '../ids.js';
+import { parseCacheSetting } from '../cache/settings.js';
+import type { CacheSetting } from '../cache/types.js';
 import type { OrgRole } from './accounts.js';
 import type { LimitSpec } from '../limits/types.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
@@ -23,6 +25,8 @@ export interface Project {
   defaultMaxTokens: number | null;
   /** Chat `unsupported_params` policy over gateway.yaml's and the provider files' (docs/chat.md); null: none, theirs apply. */
   unsupportedParams: UnsupportedParamsPolicy | null;
+  /** The response-cache setting of the project's keys (docs/cache.md); null or absent: off unless a key turns it on. */
+  cache?: CacheSetting | null;
 }
 
 export interface ProjectSummary extends Project {
@@ -77,6 +81,8 @@ export interface TenancyStore {
   setProjectDefaultMaxTokens(orgId: string, projectId: string, value: number | null): Promise<boolean>;
   /** Sets (null: clears) the project's `unsupported_params` policy; false when the project is not the org's. */
   setProjectUnsupportedParams(orgId: string, projectId: string, value: UnsupportedParamsPolicy | null): Promise<boolean>;
+  /** Sets (null: clears) the response-cache setting of a project or of a key; false when it is not the org's. */
+  setCacheSetting(orgId: string, target: 'project' | 'key', id: string, value: CacheSetting | null): Promise<boolean>;
 
   /** Undefined when the project is not the org's: nothing is written. */
   createKey(key: NewApiKey): Promise<ApiKeyRecord | undefined>;
@@ -152,6 +158,11 @@ export class SqlTenancyStore implements TenancyStore {
     return (await this.db.run('UPDATE projects SET unsupported_params = ? WHERE id = ? AND org_id = ?', [value, projectId, orgId])) > 0;
   }
 
+  async setCacheSetting(orgId: string, target: 'project' | 'key', id: string, value: CacheSetting | null): Promise<boolean> {
+    const table = target === 'project' ? 'projects' : 'api_keys';
+    return (await this.db.run(`UPDATE ${table} SET cache = ? WHERE id = ? AND org_id = ?`, [value === null ? null : JSON.stringify(value), id, orgId])) > 0;
+  }
+
   async createKey(k: NewApiKey): Promise<ApiKeyRecord | undefined> {
     const id = newId('key');
     const createdAt = this.now();
@@ -206,9 +217,11 @@ export class SqlTenancyStore implements TenancyStore {
 
 interface ProjectRow extends LimitColumns {
   id: string; org_id: string; name: string; created_at: number; default_max_tokens: number | null; unsupported_params: UnsupportedParamsPolicy | null;
+  cache?: unknown;
 }
 const toProject = (r: ProjectRow): Project => ({
   id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r),
   defaultMaxTokens: r.default_max_tokens === null ? null : Number(r.default_max_tokens),
   unsupportedParams: r.unsupported_params ?? null,
+  cache: parseCacheSetting(r.cache),
 });

@@ -1,3 +1,4 @@
+import type { CacheResult, CacheSetting } from '../cache/types.js';
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { AuditStore } from '../audit/types.js';
@@ -47,6 +48,8 @@ export interface ApiKeyRecord {
   createdBy: string | null;
   /** rpm, tpm, concurrency and budget of the key (docs/limits.md); `{}`: none. */
   limits: LimitSpec;
+  /** The key's response-cache setting, over its project's (docs/cache.md); null or absent: the project's. */
+  cache?: CacheSetting | null;
 }
 
 /** One upstream attempt of a request, kept in the log row. */
@@ -85,6 +88,12 @@ export interface LogRow {
   createdAt: number;
   /** Modality-specific data (JSON-serialisable). */
   extra: Record<string, unknown> | null;
+  /** The response cache's result (docs/cache.md); null or absent when it was off for the request. */
+  cache?: CacheResult | null;
+  /** A hit: how old the stored reply was (ms). */
+  cacheAgeMs?: number | null;
+  /** A hit: the original cost less what the hit was charged (micro-USD). */
+  cacheSavedMicros?: Micros | null;
 }
 
 export class DuplicateError extends Error {}

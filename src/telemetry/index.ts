@@ -1,3 +1,4 @@
+import type { Micros } from '../money.js';
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -134,6 +135,16 @@ export class Telemetry implements ExchangeObserver {
   /** A limit of this kind was decided without the limits store (the engine's `onDegraded`): `tollgate_limits_degraded_total`. */
   onLimitDegraded(kind: LimitKind): void {
     this.metrics?.limitDegraded(kind);
+  }
+
+  /** A request the response cache was on for: `tollgate_cache_requests_total`, `tollgate_cache_saved_usd_total`. */
+  onCacheResult(result: string, savedMicros: Micros): void {
+    this.metrics?.cache.result(result, savedMicros);
+  }
+
+  /** The response cache's store failed; the request went on without it: `tollgate_cache_degraded_total`. */
+  onCacheDegraded(): void {
+    this.metrics?.cache.storeFailed();
   }
 
   /** The catalog id of the model: a string a client made up never becomes a label value. */

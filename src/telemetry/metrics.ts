@@ -1,3 +1,4 @@
+import { CacheMetrics } from './cache-metrics.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounts } from '../exchange.js';
 import type { Micros } from '../money.js';
@@ -80,10 +81,13 @@ export class GatewayMetrics {
   private readonly limitsDegraded;
   private readonly reservations;
   private reservedMicros: Micros = 0;
+  /** The response cache's counters (cache-metrics.ts). */
+  readonly cache: CacheMetrics;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    this.cache = new CacheMetrics(this.registry);
     this.requests = new Counter({ name: 'tollgate_requests_total', help: 'Requests answered (one per request-log row), by route pattern, model, provider, HTTP status and error code.', labelNames: ['route', 'model', 'provider', 'status', 'code'], registers });
     new Gauge({ name: 'tollgate_requests_in_flight', help: 'HTTP requests received and not yet answered.', registers, collect() { this.set(sources.requestsInFlight()); } });
     this.duration = new Histogram({ name: 'tollgate_request_duration_seconds', help: 'Whole request time, arrival to the log row.', labelNames: ['route', 'model', 'provider'], buckets: DURATION_BUCKETS, registers });

@@ -1,3 +1,4 @@
+import { cacheSummary, EditCache } from './cache';
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, get, post, type ApiKey, type Limits, type ListOf, type Project } from '../api';
@@ -24,6 +25,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
   const [created, setCreated] = useState<(ApiKey & { key: string; previous_expires_at?: string }) | undefined>(undefined);
   const [rotating, setRotating] = useState<ApiKey | undefined>(undefined);
   const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
+  const [caching, setCaching] = useState<ApiKey | undefined>(undefined);
   const [editing, setEditing] = useState<{ key: ApiKey; limits: Limits } | undefined>(undefined);
   const [tick, setTick] = useState(0);
   const [error, setError] = useState<unknown>(undefined);
@@ -83,11 +85,11 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
               <thead>
                 <tr>
                   <th scope="col">Name</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col">Created</th>
-                  <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Models</th><th scope="col">Limits</th><th scope="col">Budget spent</th>{admin ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
+                  <th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Models</th><th scope="col">Limits</th><th scope="col">Cache</th><th scope="col">Budget spent</th>{admin ? <th scope="col"><span class="sr-only">Actions</span></th> : null}
                 </tr>
               </thead>
               <tbody>
-                {k.data.length === 0 ? <tr><td colSpan={10} class="muted">No keys in this project yet.</td></tr> : null}
+                {k.data.length === 0 ? <tr><td colSpan={11} class="muted">No keys in this project yet.</td></tr> : null}
                 {k.data.map((x) => (
                   <tr key={x.id}>
                     <td>{x.name || '—'}</td>
@@ -98,12 +100,14 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                     <td title={x.last_used_at ?? undefined}>{ago(x.last_used_at)}</td>
                     <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
                     <td><LimitsList limits={x.limits} /></td>
+                    <td>{cacheSummary(x.cache, 'as project')}</td>
                     <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={x.usage} /> : <span class="muted">—</span>}</td>
                     {admin ? (
                       <td>
                         {x.status === 'active' ? (
                           <div class="actions">
                             <button type="button" class="secondary small" onClick={() => setEditing({ key: x, limits: x.limits })} aria-label={`Edit limits of key ${x.name || x.prefix}`}>Edit limits</button>
+                            <button type="button" class="secondary small" onClick={() => setCaching(x)} aria-label={`Edit response cache of key ${x.name || x.prefix}`}>Cache</button>
                             <button type="button" class="secondary small" onClick={() => { setCreated(undefined); setRotating(x); }} aria-label={`Rotate key ${x.name || x.prefix}`}>Rotate</button>
                             <button type="button" class="danger small" onClick={() => setRevoking(x)} aria-label={`Revoke key ${x.name || x.prefix}`}>Revoke</button>
                           </div>
@@ -119,6 +123,8 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
       </Show>
       <EditLimits title={`Edit limits of key “${editing?.key.name || editing?.key.prefix || ''}”`} path={`/orgs/${org.id}/keys/${editing?.key.id ?? ''}`}
         limits={editing?.limits} onClose={() => setEditing(undefined)} onSaved={() => { keys.reload(); setTick((t) => t + 1); }} />
+      <EditCache title={`Response cache of key “${caching?.name || caching?.prefix || ''}”`} path={`/orgs/${org.id}/keys/${caching?.id ?? ''}`} value={caching?.cache}
+        open={caching !== undefined} onClose={() => setCaching(undefined)} onSaved={() => keys.reload()} />
       <Confirm open={revoking !== undefined} title="Revoke this key?" confirm="Revoke key" onClose={() => setRevoking(undefined)}
         onConfirm={() => revoking && void revoke(revoking)}>
         <p>Requests with <code>{revoking?.prefix}…</code> ({revoking?.name || 'unnamed'}) are refused everywhere within a second. This cannot be undone.</p>

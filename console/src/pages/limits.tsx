@@ -1,3 +1,4 @@
+import { cacheSummary, EditCache } from './cache';
 import type { JSX } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, get, patch, type BudgetPeriod, type LimitUsage, type Limits, type Project, type ProjectDetail, type UnsupportedParams } from '../api';
@@ -205,11 +206,17 @@ export function EditLimits(props: {
 export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string; projectId: string; admin: boolean; tick: number }): JSX.Element {
   const detail = useLoad((signal) => get<ProjectDetail>(`/orgs/${orgId}/projects/${projectId}`, undefined, signal), [orgId, projectId, tick]);
   const [editing, setEditing] = useState<Limits | undefined>(undefined);
+  const [editingCache, setEditingCache] = useState(false);
   return (
     <section class="card" aria-labelledby="project-limits-title">
       <div class="page-head">
         <h2 id="project-limits-title">Project limits</h2>
-        {admin && detail.data ? <button type="button" class="secondary small" onClick={() => setEditing(detail.data?.limits)}>Edit project limits</button> : null}
+        {admin && detail.data ? (
+          <div class="actions">
+            <button type="button" class="secondary small" onClick={() => setEditing(detail.data?.limits)}>Edit project limits</button>
+            <button type="button" class="secondary small" onClick={() => setEditingCache(true)}>Edit response cache</button>
+          </div>
+        ) : null}
       </div>
       <Show value={detail}>
         {(p) => (
@@ -222,12 +229,15 @@ export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string
               {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /></dd></> : null}
               <dt>Default max_tokens</dt><dd>{p.default_max_tokens === null ? <span class="muted">not set</span> : int(p.default_max_tokens)}</dd>
               <dt>Unsupported parameters</dt><dd>{p.unsupported_params ?? <span class="muted">gateway default</span>}</dd>
+              <dt>Response cache</dt><dd data-testid="project-cache">{cacheSummary(p.cache)}</dd>
             </dl>
           </>
         )}
       </Show>
       <EditLimits title="Edit project limits" path={`/orgs/${orgId}/projects/${projectId}`} limits={editing} project={detail.data}
         onClose={() => setEditing(undefined)} onSaved={detail.reload} />
+      <EditCache title="Response cache of the project" path={`/orgs/${orgId}/projects/${projectId}`} value={detail.data?.cache} open={editingCache}
+        onClose={() => setEditingCache(false)} onSaved={detail.reload} />
     </section>
   );
 }

@@ -151,6 +151,8 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
               <dt>Cost</dt><dd data-testid="cost">{usd(d.cost_usd, 6)}{d.cost_estimated ? ' (estimated)' : ''}{d.byok ? ' (organization’s own provider key: not debited)' : ''}</dd>
               <dt>Latency</dt><dd>{ms(d.duration_ms)}</dd>
               <dt>Time to first byte</dt><dd>{ms(d.ttfb_ms)}</dd>
+              <dt>Provider cache tokens</dt><dd data-testid="cache-tokens">{cacheTokens(d.extra)}</dd>
+              <dt>Response cache</dt><dd data-testid="response-cache">{d.cache === null ? 'off' : d.cache}{d.cache === 'hit' ? ` (stored ${ms(d.cache_age_ms)} before; saved ${usd(d.saved_usd ?? 0, 6)})` : ''}</dd>
             </dl>
             <h2>Upstream attempts</h2>
             <div class="scroll">
@@ -171,4 +173,11 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
       </Show>
     </Page>
   );
+}
+
+/** The provider's prompt-cache tokens of a request (docs/cache.md): read from and written to its cache, as billed. */
+function cacheTokens(extra: Record<string, unknown> | null): string {
+  const u = (extra?.usage ?? {}) as { cached_tokens?: number; cache_write_tokens?: number };
+  if (!u.cached_tokens && !u.cache_write_tokens) return 'none';
+  return `${int(u.cached_tokens ?? 0)} read, ${int(u.cache_write_tokens ?? 0)} written`;
 }
