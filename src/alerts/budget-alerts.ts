@@ -57,7 +57,7 @@ export class BudgetAlerts {
           const periodStart = b.periodStart;
           const memo = `${scope.id}|${threshold}|${periodStart}`;
           if (this.recorded.has(memo)) continue;
-          const isKey = scope.id.startsWith('key:');
+          const isKey = scope.owner?.kind === 'key';
           await this.webhooks.recordCrossing({
             orgId: subject.org.id, scope: scope.id, threshold, periodStart, type: 'budget.threshold',
             body: {

@@ -9,7 +9,8 @@ import { PgConnection, storable, type Param, type Scalar } from './postgres-conn
 import { SqlStoreBase } from './sql-store.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
-import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import type { Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,

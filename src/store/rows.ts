@@ -1,7 +1,7 @@
 import type { Micros } from '../money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
-import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './types.js';
+import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './model.js';
 
 /*
  * Rows as both drivers read them, and the mapping to the records the rest of the

@@ -9,7 +9,7 @@ import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import type { SqlDb } from './sql.js';
 import { SqlTenancyStore } from './tenancy.js';
-import type { ApiKeyRecord, LogRow, Org, Retention } from './types.js';
+import type { ApiKeyRecord, LogRow, Org, Retention } from './model.js';
 import { SqlWebhookStore } from './webhook-store.js';
 
 /**

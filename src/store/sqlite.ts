@@ -15,7 +15,8 @@ import { sqliteDb } from './sql.js';
 import { SqlStoreBase } from './sql-store.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import type { Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
 const WRITES = {
