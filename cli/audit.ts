@@ -3,7 +3,7 @@ import { requireOrg } from '../src/admin.js';
 import { changedFields } from '../src/audit/mask.js';
 import { COMMAND_LINE, type AuditRow } from '../src/audit/types.js';
 import { balanceState, keyState, projectState, providerKeyState } from '../src/management/audit-routes.js';
-import { auditView } from '../src/management/routes-audit.js';
+import { auditView } from '../src/management/views.js';
 import type { Store } from '../src/store/types.js';
 import { configOption, withStore } from './common.js';
 

@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { requireOrg, requireProject } from '../src/admin.js';
+import { changeProject, requireOrg, requireProject, setKeyLimits } from '../src/admin.js';
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
 import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../src/limits/types.js';
@@ -110,8 +110,7 @@ export function addKeyLimitCommands(keys: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
-        await changing(s, 'keys limits', key.orgId, key.id, () => s.limits.setKeyLimits(key.orgId, key.id, next));
-        await invalidation.invalidate('api_key', key.prefix);
+        await changing(s, 'keys limits', key.orgId, key.id, () => setKeyLimits(s, invalidation, key, next));
         return next;
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
@@ -151,8 +150,7 @@ export function addProjectLimitCommand(projects: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);
-        await changing(s, 'projects limits', project.orgId, project.id, () => s.limits.setProjectLimits(project.orgId, project.id, next));
-        await invalidation.invalidate('limits', project.id);
+        await changing(s, 'projects limits', project.orgId, project.id, () => changeProject(s, invalidation, project, { limits: next }));
         return next;
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);

@@ -5,6 +5,7 @@ import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
+import { auditView } from './views.js';
 
 const ANY_OBJECT: JsonSchema = { anyOf: [{ type: 'object', additionalProperties: true }, { type: 'null' }] };
 
@@ -26,12 +27,6 @@ interface Query { actor?: string; action?: string; target?: string; from?: strin
 
 /** The most rows one export holds (narrow by time for more). */
 const EXPORT_MAX = 100_000;
-
-export const auditView = (r: AuditRow) => ({
-  id: r.id, at: new Date(r.at).toISOString(), org_id: r.orgId, action: r.action, target_type: r.targetType, target_id: r.targetId,
-  actor: { type: r.actor.type, user_id: r.actor.userId, email: r.actor.email, token_id: r.actor.tokenId },
-  ip: r.ip, user_agent: r.userAgent, before: r.before, after: r.after,
-});
 
 const encode = (c: AuditCursor): string => Buffer.from(JSON.stringify([c.at, c.id])).toString('base64url');
 function decode(text: string): AuditCursor {

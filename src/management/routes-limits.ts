@@ -1,3 +1,4 @@
+import { changeProject, MAX_DEFAULT_MAX_TOKENS, setKeyLimits } from '../admin.js';
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
@@ -17,8 +18,6 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
 const PATCH_BODY = input({ limits: LIMITS_INPUT }, ['limits']);
-/** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
-export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
 const PROJECT_PATCH_BODY: JsonSchema = {
   ...input({
     limits: LIMITS_INPUT,
@@ -70,8 +69,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const key = await keyOf(orgId, (request.params as { key: string }).key);
-        if (!(await store.limits.setKeyLimits(orgId, key.id, patched(key.limits, request.body)))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
-        await d.invalidation.invalidate('api_key', key.prefix);
+        if (!(await setKeyLimits(store, d.invalidation, key, patched(key.limits, request.body)))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
         return keyDetail(orgId, key.id);
       },
     },
@@ -91,14 +89,12 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
         const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null };
-        const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
-        if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
-        if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
-        if (body.unsupported_params !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, project.id, body.unsupported_params))) gone();
-        // Evicts every cached key, so the project's keys read its new limits and settings at once on every instance.
-        await d.invalidation.invalidate('limits', project.id);
+        const changed = await changeProject(store, d.invalidation, project, {
+          ...(limits ? { limits } : {}), defaultMaxTokens: body.default_max_tokens, unsupportedParams: body.unsupported_params,
+        });
+        if (!changed) throw new GatewayError('not_found', [`No project ${project.id}`]);
         return projectDetail(orgId, project.id);
       },
     },

@@ -1,3 +1,4 @@
+import type { AuditRow } from '../audit/types.js';
 import { microsToUsd } from '../money.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
@@ -114,4 +115,11 @@ export const ME = obj({
 export const ME_SELF = { ...ME, properties: { ...(ME.properties as object), has_password: bool('False for a user created by single sign-on: no password to change') }, required: [...(ME.required as string[]), 'has_password'] };
 export const meView = (u: User, orgs: Array<{ orgId: string; orgName: string; role: OrgRole }>) => ({
   id: u.id, email: u.email, operator: u.operator, created_at: iso(u.createdAt), orgs: orgs.map((o) => ({ id: o.orgId, name: o.orgName, role: o.role })),
+});
+
+/** An audit-log row as the API and `gateway audit --format jsonl` show it. */
+export const auditView = (r: AuditRow) => ({
+  id: r.id, at: new Date(r.at).toISOString(), org_id: r.orgId, action: r.action, target_type: r.targetType, target_id: r.targetId,
+  actor: { type: r.actor.type, user_id: r.actor.userId, email: r.actor.email, token_id: r.actor.tokenId },
+  ip: r.ip, user_agent: r.userAgent, before: r.before, after: r.after,
 });
