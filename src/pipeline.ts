@@ -5,8 +5,8 @@ import { elapsedMs, serverCut, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { admitLimits, type Admission } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
-import { formatUsd, picosToMicros, picosToMicrosCeil } from './money.js';
-import type { Metered, ModalityHandler, ModelRequest, RespondContext } from './plugin.js';
+import { formatUsd, picosToMicrosCeil, type Micros } from './money.js';
+import { meteredMicros, type Metered, type ModalityHandler, type ModelRequest, type RespondContext } from './plugin.js';
 import { bindEndpoint, type ProviderCatalog } from './providers/catalog.js';
 import type { ModelRoute } from './providers/types.js';
 import type { ProviderKeyCache } from './provider-keys.js';
@@ -91,7 +91,7 @@ export async function runModelRequest<P extends ModelRequest>(
       const answer = { ex, parsed, route: planned.route, request, reply };
       metered = response ? await handler.respond({ ...answer, upstream: response, openStream }) : await respondLocally(handler, answer);
     }
-    ex.costMicros = picosToMicros(metered.costPicos);
+    ex.costMicros = meteredMicros(metered);
     ex.costEstimated = metered.estimated ?? false;
     owed = ex.costMicros;
     await settle(svc, ex, owed);
@@ -140,12 +140,15 @@ function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: str
   return active;
 }
 
-/** Each route's cost bound (picoUSD), computed once per request: the limits' budget check and the credit reservation both use it. */
-function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P): (route: ModelRoute) => bigint {
-  const known = new Map<ModelRoute, bigint>();
+/**
+ * Each route's cost bound in micro-USD (rounded up once, never below 0), computed once per
+ * request: the limits' budget check and the credit reservation both use it.
+ */
+function costBounds<P extends ModelRequest>(handler: ModalityHandler<P>, parsed: P): (route: ModelRoute) => Micros {
+  const known = new Map<ModelRoute, Micros>();
   return (route) => {
     let bound = known.get(route);
-    if (bound === undefined) known.set(route, (bound = handler.maxCostPicos(parsed, route)));
+    if (bound === undefined) known.set(route, (bound = Math.max(picosToMicrosCeil(handler.maxCostPicos(parsed, route)), 0)));
     return bound;
   };
 }
@@ -179,18 +182,14 @@ async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: 
  * provider key is used (spec §5); otherwise it is refused with 402.
  */
 async function reserveCredit(
-  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], costBound: (route: ModelRoute) => bigint,
+  svc: PipelineServices, ex: Exchange, plan: PlannedRoute[], costBound: (route: ModelRoute) => Micros,
 ): Promise<PlannedRoute[]> {
   const org = ex.org;
   if (!org) throw new GatewayError('missing_api_key');
   const paid = plan.filter((p) => !p.byok);
   if (paid.length === 0) return plan;
-  let max = 0n;
-  for (const p of paid) {
-    const c = costBound(p.route);
-    if (c > max) max = c;
-  }
-  const amount = Math.max(picosToMicrosCeil(max), 0);
+  let amount: Micros = 0;
+  for (const p of paid) amount = Math.max(amount, costBound(p.route));
   if (amount === 0 || (await svc.store.reserve(org.id, ex.id, amount))) {
     ex.reservedMicros = amount;
     if (amount > 0) svc.telemetry?.onCreditReserved(ex);

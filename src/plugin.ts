@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayError } from './errors.js';
+import { picosToMicros, type Micros } from './money.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import type { Exchange } from './exchange.js';
 import type { StageHook } from './hooks.js';
@@ -19,11 +20,19 @@ export interface ModelRequest {
   prompt?: string;
 }
 
-/** The metered cost of a served request, computed from the upstream's usage and YAML prices. */
-export interface Metered {
-  costPicos: bigint;
+/**
+ * The metered cost of a served request, computed from the upstream's usage and YAML prices:
+ * in pico-USD (the core rounds it to micro-USD, half to even), or in micro-USD where the
+ * plugin already rounded it (a reply that shows its cost must charge what it shows).
+ */
+export type Metered = ({ costPicos: bigint } | { costMicros: Micros }) & {
   /** True when usage was counted by the gateway, not reported by the upstream. */
   estimated?: boolean;
+};
+
+/** The micro-USD a metered cost charges. */
+export function meteredMicros(m: Metered): Micros {
+  return 'costMicros' in m ? m.costMicros : picosToMicros(m.costPicos);
 }
 
 export interface RespondContext<P extends ModelRequest> {

@@ -29,5 +29,5 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   ex.ttfbMs = elapsedMs(ex);
   const body = await translated.render(usage, cost);
   void reply.code(200).type('application/json').send(JSON.stringify(body));
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
+  return { costMicros: cost.totalMicros, estimated: translated.usage === undefined };
 }

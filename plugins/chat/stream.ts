@@ -101,7 +101,7 @@ function bill(ctx: RespondContext<ChatRequest>, o: StreamOutcome | undefined, re
   ex.extra = { ...ex.extra, usage: usageRecord(billed) };
   ex.usage = tokenCounts(billed);
   if (!complete) ex.errorCode = serverCut(ex)?.code ?? (ex.abort.signal.aborted || !reached ? 'client_closed_request' : 'upstream_error');
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: !complete || !o.usage };
+  return { costMicros: cost.totalMicros, estimated: !complete || !o.usage };
 }
 
 /** Reads upstream events until the body ends, an error event, or the client leaves; writes once per upstream read. */

@@ -150,5 +150,5 @@ async function respondImages(deps: ImageDeps, ctx: RespondContext<ImageRequest>)
   ex.ttfbMs = elapsedMs(ex);
   const usage = { ...p.usage, images: p.images.length, cost_usd_total: microsToUsd(costMicros) };
   void reply.code(200).type('application/json').send(JSON.stringify({ created: Math.floor(ex.startedAt / 1000), data, ...p.extra, usage }));
-  return { costPicos: BigInt(costMicros) * 1_000_000n, estimated };
+  return { costMicros, estimated };
 }

@@ -107,7 +107,7 @@ async function deliver(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Prom
   // The upstream's base64 is reused as it is when it is canonical: re-encoding a 4 MB track costs 5 MB more per request.
   const base64 = /^[A-Za-z0-9+/]*={0,2}$/.test(audioB64) ? audioB64 : bytes.toString('base64');
   void reply.code(200).type('application/json').send(responseJson(record, base64, deps.settings.retention_days));
-  return { costPicos: BigInt(costMicros) * 1_000_000n };
+  return { costMicros };
 }
 
 async function extract(route: ModelRoute, text: string): Promise<Extracted> {

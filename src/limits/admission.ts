@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Exchange } from '../exchange.js';
-import { picosToMicrosCeil, type Micros } from '../money.js';
+import type { Micros } from '../money.js';
 import type { ModalityHandler, ModelRequest } from '../plugin.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { ExchangeObserver } from '../telemetry/events.js';
@@ -54,16 +54,16 @@ export interface Admission {
  */
 export async function admitLimits<P extends ModelRequest>(
   svc: AdmissionServices, ex: Exchange, reply: FastifyReply, handler: ModalityHandler<P>, parsed: P, routes: readonly ModelRoute[],
-  costBound: (route: ModelRoute) => bigint,
+  costBound: (route: ModelRoute) => Micros,
 ): Promise<Admission | undefined> {
   const scopes = scopesOf(ex);
   if (!svc.limiter || scopes.length === 0) return undefined;
   let tokens = 0;
   let costMicros: Micros = 0;
-  // The bounds of the dearest route it may take: the same cost bound as the credit reservation (BYOK routes too: a budget counts their cost).
+  // The bounds of the dearest route it may take: the same cost bound (micro-USD, rounded up) as the credit reservation (BYOK routes too: a budget counts their cost).
   for (const route of routes) {
     tokens = Math.max(tokens, handler.maxTokens?.(parsed, route) ?? 0);
-    costMicros = Math.max(costMicros, picosToMicrosCeil(costBound(route)));
+    costMicros = Math.max(costMicros, costBound(route));
   }
   const verdict = await svc.limiter.admit({ requestId: ex.id, scopes, tokens, costMicros });
   void reply.headers(verdict.headers);
