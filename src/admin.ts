@@ -203,7 +203,7 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
 }
 
 /** The operator login the embedded default creates on its first start. */
-export const BOOTSTRAP_EMAIL = 'admin@localhost';
+const BOOTSTRAP_EMAIL = 'admin@localhost';
 
 /**
  * First start with an empty database: a demo org with credits and one key to try the

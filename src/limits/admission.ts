@@ -30,7 +30,7 @@ export const keyScope = (k: { id: string; prefix: string; limits: LimitSpec }): 
 export const projectScope = (p: { id: string; name: string; limits: LimitSpec }): LimitScope => ownerScope({ kind: 'project', id: p.id }, p.limits, `project ${p.name}`);
 
 /** The scopes a request counts against: its key and its key's project, those that limit something. */
-export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
+function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
   // Checked before anything is built: most keys have no limits, and this runs on every request.
   const scopes: LimitScope[] = [];
   if (ex.apiKey && isLimited(ex.apiKey)) scopes.push(keyScope(ex.apiKey));

@@ -1,7 +1,7 @@
 import type { LimitScope, LimitSpec, ScopeOwner } from './types.js';
 
 /** The counter name of an owner's scope: `key:<key id>` or `project:<project id>` (stored with alert crossings too). */
-export function scopeIdOf(owner: ScopeOwner): string {
+function scopeIdOf(owner: ScopeOwner): string {
   return `${owner.kind}:${owner.id}`;
 }
 

@@ -9,7 +9,7 @@ import { auditView } from './views.js';
 
 const ANY_OBJECT: JsonSchema = { anyOf: [{ type: 'object', additionalProperties: true }, { type: 'null' }] };
 
-export const AUDIT_ROW = obj({
+const AUDIT_ROW = obj({
   id: str('aud_…'), at: time('When'), org_id: maybe(str()), action: str('What was done, e.g. key.update_limits (docs/management.md, "Audit log")'),
   target_type: maybe(str()), target_id: maybe(str('The id of what was changed')),
   actor: obj({ type: str('user (session), token, cli ("command line") or anonymous (a failed sign-in)'), user_id: maybe(str()), email: maybe(str()), token_id: maybe(str()) }),
@@ -55,7 +55,7 @@ const csvCell = (v: unknown): string => {
 };
 
 /** Rows as CSV (one header line) or JSON lines: the whole filtered log, newest first. */
-export function exportText(rows: readonly AuditRow[], format: 'csv' | 'jsonl'): string {
+function exportText(rows: readonly AuditRow[], format: 'csv' | 'jsonl'): string {
   if (format === 'jsonl') return rows.map((r) => `${JSON.stringify(auditView(r))}\n`).join('');
   const lines = rows.map((r) => {
     const v = auditView(r);

@@ -16,11 +16,11 @@ const FILTERS = {
 };
 
 /** `cursor`: the page's last (created_at, request id), opaque to clients. */
-export function encodeCursor(c: LogCursor): string {
+function encodeCursor(c: LogCursor): string {
   return Buffer.from(JSON.stringify([c.createdAt, c.requestId])).toString('base64url');
 }
 
-export function decodeCursor(text: string): LogCursor {
+function decodeCursor(text: string): LogCursor {
   try {
     const [createdAt, requestId] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
     if (Number.isSafeInteger(createdAt) && typeof requestId === 'string' && requestId.length < 100) return { createdAt: createdAt as number, requestId };

@@ -50,8 +50,6 @@ export const LOG_COLUMNS = [
   ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
 ] as const;
 
-export type LogColumn = (typeof LOG_COLUMNS)[number][0];
-
 /** A request_logs row as written: booleans as booleans, JSON as text. */
 export interface LogDbRow {
   id: string; request_id: string; org_id: string | null; api_key_id: string | null; modality: string;

@@ -32,7 +32,7 @@ export interface SqlDb {
 }
 
 /** What a unique-constraint violation looks like in either driver. */
-export function isUniqueViolation(err: unknown): boolean {
+function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }

@@ -41,7 +41,7 @@ export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenan
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
 
-export function migrationSql(m: Migration, dialect: Dialect): string {
+function migrationSql(m: Migration, dialect: Dialect): string {
   return typeof m.sql === 'string' ? m.sql : m.sql[dialect];
 }
 
