@@ -4,7 +4,7 @@ import type { AuditCursor, AuditFilter, AuditRow } from '../audit/types.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
+import { decodeCursor, encodeCursor, input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
 import { auditView } from './views.js';
 
 const ANY_OBJECT: JsonSchema = { anyOf: [{ type: 'object', additionalProperties: true }, { type: 'null' }] };
@@ -27,17 +27,6 @@ interface Query { actor?: string; action?: string; target?: string; from?: strin
 
 /** The most rows one export holds (narrow by time for more). */
 const EXPORT_MAX = 100_000;
-
-const encode = (c: AuditCursor): string => Buffer.from(JSON.stringify([c.at, c.id])).toString('base64url');
-function decode(text: string): AuditCursor {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
-    if (Number.isSafeInteger(at) && typeof id === 'string' && id.length < 100) return { at: at as number, id };
-  } catch {
-    // the 400 below
-  }
-  throw invalidField('cursor', '"cursor" is not one this API returned');
-}
 
 function filterOf(q: Query, orgId: string | undefined): AuditFilter {
   const from = q.from === undefined ? undefined : Date.parse(q.from);
@@ -81,10 +70,10 @@ async function answer(d: ManagementDeps, request: FastifyRequest, reply: Fastify
     void reply.type(q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson').header('content-disposition', `attachment; filename="${name}"`);
     return reply.send(exportText(rows.slice(0, EXPORT_MAX), q.format));
   }
-  const rows = await d.store.auditLog.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decode(q.cursor));
+  const rows = await d.store.auditLog.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decodeCursor(q.cursor));
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
-  return { data: page.map(auditView), next_cursor: rows.length > q.limit && last ? encode({ at: last.at, id: last.id }) : null };
+  return { data: page.map(auditView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.at, last.id) : null };
 }
 
 const RESPONSE = { 200: obj({ data: { type: 'array', items: AUDIT_ROW }, next_cursor: maybe(str('Pass as `cursor` for older rows; null on the last page')) }) };
