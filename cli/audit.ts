@@ -3,7 +3,7 @@ import { requireOrg } from '../src/admin.js';
 import { changedFields } from '../src/audit/mask.js';
 import { COMMAND_LINE, type AuditRow } from '../src/audit/types.js';
 import { balanceState, keyState, projectState, providerKeyState } from '../src/management/audit-routes.js';
-import { auditView } from '../src/management/routes-audit.js';
+import { auditView } from '../src/management/views.js';
 import type { Store } from '../src/store/types.js';
 import { configOption, withStore } from './common.js';
 
@@ -87,7 +87,7 @@ export async function changing<T>(store: Store, command: AuditedCommand, orgId: 
 const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null');
 
 /** `limits: {"rpm":5} → {"rpm":10}`, or the fields recorded for a creation: `name=ci`. */
-export function describeChange(r: Pick<AuditRow, 'before' | 'after'>): string {
+function describeChange(r: Pick<AuditRow, 'before' | 'after'>): string {
   if (!r.before) return r.after ? Object.entries(r.after).map(([k, v]) => `${k}=${show(v)}`).join(' ') : '';
   const keys = new Set([...Object.keys(r.before), ...Object.keys(r.after ?? {})]);
   return [...keys].map((k) => `${k}: ${show(r.before?.[k] ?? null)} → ${show(r.after?.[k] ?? null)}`).join('; ');

@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { requireOrg, requireProject } from '../src/admin.js';
+import { changeKey, changeProject, requireOrg, requireProject } from '../src/admin.js';
 import type { CacheSetting } from '../src/cache/types.js';
 import { microsToUsd } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
@@ -64,8 +64,7 @@ export function addProjectCacheCommand(projects: Command): void {
       const setting = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = settingFrom(opts, project.cache);
-        await changing(s, 'projects cache', project.orgId, project.id, () => s.tenancy.setCacheSetting(project.orgId, 'project', project.id, next));
-        await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new setting
+        await changing(s, 'projects cache', project.orgId, project.id, () => changeProject(s, invalidation, project, { cache: next }));
         return next;
       });
       console.log(`cache of project "${name}" in "${opts.org}": ${describe(setting)}`);
@@ -84,8 +83,7 @@ export function addKeyCacheCommand(keys: Command): void {
       const setting = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = settingFrom(opts, key.cache);
-        await changing(s, 'keys cache', key.orgId, key.id, () => s.tenancy.setCacheSetting(key.orgId, 'key', key.id, next));
-        await invalidation.invalidate('api_key', key.prefix);
+        await changing(s, 'keys cache', key.orgId, key.id, () => changeKey(s, invalidation, key, { cache: next }));
         return next;
       });
       console.log(`cache of key ${prefix.slice(0, 11)}…: ${describe(setting)}`);

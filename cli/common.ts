@@ -11,7 +11,7 @@ import type { Store } from '../src/store/types.js';
 
 /** What the commands share: the config file, the store opened on it, the provider catalogue. */
 
-export const DEFAULT_CONFIG = 'gateway.yaml';
+const DEFAULT_CONFIG = 'gateway.yaml';
 
 export const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
 

@@ -1,8 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { requireOrg, requireProject } from '../src/admin.js';
+import { changeKey, changeProject, requireOrg, requireProject } from '../src/admin.js';
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
-import type { BudgetPeriod, LimitSpec } from '../src/limits/types.js';
+import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../src/limits/types.js';
 import { formatUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
@@ -87,10 +87,10 @@ export function describeLimits(l: LimitSpec): string {
 }
 
 /** What a budget has spent this period, by the request log, and when it resets. */
-async function budgetLine(store: Store, scopeId: string, l: LimitSpec, now: number): Promise<string | undefined> {
+async function budgetLine(store: Store, owner: ScopeOwner, l: LimitSpec, now: number): Promise<string | undefined> {
   if (!l.budget) return undefined;
   const { start, end } = periodBounds(l.budget.period, now);
-  const spent = await store.limits.spentSince(scopeId, start);
+  const spent = await store.limits.spentSince(owner, start);
   const left = Math.max(0, l.budget.micros - spent);
   const reset = end === null ? 'a total budget never resets' : `resets ${new Date(end).toISOString()}`;
   return `spent $${formatUsd(spent)} of $${usdShort(l.budget.micros)} this ${l.budget.period === 'total' ? 'budget (total)' : `${l.budget.period} (since ${new Date(start).toISOString()})`}, $${formatUsd(left)} left; ${reset}`;
@@ -110,8 +110,7 @@ export function addKeyLimitCommands(keys: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
-        await changing(s, 'keys limits', key.orgId, key.id, () => s.limits.setKeyLimits(key.orgId, key.id, next));
-        await invalidation.invalidate('api_key', key.prefix);
+        await changing(s, 'keys limits', key.orgId, key.id, () => changeKey(s, invalidation, key, { limits: next }));
         return next;
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
@@ -130,11 +129,11 @@ export function addKeyLimitCommands(keys: Command): void {
           `key ${key.prefix}… (${key.id})${key.name ? ` "${key.name}"` : ''} in "${org?.name ?? key.orgId}" / ${project?.name ?? key.projectId}: ${status}`,
           `  limits: ${describeLimits(key.limits)}`,
         ];
-        const keyBudget = await budgetLine(s, `key:${key.id}`, key.limits, now);
+        const keyBudget = await budgetLine(s, { kind: 'key', id: key.id }, key.limits, now);
         if (keyBudget) out.push(`  budget: ${keyBudget}`);
         if (project) {
           out.push(`  project ${project.name} limits (shared by its keys): ${describeLimits(project.limits)}`);
-          const projectBudget = await budgetLine(s, `project:${project.id}`, project.limits, now);
+          const projectBudget = await budgetLine(s, { kind: 'project', id: project.id }, project.limits, now);
           if (projectBudget) out.push(`  project budget: ${projectBudget}`);
         }
         return out;
@@ -151,8 +150,7 @@ export function addProjectLimitCommand(projects: Command): void {
       const limits = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);
-        await changing(s, 'projects limits', project.orgId, project.id, () => s.limits.setProjectLimits(project.orgId, project.id, next));
-        await invalidation.invalidate('limits', project.id);
+        await changing(s, 'projects limits', project.orgId, project.id, () => changeProject(s, invalidation, project, { limits: next }));
         return next;
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);

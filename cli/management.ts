@@ -1,8 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { createKey, createProject, createUser, requireOrg, requireProject } from '../src/admin.js';
+import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/admin.js';
 import { randomBase62 } from '../src/ids.js';
-import { MAX_DEFAULT_MAX_TOKENS } from '../src/management/routes-limits.js';
-import { allowedModels } from '../src/management/routes-orgs.js';
 import { formatUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
@@ -88,11 +86,8 @@ export function addProjectCommands(program: Command): void {
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
-        await changing(s, 'projects update', project.orgId, project.id, async () => {
-          if (maxTokens !== undefined) await s.tenancy.setProjectDefaultMaxTokens(project.orgId, project.id, maxTokens);
-          if (policy !== undefined) await s.tenancy.setProjectUnsupportedParams(project.orgId, project.id, policy);
-        });
-        await invalidation.invalidate('limits', project.id); // evicts cached keys: the project's keys read the new values
+        // Evicts cached keys on every instance: the project's keys read the new values.
+        await changing(s, 'projects update', project.orgId, project.id, () => changeProject(s, invalidation, project, { defaultMaxTokens: maxTokens, unsupportedParams: policy }));
       });
       const changed = [
         maxTokens !== undefined ? `default max_tokens ${maxTokens ?? 'none'}` : '',

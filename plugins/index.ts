@@ -8,7 +8,7 @@ import { moderationsPlugin } from './moderations/index.js';
 import { musicPlugin } from './music/index.js';
 
 /** The built-in modality plugins, by the name `plugins:` in gateway.yaml uses. */
-export const builtinPlugins: Readonly<Record<string, GatewayPlugin>> = {
+const builtinPlugins: Readonly<Record<string, GatewayPlugin>> = {
   chat: chatPlugin,
   embeddings: embeddingsPlugin,
   audio: audioPlugin,

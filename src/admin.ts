@@ -1,14 +1,115 @@
+import type { CacheSetting } from './cache/types.js';
 import { generateApiKey } from './auth.js';
+import { invalidField } from './errors.js';
 import { randomBase62 } from './ids.js';
-import type { Invalidator } from './invalidation.js';
+import type { InvalidationKind, Invalidator } from './invalidation.js';
 import type { LimitSpec } from './limits/types.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
 import { formatUsd, parseUsdToMicros } from './money.js';
+import type { ProviderCatalog } from './providers/catalog.js';
+import type { UnsupportedParamsPolicy } from './providers/types.js';
 import type { OrgRole, User } from './store/accounts.js';
-import { DEFAULT_PROJECT, type Project } from './store/tenancy.js';
+import type { ProviderKeyInfo } from './store/provider-key-store.js';
+import { DEFAULT_PROJECT, type NewApiKey, type Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, Retention, Store } from './store/types.js';
 
-/** Administrative operations shared by the CLI and tests; each returns what it did, for printing. */
+/*
+ * The admin service: what the CLI and the management API both change (keys, limits,
+ * project settings, provider keys, credits, users), written once. The functions taking
+ * ids are the API's; those taking names wrap them for the CLI. Each returns what it did,
+ * for printing, and tells running instances through the invalidator where caches hold it.
+ */
+
+/** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
+export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
+
+/** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
+export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
+  if (models === null || models === undefined) return null;
+  const ids = models.map((m, i) => {
+    const route = catalog.routesFor(m)[0];
+    if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
+    return route.model.id;
+  });
+  return [...new Set(ids)];
+}
+
+/** A future time from an ISO 8601 string; past or unreadable is a 400 naming the field. */
+export function futureTime(iso: string | null | undefined, now: number, field: string): number | null {
+  if (iso === null || iso === undefined) return null;
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) throw invalidField(field, `"${field}" must be an ISO 8601 date-time`);
+  if (at <= now) throw invalidField(field, `"${field}" must be in the future`);
+  return at;
+}
+
+/** What a change told the running instances: `pushed` when they evicted it at once, else they see it within their cache TTL. */
+export interface Announced { pushed: boolean }
+
+const announce = async (invalidation: Invalidator | undefined, kind: InvalidationKind, id: string): Promise<Announced> =>
+  ({ pushed: (await invalidation?.invalidate(kind, id)) ?? false });
+
+/** Issues a key in the project; the whole key exists only in the result. Undefined when the project left the org meanwhile (nothing written). */
+export async function issueKey(
+  store: Store, project: Pick<Project, 'id' | 'orgId'>, k: Omit<NewApiKey, 'orgId' | 'projectId' | 'prefix' | 'hash'>,
+): Promise<{ key: string; record: ApiKeyRecord } | undefined> {
+  const { key, prefix, hash } = generateApiKey();
+  const record = await store.tenancy.createKey({ ...k, orgId: project.orgId, projectId: project.id, prefix, hash });
+  return record && { key, record };
+}
+
+/** Replaces a key's limits and evicts it from every instance's cache; undefined when the org has no such key. */
+/** A change of a key's limits and response-cache setting; what is left out keeps its value, null clears the cache setting. */
+export interface KeyChange {
+  limits?: LimitSpec;
+  cache?: CacheSetting | null;
+}
+
+/** Changes a key's limits and cache setting, then evicts the key from every instance's cache; undefined when the key is not the org's. */
+export async function changeKey(
+  store: Store, invalidation: Invalidator | undefined, key: Pick<ApiKeyRecord, 'orgId' | 'id' | 'prefix'>, change: KeyChange,
+): Promise<Announced | undefined> {
+  if (change.limits && !(await store.limits.setKeyLimits(key.orgId, key.id, change.limits))) return undefined;
+  if (change.cache !== undefined && !(await store.tenancy.setCacheSetting(key.orgId, 'key', key.id, change.cache))) return undefined;
+  return announce(invalidation, 'api_key', key.prefix);
+}
+
+/** A change of a project's limits and settings; what is left out keeps its value, null clears a setting. */
+export interface ProjectChange {
+  limits?: LimitSpec;
+  defaultMaxTokens?: number | null;
+  unsupportedParams?: UnsupportedParamsPolicy | null;
+  cache?: CacheSetting | null;
+}
+
+/**
+ * Changes a project's limits and settings (in that order), then evicts every cached key so
+ * the project's keys read them at once on every instance; undefined when the project is not the org's.
+ */
+export async function changeProject(
+  store: Store, invalidation: Invalidator | undefined, project: Pick<Project, 'orgId' | 'id'>, change: ProjectChange,
+): Promise<Announced | undefined> {
+  const { orgId, id } = project;
+  if (change.limits && !(await store.limits.setProjectLimits(orgId, id, change.limits))) return undefined;
+  if (change.defaultMaxTokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, id, change.defaultMaxTokens))) return undefined;
+  if (change.unsupportedParams !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, id, change.unsupportedParams))) return undefined;
+  if (change.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'project', id, change.cache))) return undefined;
+  return announce(invalidation, 'limits', id);
+}
+
+/** Sets an org's own key for a provider (BYOK, sealed at rest) and announces it to every instance's cache. */
+export async function putProviderKey(
+  store: Store, invalidation: Invalidator | undefined, orgId: string, provider: string, key: string, actor: string | null = null,
+): Promise<ProviderKeyInfo & Announced> {
+  const info = await store.providerKeys.set(orgId, provider, key, actor);
+  return { ...info, ...(await announce(invalidation, 'provider_key', orgId)) };
+}
+
+/** Removes an org's own key for a provider and announces it; undefined when the org has none for it. */
+export async function removeProviderKey(store: Store, invalidation: Invalidator | undefined, orgId: string, provider: string): Promise<Announced | undefined> {
+  if (!(await store.providerKeys.delete(orgId, provider))) return undefined;
+  return announce(invalidation, 'provider_key', orgId);
+}
 
 export async function createOrg(store: Store, name: string, creditsUsd: string, retention: Retention): Promise<Org> {
   if (!name.trim()) throw new Error('the organization name must not be empty');
@@ -48,29 +149,26 @@ export interface KeyOptions {
 export async function createKey(store: Store, orgName: string, opts: KeyOptions = {}): Promise<{ key: string; prefix: string; org: Org; project: Project; record: ApiKeyRecord }> {
   const org = await requireOrg(store, orgName);
   const project = await requireProject(store, org, opts.project ?? DEFAULT_PROJECT);
-  const { key, prefix, hash } = generateApiKey();
-  const record = await store.tenancy.createKey({
-    orgId: org.id, projectId: project.id, prefix, hash, name: opts.name ?? '', expiresAt: opts.expiresAt ?? null,
-    allowedModels: opts.allowedModels ?? null, createdBy: null, limits: opts.limits ?? {},
+  const issued = await issueKey(store, project, {
+    name: opts.name ?? '', expiresAt: opts.expiresAt ?? null, allowedModels: opts.allowedModels ?? null, createdBy: null, limits: opts.limits ?? {},
   });
-  if (!record) throw new Error(`project "${project.name}" disappeared while the key was being created`);
+  if (!issued) throw new Error(`project "${project.name}" disappeared while the key was being created`);
+  const { key, record } = issued;
+  const prefix = record.prefix;
   return { key, prefix, org, project, record };
 }
-
-/** What a change told the running instances: `pushed` when they evicted it at once, else they see it within their cache TTL. */
-export interface Announced { pushed: boolean }
 
 /** Revokes a key and announces it to every instance's cache (the CLI is a process of its own). */
 export async function revokeKey(store: Store, prefix: string, invalidation?: Invalidator): Promise<Announced> {
   if (!(await store.revokeApiKey(prefix))) throw new Error(`no live API key with prefix "${prefix}"`);
-  return { pushed: (await invalidation?.invalidate('api_key', prefix)) ?? false };
+  return announce(invalidation, 'api_key', prefix);
 }
 
 /** Sets an org's own key for a provider (BYOK) and announces it to every instance's cache. */
 export async function setProviderKey(store: Store, orgName: string, provider: string, key: string, invalidation?: Invalidator): Promise<Announced> {
   const org = await requireOrg(store, orgName);
-  await store.providerKeys.set(org.id, provider, key);
-  return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
+  const { pushed } = await putProviderKey(store, invalidation, org.id, provider, key);
+  return { pushed };
 }
 
 /**
@@ -80,11 +178,10 @@ export async function setProviderKey(store: Store, orgName: string, provider: st
  */
 export async function deleteProviderKey(store: Store, orgName: string, provider: string, invalidation?: Invalidator): Promise<Announced> {
   const org = await requireOrg(store, orgName);
-  if (!(await store.providerKeys.delete(org.id, provider))) {
-    const held = (await store.providerKeys.list(org.id)).map((k) => k.providerId);
-    throw new Error(`"${orgName}" has no own key for provider "${provider}" (${held.length ? `it has keys for: ${held.join(', ')}` : 'it has none'})`);
-  }
-  return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
+  const removed = await removeProviderKey(store, invalidation, org.id, provider);
+  if (removed) return removed;
+  const held = (await store.providerKeys.list(org.id)).map((k) => k.providerId);
+  throw new Error(`"${orgName}" has no own key for provider "${provider}" (${held.length ? `it has keys for: ${held.join(', ')}` : 'it has none'})`);
 }
 
 export async function addCredits(store: Store, orgName: string, usd: string): Promise<string> {
@@ -117,7 +214,7 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
 }
 
 /** The operator login the embedded default creates on its first start. */
-export const BOOTSTRAP_EMAIL = 'admin@localhost';
+const BOOTSTRAP_EMAIL = 'admin@localhost';
 
 /**
  * First start with an empty database: a demo org with credits and one key to try the

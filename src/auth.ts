@@ -9,9 +9,12 @@ const KEY_PATTERN = /^tg_[A-Za-z0-9]{40}$/;
 /** `tg_` and the first 8 random characters: readable, unique, kept in the database. */
 const PREFIX_LENGTH = 11;
 
-export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+/** SHA-256 of a whole key: what is stored (hex) and what a presented key is compared with. */
+function keyDigest(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
 }
+
+const hashKey = (key: string): string => keyDigest(key).toString('hex');
 
 /** A new API key. The whole key is shown once; only its prefix and hash are stored. */
 export function generateApiKey(): { key: string; prefix: string; hash: string } {
@@ -87,7 +90,7 @@ export class Authenticator {
       entry = await this.load(prefix);
       if (!entry) throw new GatewayError('invalid_api_key');
     }
-    const actual = createHash('sha256').update(key).digest();
+    const actual = keyDigest(key);
     // After a rotation the old secret is accepted until its grace ends, checked against the clock, cached or not.
     const previous = entry.key.previousHash !== null && entry.key.previousExpiresAt !== null && entry.key.previousExpiresAt > this.now();
     const matches = hashEquals(entry.key.hash, actual) || (previous && hashEquals(entry.key.previousHash ?? '', actual));

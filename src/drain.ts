@@ -2,9 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 
 /** The most of a refused body the gateway reads (and throws away) so that its client can read the 413. */
-export const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 /** How long it keeps reading a refused body before it closes the connection anyway. */
-export const DRAIN_MAX_MS = 30_000;
+const DRAIN_MAX_MS = 30_000;
 
 /**
  * A 413 sent while the client is still uploading. Closing the connection at once

@@ -150,9 +150,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     keyPrefix: config.redis ? `${config.redis.keyPrefix}limits:` : undefined,
     timeoutMs: config.redis?.timeoutMs,
     // A budget's spend so far, when the engine has no counter: the request log, with the rows still queued here written first.
-    seed: async (scopeId, since) => {
+    seed: async (scopeId, since, owner) => {
       await log.flush();
-      return store.limits.spentSince(scopeId, since);
+      return store.limits.spentSince(owner ?? scopeId, since);
     },
     onDegraded: (kind, err) => {
       telemetry?.onLimitDegraded(kind);

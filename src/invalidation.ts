@@ -20,7 +20,7 @@ import { DEFAULT_REDIS_KEY_PREFIX } from './config/gateway-config.js';
 
 /** What a cached entry is keyed by: `api_key` → key prefix (`tg_` + 8), `provider_key` → org id, `limits` → the limits' scope id. */
 export type InvalidationKind = 'api_key' | 'provider_key' | 'limits';
-export const INVALIDATION_KINDS: readonly InvalidationKind[] = ['api_key', 'provider_key', 'limits'];
+const INVALIDATION_KINDS: readonly InvalidationKind[] = ['api_key', 'provider_key', 'limits'];
 
 /** Evicts one id, or (null) every id of the kind: the subscription was down and may have missed some. */
 export type InvalidationHandler = (id: string | null) => void;

@@ -14,7 +14,7 @@ export const MAX_LOGGED_MODEL_CHARS = 256;
 /** Characters of the prompt text a row keeps. */
 export const MAX_LOGGED_PROMPT_CHARS = 16_384;
 /** Characters of each upstream attempt's error message a row keeps. */
-export const MAX_LOGGED_ERROR_CHARS = 1_024;
+const MAX_LOGGED_ERROR_CHARS = 1_024;
 
 /** The first `max` UTF-16 units of `s`, never ending in half a surrogate pair. */
 export function clipText(s: string, max: number): string {

@@ -13,7 +13,7 @@ const CREDENTIAL_PARAMS: ReadonlySet<string> = new Set([
 export const REDACTED = '[REDACTED]';
 
 /** True when a query parameter of this name carries a credential. */
-export function isCredentialParam(name: string): boolean {
+function isCredentialParam(name: string): boolean {
   let decoded = name;
   try {
     decoded = decodeURIComponent(name.replace(/\+/g, ' '));
@@ -24,7 +24,7 @@ export function isCredentialParam(name: string): boolean {
 }
 
 /** The URL with the value of every credential-looking query parameter replaced by `[REDACTED]`; the rest as it came. */
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const [query, fragment] = splitOnce(url.slice(q + 1), '#');

@@ -5,7 +5,7 @@
  */
 
 export type Micros = number;
-export const MICROS_PER_USD = 1_000_000;
+const MICROS_PER_USD = 1_000_000;
 
 /**
  * The most an org's balance may hold, and the largest USD amount the gateway takes in

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-export const SECRET_KEY_ENV = 'TOLLGATE_SECRET_KEY';
+const SECRET_KEY_ENV = 'TOLLGATE_SECRET_KEY';
 
 /** Thrown where a secret must be sealed or opened and no key is configured. */
 export class SecretKeyMissingError extends Error {
@@ -44,7 +44,7 @@ export class SecretBox {
 }
 
 /** A 32-byte key from its base64 text; anything else is refused with where it came from. */
-export function parseSecretKey(text: string, source: string): Buffer {
+function parseSecretKey(text: string, source: string): Buffer {
   const trimmed = text.trim();
   const key = Buffer.from(trimmed, 'base64');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) || key.length !== KEY_BYTES) {

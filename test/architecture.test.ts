@@ -102,3 +102,51 @@ describe('the house: who may import whom', () => {
     expect(edges.filter((e) => ['simulator', 'cli'].includes(top(e.from)) && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 });
+
+/** Groups of files that import each other in a circle (type-only imports included), by Tarjan's algorithm. */
+export function cycles(edges: readonly Edge[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) as number);
+    stack.push(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) visit(w);
+      if (stack.includes(w)) low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string | undefined;
+    do group.push((w = stack.pop() as string)); while (w !== v);
+    if (group.length > 1) out.push(group.sort());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+describe('the store, the limits engine and the admin service', () => {
+  const edges = allEdges().filter((e) => !isTestOnly(e.from));
+  const inside = (dir: string) => (e: Edge): boolean => e.from.startsWith(dir);
+
+  it('finds a cycle where there is one (the check is not vacuous)', () => {
+    expect(cycles([{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }, { from: 'c', to: 'a' }, { from: 'c', to: 'd' }])).toEqual([['a', 'b', 'c']]);
+    expect(edges).toContainEqual({ from: 'src/store/sqlite.ts', to: 'src/store/sql-store.ts' });
+  });
+
+  it('limits/ imports nothing from store/ (the store reads the limit shapes; the engine needs no store)', () => {
+    expect(edges.filter((e) => inside('src/limits/')(e) && e.to.startsWith('src/store/')).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('no files of store/ or limits/ import each other in a circle, type-only imports included', () => {
+    expect(cycles(edges.filter((e) => ['src/store/', 'src/limits/'].some((d) => e.from.startsWith(d) && e.to.startsWith('src/'))))).toEqual([]);
+  });
+
+  it('the CLI reaches management logic through src/admin.ts, never a route file', () => {
+    expect(edges.filter((e) => inside('cli/')(e) && /^src\/management\/routes-/.test(e.to)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+});

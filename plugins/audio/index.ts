@@ -9,7 +9,7 @@ import { cachingSpeech, speechCache } from './speech-cache.js';
 import { TRANSCRIPTIONS_URL, transcriptionHandler } from './transcription.js';
 
 /** OpenAI's upload limit for transcriptions, kept for every speech-to-text model. */
-export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
+const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
 /** Room for the text fields and multipart framing around the file. */
 const FORM_OVERHEAD_BYTES = 256 * 1024;
 

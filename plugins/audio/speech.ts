@@ -2,7 +2,7 @@ import { applyRequestTransform, costPicos, type Exchange, fillPath, GatewayError
 import { isAudioContentType, looksLikeText } from './audio-format.js';
 
 /** OpenAI's limit on `input`, which the gateway keeps for every speech model. */
-export const MAX_SPEECH_CHARACTERS = 4096;
+const MAX_SPEECH_CHARACTERS = 4096;
 const FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'];
 
 export interface SpeechRequest extends ModelRequest {
@@ -17,7 +17,7 @@ export interface SpeechRequest extends ModelRequest {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Validates an OpenAI speech request (spec §4.6); nothing is charged on failure. */
-export function parseSpeechRequest(body: unknown): SpeechRequest {
+function parseSpeechRequest(body: unknown): SpeechRequest {
   if (!isObject(body)) throw invalidField('', 'The request body must be a JSON object');
   const { model, input, voice, response_format: format, speed, instructions, stream_format: streamFormat } = body;
   if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');

@@ -27,7 +27,7 @@ export function timestamp(seconds: number, sep: ',' | '.'): string {
 }
 
 /** The `usage` object OpenAI's duration-billed models send, with the gateway's cost. */
-export function durationUsage(seconds: number, cost: number): Record<string, unknown> {
+function durationUsage(seconds: number, cost: number): Record<string, unknown> {
   return { type: 'duration', seconds: Math.ceil(seconds), cost };
 }
 

@@ -16,7 +16,7 @@ export interface TranscriptionRequest extends ModelRequest {
 }
 
 /** Validates the multipart form of `POST /v1/audio/transcriptions` (spec §4.6). Nothing is charged on failure. */
-export function parseTranscriptionRequest(body: unknown): TranscriptionRequest {
+function parseTranscriptionRequest(body: unknown): TranscriptionRequest {
   if (!(body instanceof MultipartForm)) {
     throw invalidField('', `${TRANSCRIPTIONS_URL} takes a multipart/form-data body with a "file" part and a "model" field`);
   }

@@ -29,10 +29,10 @@ export interface Reasoning {
 }
 
 /** Thinking budget per effort (LiteLLM's DEFAULT_REASONING_EFFORT_*_THINKING_BUDGET). */
-export const EFFORT_BUDGET: Readonly<Record<Effort, number>> = { minimal: 1024, low: 1024, medium: 2048, high: 4096 };
+const EFFORT_BUDGET: Readonly<Record<Effort, number>> = { minimal: 1024, low: 1024, medium: 2048, high: 4096 };
 
 /** Anthropic's smallest `budget_tokens`. */
-export const ANTHROPIC_MIN_BUDGET = 1024;
+const ANTHROPIC_MIN_BUDGET = 1024;
 
 /** The effort a budget stands for (LiteLLM's thresholds). */
 export function budgetEffort(budget: number): Effort {
@@ -89,7 +89,7 @@ export function fromGemini(thinkingConfig: unknown): Reasoning | undefined {
 }
 
 /** The effort asked, or the one its budget stands for; medium when neither was named (adaptive, dynamic). */
-export function effortFor(r: Reasoning): Effort {
+function effortFor(r: Reasoning): Effort {
   return r.effort ?? (r.budget !== undefined ? budgetEffort(r.budget) : 'medium');
 }
 

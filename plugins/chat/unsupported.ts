@@ -65,7 +65,7 @@ const SEARCH_DIALECTS = new Set(['gemini', 'anthropic-messages']);
 const webSearch: Translator = (_p, body, dialect) => (SEARCH_DIALECTS.has(dialect) ? { ...body, web_search_options: isObject(body.web_search_options) ? body.web_search_options : {} } : undefined);
 
 /** The separator between a namespace and a function name in the flat name a function of a namespace is declared under upstream. */
-export const NAMESPACE_SEPARATOR = '__';
+const NAMESPACE_SEPARATOR = '__';
 
 /** The flat (upstream) name of a function declared in a namespace. */
 export const flatName = (namespace: string, name: string): string => `${namespace}${NAMESPACE_SEPARATOR}${name}`;
@@ -120,7 +120,7 @@ const REASONING_KINDS: ReadonlySet<string> = new Set(['thinking', 'output_config
  * The registered translations, by kind. A kind without one (`cache_control`,
  * `server_tool`) is dropped under `translate`.
  */
-export const TRANSLATORS: ReadonlyMap<string, Translator> = new Map<string, Translator>([
+const TRANSLATORS: ReadonlyMap<string, Translator> = new Map<string, Translator>([
   ['thinking', reasoning],
   ['output_config', reasoning],
   ['web_search', webSearch],

@@ -6,7 +6,7 @@ import { modelRecords } from './records.js';
  * A boolean query flag (spec §4.7 types them as strings): `true`/`1`/`yes`, or the
  * bare flag (`?include_deactivated`), mean true; `false`/`0`/`no` or absence mean false.
  */
-export function queryFlag(request: FastifyRequest, name: string): boolean {
+function queryFlag(request: FastifyRequest, name: string): boolean {
   const raw = (request.query as Record<string, unknown> | undefined)?.[name];
   const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
   if (value === undefined) return false;

@@ -22,7 +22,7 @@ export interface MusicSettings {
   };
 }
 
-export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 
 export const musicSettingsSchema = {
   type: 'object',

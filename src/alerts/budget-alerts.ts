@@ -4,7 +4,7 @@ import { microsToUsd, type Micros } from '../money.js';
 import type { SqlWebhookStore } from '../store/webhook-store.js';
 
 /** The default thresholds of every budget, in percent of the period's budget (`webhooks.budget_thresholds`; docs/limits.md, "Alerts"). */
-export const BUDGET_THRESHOLDS: readonly number[] = [50, 80, 100];
+const BUDGET_THRESHOLDS: readonly number[] = [50, 80, 100];
 
 /** Crossings this instance remembers as recorded; past it the memory starts over (a few extra inserts, which find the row). */
 const MAX_REMEMBERED = 10_000;
@@ -57,7 +57,7 @@ export class BudgetAlerts {
           const periodStart = b.periodStart;
           const memo = `${scope.id}|${threshold}|${periodStart}`;
           if (this.recorded.has(memo)) continue;
-          const isKey = scope.id.startsWith('key:');
+          const isKey = scope.owner?.kind === 'key';
           await this.webhooks.recordCrossing({
             orgId: subject.org.id, scope: scope.id, threshold, periodStart, type: 'budget.threshold',
             body: {

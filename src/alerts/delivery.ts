@@ -18,7 +18,7 @@ const BATCH = 20;
 const LEASE_MS = 60_000;
 
 /** A Slack-compatible body (`{text}`) for a webhook that asks for one. */
-export function slackText(payload: Record<string, unknown>): string {
+function slackText(payload: Record<string, unknown>): string {
   if (payload.type === 'test') return `Tollgate test event for org ${String(payload.org)}`;
   if (payload.type === 'budget.threshold') {
     const who = payload.scope === 'key' ? `key ${String(payload.key)}` : `project ${String(payload.project)}`;

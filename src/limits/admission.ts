@@ -3,12 +3,11 @@ import type { Exchange } from '../exchange.js';
 import type { Micros } from '../money.js';
 import type { ModalityHandler, ModelRequest } from '../plugin.js';
 import type { ModelRoute } from '../providers/types.js';
-import type { Project } from '../store/tenancy.js';
-import type { ApiKeyRecord } from '../store/types.js';
 import type { ExchangeObserver } from '../telemetry/events.js';
 import type { BudgetAlerts } from '../alerts/budget-alerts.js';
 import { isLimited } from './spec.js';
-import type { Hold, Limiter, LimitScope } from './types.js';
+import { ownerScope } from './scope-id.js';
+import type { Hold, Limiter, LimitScope, LimitSpec } from './types.js';
 
 /*
  * The limits step of the model pipeline (docs/limits.md): before the credit reservation
@@ -26,12 +25,12 @@ export interface AdmissionServices {
 }
 
 /** The limits scope of an API key (its counters in the limits store). */
-export const keyScope = (k: Pick<ApiKeyRecord, 'id' | 'prefix' | 'limits'>): LimitScope => ({ id: `key:${k.id}`, limits: k.limits, label: `key ${k.prefix}` });
+export const keyScope = (k: { id: string; prefix: string; limits: LimitSpec }): LimitScope => ownerScope({ kind: 'key', id: k.id }, k.limits, `key ${k.prefix}`);
 /** The limits scope of a project, shared by its keys. */
-export const projectScope = (p: Pick<Project, 'id' | 'name' | 'limits'>): LimitScope => ({ id: `project:${p.id}`, limits: p.limits, label: `project ${p.name}` });
+export const projectScope = (p: { id: string; name: string; limits: LimitSpec }): LimitScope => ownerScope({ kind: 'project', id: p.id }, p.limits, `project ${p.name}`);
 
 /** The scopes a request counts against: its key and its key's project, those that limit something. */
-export function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
+function scopesOf(ex: Pick<Exchange, 'apiKey' | 'project'>): LimitScope[] {
   // Checked before anything is built: most keys have no limits, and this runs on every request.
   const scopes: LimitScope[] = [];
   if (ex.apiKey && isLimited(ex.apiKey)) scopes.push(keyScope(ex.apiKey));
@@ -61,7 +60,7 @@ export async function admitLimits<P extends ModelRequest>(
   if (!svc.limiter || scopes.length === 0) return undefined;
   let tokens = 0;
   let costMicros: Micros = 0;
-  // The bounds of the dearest route it may take: the same cost bound as the credit reservation (BYOK routes too: a budget counts their cost).
+  // The bounds of the dearest route it may take: the same cost bound (micro-USD, rounded up) as the credit reservation (BYOK routes too: a budget counts their cost).
   for (const route of routes) {
     tokens = Math.max(tokens, handler.maxTokens?.(parsed, route) ?? 0);
     costMicros = Math.max(costMicros, costBound(route));
@@ -69,7 +68,7 @@ export async function admitLimits<P extends ModelRequest>(
   const verdict = await svc.limiter.admit({ requestId: ex.id, scopes, tokens, costMicros });
   void reply.headers(verdict.headers);
   if (!verdict.ok) {
-    if (verdict.refusedBy) svc.telemetry?.onRateLimitRejected(verdict.refusedBy.kind, verdict.refusedBy.scopeId.startsWith('key:') ? 'key' : 'project');
+    if (verdict.refusedBy) svc.telemetry?.onRateLimitRejected(verdict.refusedBy.kind, verdict.refusedBy.owner?.kind === 'key' ? 'key' : 'project');
     throw verdict.error;
   }
   return admission(svc.limiter, verdict.hold, costMicros, svc.alerts, scopes);

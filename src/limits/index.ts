@@ -36,8 +36,6 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   return new MemoryLimiter({ seed, now, holdTtlMs, onDegraded });
 }
 
-export { validateLimitSpec, isLimited } from './spec.js';
 export { periodBounds } from './periods.js';
-export { formatDuration } from './duration.js';
 export type { RedisLike } from './redis-runner.js';
-export type * from './types.js';
+export type { Limiter } from './types.js';

@@ -183,7 +183,7 @@ export class MemoryLimiter implements Limiter {
       const key = `${scope.id}\n${name}`;
       let pending = this.seeding.get(key);
       if (!pending) {
-        pending = this.opts.seed(scope.id, start).then((micros) => {
+        pending = this.opts.seed(scope.id, start, scope.owner).then((micros) => {
           if (!Number.isSafeInteger(micros) || micros < 0) throw new RangeError(`the spend seed of ${scope.id} is not a whole number of micro-USD: ${micros}`);
           // Spend settled while the seed was read is in the seed (its log row) or lost; see docs/limits.md.
           if (st.spend?.name !== name) st.spend = { name, micros };

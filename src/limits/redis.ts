@@ -187,7 +187,7 @@ export class RedisLimiter implements Limiter {
       const key = `${scope.id}\n${spendCounterName(scope.limits.budget.period, b.periodStart)}`;
       let pending = this.seeding.get(key);
       if (!pending) {
-        pending = this.opts.seed(scope.id, b.periodStart).then((micros) => {
+        pending = this.opts.seed(scope.id, b.periodStart, scope.owner).then((micros) => {
           if (!Number.isSafeInteger(micros) || micros < 0) throw new RangeError(`the spend seed of ${scope.id} is not a whole number of micro-USD: ${micros}`);
           return micros;
         });

@@ -38,6 +38,14 @@ export interface LimitScope {
   id: string;
   limits: LimitSpec;
   label?: string;
+  /** The key or project the scope limits, when it is one (the gateway's scopes: scope-id.ts); the budget seed reads its spend. */
+  owner?: ScopeOwner;
+}
+
+/** What a gateway scope limits: an API key or a project, by id. */
+export interface ScopeOwner {
+  kind: 'key' | 'project';
+  id: string;
 }
 
 export interface AdmitRequest {
@@ -91,6 +99,8 @@ export type AdmitResult =
 export interface RefusedBy {
   kind: LimitKind;
   scopeId: string;
+  /** The refusing scope's owner, when it has one. */
+  owner?: ScopeOwner;
 }
 
 /** A sliding-window limit as seen now. */
@@ -176,6 +186,7 @@ export interface Limiter {
  * Where budget spend comes from when the engine has no counter for a period (first use,
  * a process restart, a Redis restart, an expired counter): the micro-USD the scope spent
  * from `periodStart` (ms, UTC) until now, e.g. summed from the request log by the
- * requests' start times. Called at most once at a time per scope and period per instance.
+ * requests' start times. Called at most once at a time per scope and period per instance,
+ * with the scope's owner when it has one.
  */
-export type SpendSeed = (scopeId: string, periodStart: number) => Promise<Micros>;
+export type SpendSeed = (scopeId: string, periodStart: number, owner?: ScopeOwner) => Promise<Micros>;

@@ -149,7 +149,7 @@ export function refusal(req: AdmitRequest, readings: readonly ScopeReading[], at
   };
   const error = chosen.message();
   error.extras.headers = headers;
-  return { error, headers, refusedBy: { kind: chosen.kind, scopeId: chosen.scope.id } };
+  return { error, headers, refusedBy: { kind: chosen.kind, scopeId: chosen.scope.id, ...(chosen.scope.owner ? { owner: chosen.scope.owner } : {}) } };
 }
 
 function failuresOf(req: AdmitRequest, scope: LimitScope, r: ScopeReading, at: Moment): Failure[] {

@@ -9,14 +9,14 @@ type Obj = Record<string, unknown>;
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 /** The caller of a management request as the audit log names it: the session's user, or the token and its user. */
-export function actorOf(request: FastifyRequest): AuditActor {
+function actorOf(request: FastifyRequest): AuditActor {
   const c = request.caller;
   if (!c) return { type: 'anonymous', userId: null, email: null, tokenId: null };
   return { type: c.via === 'token' ? 'token' : 'user', userId: c.user.id, email: c.user.email, tokenId: c.tokenId ?? null };
 }
 
 /** Where the request came from: its address (as fastify's trustProxy sees it) and its user agent. */
-export function originOf(request: FastifyRequest): { ip: string | null; userAgent: string | null } {
+function originOf(request: FastifyRequest): { ip: string | null; userAgent: string | null } {
   const ua = request.headers['user-agent'];
   return { ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua : null };
 }

@@ -10,7 +10,7 @@ const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
 
-export const MIN_PASSWORD_LENGTH = 10;
+const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 1024;
 
 function derive(password: string, salt: Buffer, opts: ScryptOptions, length: number): Promise<Buffer> {

@@ -4,11 +4,12 @@ import type { AuditCursor, AuditFilter, AuditRow } from '../audit/types.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
+import { decodeCursor, encodeCursor, input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
+import { auditView } from './views.js';
 
 const ANY_OBJECT: JsonSchema = { anyOf: [{ type: 'object', additionalProperties: true }, { type: 'null' }] };
 
-export const AUDIT_ROW = obj({
+const AUDIT_ROW = obj({
   id: str('aud_…'), at: time('When'), org_id: maybe(str()), action: str('What was done, e.g. key.update_limits (docs/management.md, "Audit log")'),
   target_type: maybe(str()), target_id: maybe(str('The id of what was changed')),
   actor: obj({ type: str('user (session), token, cli ("command line") or anonymous (a failed sign-in)'), user_id: maybe(str()), email: maybe(str()), token_id: maybe(str()) }),
@@ -27,23 +28,6 @@ interface Query { actor?: string; action?: string; target?: string; from?: strin
 /** The most rows one export holds (narrow by time for more). */
 const EXPORT_MAX = 100_000;
 
-export const auditView = (r: AuditRow) => ({
-  id: r.id, at: new Date(r.at).toISOString(), org_id: r.orgId, action: r.action, target_type: r.targetType, target_id: r.targetId,
-  actor: { type: r.actor.type, user_id: r.actor.userId, email: r.actor.email, token_id: r.actor.tokenId },
-  ip: r.ip, user_agent: r.userAgent, before: r.before, after: r.after,
-});
-
-const encode = (c: AuditCursor): string => Buffer.from(JSON.stringify([c.at, c.id])).toString('base64url');
-function decode(text: string): AuditCursor {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
-    if (Number.isSafeInteger(at) && typeof id === 'string' && id.length < 100) return { at: at as number, id };
-  } catch {
-    // the 400 below
-  }
-  throw invalidField('cursor', '"cursor" is not one this API returned');
-}
-
 function filterOf(q: Query, orgId: string | undefined): AuditFilter {
   const from = q.from === undefined ? undefined : Date.parse(q.from);
   const to = q.to === undefined ? undefined : Date.parse(q.to);
@@ -60,7 +44,7 @@ const csvCell = (v: unknown): string => {
 };
 
 /** Rows as CSV (one header line) or JSON lines: the whole filtered log, newest first. */
-export function exportText(rows: readonly AuditRow[], format: 'csv' | 'jsonl'): string {
+function exportText(rows: readonly AuditRow[], format: 'csv' | 'jsonl'): string {
   if (format === 'jsonl') return rows.map((r) => `${JSON.stringify(auditView(r))}\n`).join('');
   const lines = rows.map((r) => {
     const v = auditView(r);
@@ -86,10 +70,10 @@ async function answer(d: ManagementDeps, request: FastifyRequest, reply: Fastify
     void reply.type(q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson').header('content-disposition', `attachment; filename="${name}"`);
     return reply.send(exportText(rows.slice(0, EXPORT_MAX), q.format));
   }
-  const rows = await d.store.auditLog.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decode(q.cursor));
+  const rows = await d.store.auditLog.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decodeCursor(q.cursor));
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
-  return { data: page.map(auditView), next_cursor: rows.length > q.limit && last ? encode({ at: last.at, id: last.id }) : null };
+  return { data: page.map(auditView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.at, last.id) : null };
 }
 
 const RESPONSE = { 200: obj({ data: { type: 'array', items: AUDIT_ROW }, next_cursor: maybe(str('Pass as `cursor` for older rows; null on the last page')) }) };

@@ -1,5 +1,6 @@
 import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
 import type { CacheSetting } from '../cache/types.js';
+import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../admin.js';
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
@@ -19,8 +20,6 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
 const PATCH_BODY: JsonSchema = { ...input({ limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }), minProperties: 1 };
-/** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
-export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
 const PROJECT_PATCH_BODY: JsonSchema = {
   ...input({
     limits: LIMITS_INPUT,
@@ -75,9 +74,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         const key = await keyOf(orgId, (request.params as { key: string }).key);
         const body = request.body as { limits?: LimitsBody; cache?: CacheSetting | null };
         const limits = body.limits === undefined ? undefined : patched(key.limits, body);
-        if (limits && !(await store.limits.setKeyLimits(orgId, key.id, limits))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
-        if (body.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'key', key.id, body.cache))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
-        await d.invalidation.invalidate('api_key', key.prefix);
+        if (!(await changeKey(store, d.invalidation, key, { ...(limits ? { limits } : {}), cache: body.cache }))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
         return keyDetail(orgId, key.id);
       },
     },
@@ -97,15 +94,12 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
         const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null; cache?: CacheSetting | null };
-        const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
-        if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
-        if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
-        if (body.unsupported_params !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, project.id, body.unsupported_params))) gone();
-        if (body.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'project', project.id, body.cache))) gone();
-        // Evicts every cached key, so the project's keys read its new limits and settings at once on every instance.
-        await d.invalidation.invalidate('limits', project.id);
+        const changed = await changeProject(store, d.invalidation, project, {
+          ...(limits ? { limits } : {}), defaultMaxTokens: body.default_max_tokens, unsupportedParams: body.unsupported_params, cache: body.cache,
+        });
+        if (!changed) throw new GatewayError('not_found', [`No project ${project.id}`]);
         return projectDetail(orgId, project.id);
       },
     },

@@ -4,7 +4,7 @@ import type { LogCursor, LogFilter, UsageBucket, UsageDimension } from '../store
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
+import { decodeCursor, encodeCursor, input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
 import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js';
 
 const DAY_MS = 86_400_000;
@@ -15,20 +15,8 @@ const FILTERS = {
   from: time('From this time (inclusive); default: 30 days before `to`'), to: time('Until this time (exclusive); default: now'),
 };
 
-/** `cursor`: the page's last (created_at, request id), opaque to clients. */
-export function encodeCursor(c: LogCursor): string {
-  return Buffer.from(JSON.stringify([c.createdAt, c.requestId])).toString('base64url');
-}
-
-export function decodeCursor(text: string): LogCursor {
-  try {
-    const [createdAt, requestId] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
-    if (Number.isSafeInteger(createdAt) && typeof requestId === 'string' && requestId.length < 100) return { createdAt: createdAt as number, requestId };
-  } catch {
-    // falls through to the 400
-  }
-  throw invalidField('cursor', '"cursor" is not one this API returned');
-}
+/** `cursor`: the page's last (created_at, request id). */
+const logCursor = (c: { at: number; id: string }): LogCursor => ({ createdAt: c.at, requestId: c.id });
 
 interface FilterQuery { project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
 
@@ -103,10 +91,10 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const q = request.query as FilterQuery & { limit: number; cursor?: string };
         const filter = filterOf(scopeOf(request).org.id, q, d.now(), false);
-        const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : decodeCursor(q.cursor));
+        const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : logCursor(decodeCursor(q.cursor)));
         const page = rows.slice(0, q.limit);
         const last = page[page.length - 1];
-        return { data: page.map(logListItemView), next_cursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.createdAt, requestId: last.requestId }) : null };
+        return { data: page.map(logListItemView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.createdAt, last.requestId) : null };
       },
     },
     {

@@ -9,7 +9,7 @@ import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schem
 import { iso, MEMBER, memberView } from './views.js';
 
 /** How long an invitation can be accepted. */
-export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
 const INVITATION = obj({
   id: str('inv_…'), org_id: str('org_…'), org_name: str(), email: EMAIL, role: ROLE,

@@ -1,3 +1,4 @@
+import { putProviderKey, removeProviderKey } from '../admin.js';
 import { GatewayError, invalidField } from '../errors.js';
 import { microsToUsd } from '../money.js';
 import { SecretKeyMissingError } from '../secrets.js';
@@ -71,9 +72,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
         if (!d.catalog.providers.has(provider)) throw invalidField('provider', `"provider": no provider "${provider}" (known: ${[...d.catalog.providers.keys()].sort().join(', ')})`);
         try {
           const orgId = scopeOf(request).org.id;
-          const info = await store.providerKeys.set(orgId, provider, (request.body as { key: string }).key, callerOf(request).user.id);
-          await d.invalidation.invalidate('provider_key', orgId);
-          return providerKeyView(info);
+          return providerKeyView(await putProviderKey(store, d.invalidation, orgId, provider, (request.body as { key: string }).key, callerOf(request).user.id));
         } catch (err) {
           if (err instanceof SecretKeyMissingError) throw new GatewayError('encryption_unavailable', [err.message]);
           throw err;
@@ -86,8 +85,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const { provider } = request.params as { provider: string };
         const orgId = scopeOf(request).org.id;
-        if (!(await store.providerKeys.delete(orgId, provider))) throw new GatewayError('not_found', [`No key of this organization for provider ${provider}`]);
-        await d.invalidation.invalidate('provider_key', orgId);
+        if (!(await removeProviderKey(store, d.invalidation, orgId, provider))) throw new GatewayError('not_found', [`No key of this organization for provider ${provider}`]);
         return { provider, deleted: true };
       },
     },

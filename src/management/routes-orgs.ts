@@ -1,6 +1,5 @@
-import { generateApiKey } from '../auth.js';
+import { allowedModels, futureTime, issueKey } from '../admin.js';
 import { GatewayError, invalidField } from '../errors.js';
-import type { ProviderCatalog } from '../providers/catalog.js';
 import { DuplicateError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
@@ -12,26 +11,6 @@ import { LIMITS_INPUT, limitsFromBody, type LimitsBody } from './limits-api.js';
 import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from './schemas.js';
 import { keyListView, KEY_LIST_ITEM } from './key-usage.js';
 import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
-
-/** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
-export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
-  if (models === null || models === undefined) return null;
-  const ids = models.map((m, i) => {
-    const route = catalog.routesFor(m)[0];
-    if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
-    return route.model.id;
-  });
-  return [...new Set(ids)];
-}
-
-/** A future time from an ISO 8601 string; past or unreadable is a 400 naming the field. */
-export function futureTime(iso: string | null | undefined, now: number, field: string): number | null {
-  if (iso === null || iso === undefined) return null;
-  const at = Date.parse(iso);
-  if (Number.isNaN(at)) throw invalidField(field, `"${field}" must be an ISO 8601 date-time`);
-  if (at <= now) throw invalidField(field, `"${field}" must be in the future`);
-  return at;
-}
 
 /** A DuplicateError (unique name or email taken) as the 409 the client sees. */
 export async function conflictAs409<T>(work: () => Promise<T>): Promise<T> {
@@ -135,13 +114,12 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
         const b = (request.body ?? {}) as { name?: string; expires_at?: string | null; allowed_models?: string[] | null; limits?: LimitsBody };
         const limits = limitsFromBody(b.limits);
-        const { key, prefix, hash } = generateApiKey();
-        const record = await store.tenancy.createKey({
-          orgId: project.orgId, projectId: project.id, prefix, hash, name: b.name?.trim() ?? '',
-          expiresAt: futureTime(b.expires_at, d.now(), 'expires_at'), allowedModels: allowedModels(d.catalog, b.allowed_models), createdBy: callerOf(request).user.id,
-          limits,
+        const issued = await issueKey(store, project, {
+          name: b.name?.trim() ?? '', expiresAt: futureTime(b.expires_at, d.now(), 'expires_at'), allowedModels: allowedModels(d.catalog, b.allowed_models),
+          createdBy: callerOf(request).user.id, limits,
         });
-        if (!record) throw new GatewayError('not_found', [`No project ${project.id}`]);
+        if (!issued) throw new GatewayError('not_found', [`No project ${project.id}`]);
+        const { key, record } = issued;
         void reply.code(201);
         return { ...keyView({ ...record, projectName: project.name }, d.now()), key };
       },

@@ -1,3 +1,4 @@
+import { invalidField } from '../errors.js';
 /*
  * JSON Schema pieces shared by the management routes. They validate requests (ajv) and
  * serialise responses (fast-json-stringify), and @fastify/swagger turns them into the
@@ -58,6 +59,20 @@ export const ERROR_BODY = obj({
 /** Path parameters, all strings (ids as the lists return them). */
 export function params(...names: string[]): JsonSchema {
   return input(Object.fromEntries(names.map((n) => [n, str()])), names);
+}
+
+/** A page cursor: the last row's time and id, opaque to clients (base64url of a JSON pair). */
+export const encodeCursor = (at: number, id: string): string => Buffer.from(JSON.stringify([at, id])).toString('base64url');
+
+/** A cursor this API returned, read back; anything else is a 400 naming `cursor`. */
+export function decodeCursor(text: string): { at: number; id: string } {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isSafeInteger(at) && typeof id === 'string' && id.length < 100) return { at: at as number, id };
+  } catch {
+    // the 400 below
+  }
+  throw invalidField('cursor', '"cursor" is not one this API returned');
 }
 
 export const PAGE_LIMIT = (max: number, dflt: number): JsonSchema => int(`Rows per page, 1–${max}`, { minimum: 1, maximum: max, default: dflt });

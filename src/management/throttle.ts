@@ -8,7 +8,7 @@ export interface ThrottleLimits {
   perIp: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleLimits = { perAccount: 5, perIp: 20 };
+const DEFAULT_THROTTLE: ThrottleLimits = { perAccount: 5, perIp: 20 };
 const WINDOW_MS = 60_000;
 
 /** The things a sign-in is counted against: its account (lower-cased email) and its client address. */

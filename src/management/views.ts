@@ -1,4 +1,5 @@
 import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
+import type { AuditRow } from '../audit/types.js';
 import { microsToUsd } from '../money.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
@@ -70,7 +71,7 @@ const LOG_ITEM_FIELDS = {
 export const LOG_ITEM = obj(LOG_ITEM_FIELDS);
 
 type LogBase = Omit<LogRow, 'prompt' | 'attempts' | 'extra'> & { keyPrefix: string | null; keyName?: string | null; projectName: string | null };
-export const logItemView = (r: LogBase) => ({
+const logItemView = (r: LogBase) => ({
   id: r.requestId, created_at: iso(r.createdAt), modality: r.modality, project_id: r.projectId, project_name: r.projectName,
   key_id: r.apiKeyId, key_prefix: r.keyPrefix, key_name: r.keyName ?? null, model: r.requestedModel, used_model: r.usedModel,
   provider: r.usedProvider, status: r.status, error_code: r.errorCode, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
@@ -120,4 +121,11 @@ export const ME = obj({
 export const ME_SELF = { ...ME, properties: { ...(ME.properties as object), has_password: bool('False for a user created by single sign-on: no password to change') }, required: [...(ME.required as string[]), 'has_password'] };
 export const meView = (u: User, orgs: Array<{ orgId: string; orgName: string; role: OrgRole }>) => ({
   id: u.id, email: u.email, operator: u.operator, created_at: iso(u.createdAt), orgs: orgs.map((o) => ({ id: o.orgId, name: o.orgName, role: o.role })),
+});
+
+/** An audit-log row as the API and `gateway audit --format jsonl` show it. */
+export const auditView = (r: AuditRow) => ({
+  id: r.id, at: new Date(r.at).toISOString(), org_id: r.orgId, action: r.action, target_type: r.targetType, target_id: r.targetId,
+  actor: { type: r.actor.type, user_id: r.actor.userId, email: r.actor.email, token_id: r.actor.tokenId },
+  ip: r.ip, user_agent: r.userAgent, before: r.before, after: r.after,
 });

@@ -4,7 +4,6 @@ import { SqlSsoStore, type SsoStore } from './sso.js';
 
 /** A role in one organization. Operators (an instance-wide flag on the user) may act as owner in every org. */
 export type OrgRole = 'owner' | 'admin' | 'member';
-export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member'];
 
 /** A console user. The password hash never leaves the accounts store except to be verified. */
 export interface User {

@@ -1,5 +1,5 @@
 import type { SqlDb } from './sql.js';
-import type { ApiKeyRecord } from './types.js';
+import type { ApiKeyRecord } from './model.js';
 import { toKey, type KeyRow } from './rows.js';
 
 /** What a deactivation did: `last_owner` when it would leave one of the user's orgs with no active owner. */

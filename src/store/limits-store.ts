@@ -1,4 +1,5 @@
-import type { BudgetPeriod, LimitSpec } from '../limits/types.js';
+import { parseScopeId } from '../limits/scope-id.js';
+import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../limits/types.js';
 import type { Micros } from '../money.js';
 import type { SqlDb } from './sql.js';
 
@@ -21,13 +22,6 @@ export function limitsOf(r: LimitColumns): LimitSpec {
   return spec;
 }
 
-/** The ids the gateway names its limit scopes with (`key:<key id>`, `project:<project id>`), parsed back. */
-export function parseScopeId(scopeId: string): { kind: 'key' | 'project'; id: string } {
-  const m = /^(key|project):(.+)$/.exec(scopeId);
-  if (!m) throw new RangeError(`not a limit scope id: ${JSON.stringify(scopeId)}`);
-  return { kind: m[1] as 'key' | 'project', id: m[2] as string };
-}
-
 /** Limits of keys and projects, and the spend the budgets are seeded from. */
 export interface LimitsStore {
   /** Replaces the key's limits (every kind: what `spec` leaves out is cleared); false when the org has no such key. */
@@ -35,11 +29,11 @@ export interface LimitsStore {
   /** Replaces the project's limits; false when the org has no such project. */
   setProjectLimits(orgId: string, projectId: string, spec: LimitSpec): Promise<boolean>;
   /**
-   * Micro-USD logged for a scope (`key:<id>` or `project:<id>`) by requests that started
+   * Micro-USD logged for a key or project (or its scope id, `key:<id>` or `project:<id>`) by requests that started
    * at or after `since` (ms), BYOK requests included: what a budget counts. Read from the
    * hourly sums of `usage_hourly`, with the request log for a `since` inside an hour.
    */
-  spentSince(scopeId: string, since: number): Promise<Micros>;
+  spentSince(scope: ScopeOwner | string, since: number): Promise<Micros>;
 }
 
 /** The limit columns in the order `limitValues` gives them. */
@@ -69,8 +63,8 @@ export class SqlLimitsStore implements LimitsStore {
    * range when `since` is on the hour). The hours come from usage_hourly's (api_key_id |
    * project_id, hour) index (migration 8): that key's or project's rows only.
    */
-  async spentSince(scopeId: string, since: number): Promise<Micros> {
-    const { kind, id } = parseScopeId(scopeId);
+  async spentSince(scope: ScopeOwner | string, since: number): Promise<Micros> {
+    const { kind, id } = typeof scope === 'string' ? parseScopeId(scope) : scope;
     const column = kind === 'key' ? 'api_key_id' : 'project_id';
     const firstHour = Math.ceil(since / HOUR_MS) * HOUR_MS;
     const [row] = await this.db.all<{ hours: number | string | null; partial: number | string | null }>(`SELECT

@@ -2,7 +2,7 @@ import { type CacheDay, cacheDays } from './cache-stats.js';
 import type { Micros } from '../money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
-import type { LogRow } from './types.js';
+import type { LogRow } from './model.js';
 
 /** Which rows of one org's request log: every field but `orgId` narrows. Times are ms, `from` inclusive, `to` exclusive. */
 export interface LogFilter {

@@ -2,7 +2,7 @@ import type { PoolClient } from 'pg';
 import { newId } from '../ids.js';
 import type { Micros } from '../money.js';
 import { APPLY_SLICED, BalanceSlices, returnSlices, type Slice } from './postgres-slices.js';
-import type { LogRow, Settlement } from './types.js';
+import type { LogRow, Settlement } from './model.js';
 
 type Query = <R extends object>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
 type Scalar = string | number | boolean | null;

@@ -1,24 +1,16 @@
-import { createRequire } from 'node:module';
-import type { Pool, PoolClient } from 'pg';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
-import { migratePostgres } from './migrations/index.js';
 import { newId } from '../ids.js';
 import type { SecretBox } from '../secrets.js';
-import { SqlAccountStore } from './accounts.js';
-import { SqlLifecycleStore } from './lifecycle.js';
-import { SqlLimitsStore } from './limits-store.js';
-import { SqlAuditStore } from '../audit/store.js';
-import { SqlLogQueryStore } from './log-query.js';
-import { SqlProviderKeyStore } from './provider-key-store.js';
-import { SqlWebhookStore } from './webhook-store.js';
-import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
-import { postgresDb, type PgQuery } from './sql.js';
+import { LOG_COLUMNS, toLogDb } from './rows.js';
+import { PgConnection, storable, type Param, type Scalar } from './postgres-connection.js';
+import { SqlStoreBase } from './sql-store.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
-import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
-import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { DEFAULT_PROJECT } from './tenancy.js';
+import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import type { Store } from './types.js';
 
 /*
  * One statement whatever the batch size: each column travels as one array parameter,
@@ -27,9 +19,6 @@ import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type Le
 const INSERT_LOGS = `INSERT INTO request_logs (${LOG_COLUMNS.map(([c]) => c).join(', ')})
   SELECT * FROM unnest(${LOG_COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})
   ON CONFLICT (request_id) DO UPDATE SET ${LOG_COLUMNS.filter(([c]) => c !== 'request_id').map(([c]) => `${c} = EXCLUDED.${c}`).join(', ')}`;
-
-type Scalar = string | number | boolean | null;
-type Param = Scalar | readonly Scalar[];
 
 export interface PostgresStoreOptions {
   /** Schema holding the tables, created if missing; overrides `?schema=` in the URL. Default: the server's search_path. */
@@ -52,106 +41,45 @@ export interface PostgresStoreOptions {
  * after waiting for a concurrent writer (READ COMMITTED re-evaluation), so instances
  * cannot overdraw an org between them; the CHECK on the column is the backstop.
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends SqlStoreBase implements Store {
   readonly kind = 'postgres' as const;
   readonly media: MediaStore;
   readonly leases: LeaseStore;
   readonly records: RecordStore;
-  readonly tenancy: SqlTenancyStore;
-  readonly accounts: SqlAccountStore;
-  readonly lifecycle: SqlLifecycleStore;
-  readonly logQuery: SqlLogQueryStore;
-  readonly providerKeys: SqlProviderKeyStore;
-  readonly limits: SqlLimitsStore;
-  readonly webhooks: SqlWebhookStore;
-  readonly auditLog: SqlAuditStore;
-  private readonly pool: Pool;
-  /** The server's reservations only: commits without waiting for the WAL flush (see reserveFast). */
-  private readonly reservePool: Pool | undefined;
-  private readonly pg: typeof import('pg');
-  private readonly schema: string | undefined;
-  private schemaReady: Promise<void> | undefined;
+  private readonly conn: PgConnection;
   private closed: Promise<void> | undefined;
   /** The server's ledger (see PostgresStoreOptions.ledger); undefined for admin commands. */
   readonly ledger: PostgresLedger | undefined;
 
-  constructor(url: string, private readonly now: () => number = Date.now, opts: PostgresStoreOptions = {}) {
-    const parsed = new URL(url);
-    const schema = opts.schema ?? (parsed.searchParams.get('schema') || undefined);
-    if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-      throw new RangeError(`database schema must be a lower-case SQL identifier, got ${JSON.stringify(schema)}`);
-    }
-    this.schema = schema;
-    // pg lets URL parameters override the config object, so `options` is merged here and removed from the URL.
-    const options = [parsed.searchParams.get('options'), schema && `-c search_path=${schema}`].filter(Boolean).join(' ');
-    parsed.searchParams.delete('schema');
-    parsed.searchParams.delete('options');
-    // pg is loaded only when a PostgreSQL database is configured: the embedded default never pays for it.
-    const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
-    this.pg = pg;
-    const typeParsers = new pg.TypeOverrides();
-    typeParsers.setTypeParser(pg.types.builtins.INT8, parseInt8);
-    this.pool = new pg.Pool({ connectionString: parsed.toString(), options: options || undefined, types: typeParsers, max: opts.poolSize ?? 10 });
-    // An idle pooled connection that drops emits here; unheard, Node would exit. The next query reports the fault.
-    this.pool.on('error', () => undefined);
-    /*
-     * A busy org's reservations queue on its balance row, each holding the row lock until
-     * its commit; waiting for the WAL flush there serialises them at the disk's pace. A
-     * reservation may skip that wait: a commit lost in a crash of PostgreSQL takes its debit
-     * with it (one statement), and the settlement that finds no reservation charges the
-     * balance directly (the late path of postgres-ledger.ts). Charges and log rows, which
-     * are what was sold, keep synchronous commits.
-     */
-    this.reservePool = opts.ledger && new pg.Pool({
-      connectionString: parsed.toString(), options: [options, '-c synchronous_commit=off'].filter(Boolean).join(' '),
-      types: typeParsers, max: opts.poolSize ?? 10,
-    });
-    this.reservePool?.on('error', () => undefined);
+  constructor(url: string, now: () => number = Date.now, opts: PostgresStoreOptions = {}) {
+    // Only the server gets the reservation pool (postgres-connection.ts: commits without waiting for the WAL flush).
+    const conn = new PgConnection(url, { schema: opts.schema, poolSize: opts.poolSize, reservePool: opts.ledger !== undefined });
+    super(conn.sqlDb(), now, opts.secrets);
+    this.conn = conn;
     const query: Query = (sql, params) => this.query(sql, params);
     this.media = new PostgresMediaStore(query);
     this.leases = new PostgresLeaseStore(query);
     this.records = new PostgresRecordStore(query);
-    const sql = postgresDb(async (text, params) => {
-      await this.ensureSchema();
-      const r = await this.pool.query(text, params.map(storable));
-      return { rows: r.rows as object[], rowCount: r.rowCount };
-    }, async <T>(work: (q: PgQuery) => Promise<T>): Promise<T> => {
-      await this.ensureSchema();
-      let out: { value: T } | undefined;
-      await this.transaction(async (client) => {
-        out = { value: await work(async (text, params) => {
-          const r = await client.query(text, params.map(storable));
-          return { rows: r.rows as object[], rowCount: r.rowCount };
-        }) };
-      });
-      return (out as { value: T }).value;
-    });
-    this.tenancy = new SqlTenancyStore(sql, now, { heldFor: (orgId) => this.ledger?.heldFor(orgId) ?? 0, steady: async () => undefined });
-    this.accounts = new SqlAccountStore(sql, now);
-    this.lifecycle = new SqlLifecycleStore(sql, now);
-    this.logQuery = new SqlLogQueryStore(sql);
-    this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
-    this.limits = new SqlLimitsStore(sql);
-    this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
-    this.auditLog = new SqlAuditStore(sql, now);
-    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => this.transaction(work), now, opts.ledger,
-      async (text, params) => {
-        await this.ensureSchema();
-        return (await (this.reservePool ?? this.pool).query(text, params.map(storable))).rows;
-      });
+    this.ledger = opts.ledger && new PostgresLedger((text, params) => this.query(text, params as Param[]), (work) => conn.transaction(work), now, opts.ledger,
+      (text, params) => conn.reserveQuery(text, params as Param[]));
     this.ledger?.start();
   }
 
-  async ping(): Promise<void> {
-    await this.query('SELECT 1');
+  protected heldFor(orgId: string): Micros {
+    return this.ledger?.heldFor(orgId) ?? 0;
   }
+
+  /** Charges decided in memory are written with their log rows; the stored balance never lags a half-written batch. */
+  protected async steady(): Promise<void> {}
+
+  protected async written(): Promise<void> {}
 
   async close(): Promise<void> {
     this.closed ??= (async () => {
       try {
         await this.ledger?.close();
       } finally {
-        await Promise.all([this.pool.end(), this.reservePool?.end()]);
+        await this.conn.end();
       }
     })();
     await this.closed;
@@ -166,31 +94,12 @@ export class PostgresStore implements Store {
         INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $3, 'initial credits', $5 FROM o WHERE $3::bigint > 0`,
       [org.id, name, credits, retention, org.createdAt, newId('prj'), DEFAULT_PROJECT]);
     } catch (err) {
-      if (err instanceof this.pg.DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
+      if (err instanceof this.conn.pg.DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
         throw new DuplicateError(`an organization named "${name}" already exists`);
       }
       throw err;
     }
     return org;
-  }
-
-  async getOrg(id: string): Promise<Org | undefined> {
-    const [row] = await this.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs o WHERE o.id = $1`, [id]);
-    return row && this.withHeld(toOrg(row));
-  }
-
-  async findOrgByName(name: string): Promise<Org | undefined> {
-    const [row] = await this.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs o WHERE o.name = $1`, [name]);
-    return row && this.withHeld(toOrg(row));
-  }
-
-  async countOrgs(): Promise<number> {
-    const [row] = await this.query<{ n: number }>('SELECT COUNT(*) AS n FROM orgs');
-    return row?.n ?? 0;
-  }
-
-  async setRetention(orgId: string, retention: Retention): Promise<void> {
-    await this.query('UPDATE orgs SET retention = $2 WHERE id = $1', [orgId, retention]);
   }
 
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
@@ -215,16 +124,6 @@ export class PostgresStore implements Store {
     }
     // The balance as getOrg shows it (the slices counted), not the org's row alone.
     return (await this.getOrg(orgId))?.balanceMicros ?? 0;
-  }
-
-  async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {
-    const [row] = await this.query<KeyRow>('SELECT * FROM api_keys WHERE prefix = $1', [prefix]);
-    return row && toKey(row);
-  }
-
-  async revokeApiKey(prefix: string): Promise<boolean> {
-    const rows = await this.query('UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL RETURNING id', [this.now(), prefix]);
-    return rows.length > 0;
   }
 
   /*
@@ -294,33 +193,12 @@ export class PostgresStore implements Store {
       await this.query(INSERT_LOGS, params(unique));
       return;
     }
-    await this.ensureSchema();
+    await this.conn.ensureSchema();
     let taken: Settlement[] = [];
-    await this.transaction(async (client) => {
+    await this.conn.transaction(async (client) => {
       taken = await ledger.apply(client, unique, async (patched) => void (await client.query(INSERT_LOGS, params(patched).map(storable))));
     });
     ledger.written(taken);
-  }
-
-  async getLog(requestId: string): Promise<LogRow | undefined> {
-    const [row] = await this.query<StoredLogRow>('SELECT * FROM request_logs WHERE request_id = $1 OR id = $1 LIMIT 1', [requestId]);
-    return row && fromLogDb(row);
-  }
-
-  async sumCharges(orgId: string): Promise<Micros> {
-    const [row] = await this.query<{ s: number }>("SELECT COALESCE(SUM(-amount_micros), 0)::bigint AS s FROM ledger WHERE org_id = $1 AND kind = 'charge'", [orgId]);
-    return row?.s ?? 0;
-  }
-
-  async sumLoggedCosts(orgId: string): Promise<Micros> {
-    const [row] = await this.query<{ s: number }>('SELECT COALESCE(SUM(cost_micros), 0)::bigint AS s FROM request_logs WHERE org_id = $1 AND NOT byok', [orgId]);
-    return row?.s ?? 0;
-  }
-
-  /** The balance less what this process holds of it in memory (reservations from its slices, charges not written). */
-  private withHeld(org: Org): Org {
-    org.balanceMicros -= this.ledger?.heldFor(org.id) ?? 0;
-    return org;
   }
 
   /** Slices count in the balance; what this process holds from them in memory counts as held (as on SQLite). */
@@ -335,70 +213,7 @@ export class PostgresStore implements Store {
     return row!;
   }
 
-  private async query<R extends object = Record<string, unknown>>(sql: string, params: readonly Param[] = []): Promise<R[]> {
-    await this.ensureSchema();
-    return (await this.pool.query<R>(sql, params.map(storable))).rows;
+  private query<R extends object = Record<string, unknown>>(sql: string, params: readonly Param[] = []): Promise<R[]> {
+    return this.conn.query<R>(sql, params);
   }
-
-  /** Migrates the schema once per instance; a failure (database down) is retried by the next call. */
-  private ensureSchema(): Promise<void> {
-    this.schemaReady ??= this.createSchema().catch((err: unknown) => {
-      this.schemaReady = undefined;
-      throw err;
-    });
-    return this.schemaReady;
-  }
-
-  private async createSchema(): Promise<void> {
-    await this.transaction(async (client) => {
-      // Instances starting together take turns: each migration is applied once, and concurrent DDL never collides in the catalogue.
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('tollgate.schema'))");
-      if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.pg.escapeIdentifier(this.schema)}`);
-      await migratePostgres(client);
-    });
-  }
-
-  private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    /*
-     * A connection cut while checked out (a PostgreSQL restart, a terminated backend) makes pg
-     * emit 'error' on the client. The pool listens only while a client is idle; unheard, Node
-     * would exit the process, and the log rows and settlements it holds in memory would die
-     * with it (served, neither charged nor logged). Heard here: the pending query, or the next
-     * one, fails, the transaction throws like any failed batch (kept and retried), and the
-     * connection is discarded.
-     */
-    const onLost = (err: Error): void => {
-      broken ??= err;
-    };
-    client.on('error', onLost);
-    try {
-      await client.query('BEGIN');
-      await work(client);
-      await client.query('COMMIT');
-    } catch (err) {
-      // A connection that cannot even roll back is discarded rather than returned to the pool.
-      await client.query('ROLLBACK').catch((e: Error) => { broken ??= e; });
-      throw err;
-    } finally {
-      // release() puts the pool's own listener back before this one goes: no moment without one.
-      client.release(broken);
-      client.removeListener('error', onLost);
-    }
-  }
-}
-
-/** BIGINT arrives as text; money and times stay below 2^53, and anything else is corruption worth an error. */
-function parseInt8(text: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n)) throw new RangeError(`BIGINT ${text} is beyond the safe integer range`);
-  return n;
-}
-
-/** PostgreSQL text cannot hold NUL; client-supplied text (prompts, model names) must not fail a write over it. */
-function storable(value: Param): Param {
-  if (typeof value === 'string') return value.replaceAll('\u0000', '\uFFFD');
-  if (Array.isArray(value)) return value.map((v: Scalar) => (typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v));
-  return value;
 }

@@ -2,7 +2,7 @@ import type { Micros } from '../money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
 import { parseCacheSetting } from '../cache/settings.js';
-import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './types.js';
+import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './model.js';
 
 /*
  * Rows as both drivers read them, and the mapping to the records the rest of the
@@ -52,8 +52,6 @@ export const LOG_COLUMNS = [
   ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
   ['cache', 'text'], ['cache_age_ms', 'bigint'], ['cache_saved_micros', 'bigint'],
 ] as const;
-
-export type LogColumn = (typeof LOG_COLUMNS)[number][0];
 
 /** A request_logs row as written: booleans as booleans, JSON as text. */
 export interface LogDbRow {

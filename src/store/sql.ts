@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { DuplicateError } from './types.js';
+import { DuplicateError } from './model.js';
 
 /** A value bound to a statement; booleans become 0/1 on SQLite. */
 export type SqlValue = string | number | boolean | null;
@@ -32,7 +32,7 @@ export interface SqlDb {
 }
 
 /** What a unique-constraint violation looks like in either driver. */
-export function isUniqueViolation(err: unknown): boolean {
+function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }

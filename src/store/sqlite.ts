@@ -10,18 +10,13 @@ import { InlineWriter, ThreadWriter, type BatchWriter, type WriteStep } from './
 import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
 import type { SecretBox } from '../secrets.js';
-import { SqlAccountStore } from './accounts.js';
-import { SqlLifecycleStore } from './lifecycle.js';
-import { SqlLimitsStore } from './limits-store.js';
-import { SqlAuditStore } from '../audit/store.js';
-import { SqlLogQueryStore } from './log-query.js';
-import { SqlProviderKeyStore } from './provider-key-store.js';
-import { SqlWebhookStore } from './webhook-store.js';
-import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbRow, type OrgRow, type StoredLogRow } from './rows.js';
+import { LOG_COLUMNS, toLogDb, toOrg, type LogDbRow, type OrgRow } from './rows.js';
 import { sqliteDb } from './sql.js';
-import { DEFAULT_PROJECT, SqlTenancyStore } from './tenancy.js';
+import { SqlStoreBase } from './sql-store.js';
+import { DEFAULT_PROJECT } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { creditRefused, debitRefused, DuplicateError, type ApiKeyRecord, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement, type Store } from './types.js';
+import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import type { Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
 const WRITES = {
@@ -44,19 +39,11 @@ function logParams(row: LogDbRow): unknown[] {
  * conditional UPDATEs, which SQLite serialises, so concurrent reservations cannot
  * overdraw.
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends SqlStoreBase implements Store {
   readonly kind = 'sqlite' as const;
   readonly media: MediaStore;
   readonly leases: LeaseStore;
   readonly records: RecordStore;
-  readonly tenancy: SqlTenancyStore;
-  readonly accounts: SqlAccountStore;
-  readonly lifecycle: SqlLifecycleStore;
-  readonly logQuery: SqlLogQueryStore;
-  readonly providerKeys: SqlProviderKeyStore;
-  readonly limits: SqlLimitsStore;
-  readonly webhooks: SqlWebhookStore;
-  readonly auditLog: SqlAuditStore;
   private readonly db: Database.Database;
   private readonly stmt;
   /** Runs the log and charge batches: on a thread of its own for the gateway on a file, else inline. */
@@ -66,35 +53,23 @@ export class SqliteStore implements Store {
   private readonly buffered: BufferedSqliteLedger | undefined;
 
   constructor(
-    path: string, private readonly now: () => number = Date.now,
+    path: string, now: () => number = Date.now,
     opts: { ownLedger?: boolean; balanceTtlMs?: number; secrets?: SecretBox } = {},
   ) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('foreign_keys = ON');
-    migrateSqlite(this.db);
-    this.media = new SqliteMediaStore(this.db);
-    this.leases = new SqliteLeaseStore(this.db);
-    this.records = new SqliteRecordStore(this.db);
-    const sql = sqliteDb(this.db);
-    this.tenancy = new SqlTenancyStore(sql, now, {
-      heldFor: (orgId) => this.buffered?.heldFor(orgId) ?? 0, steady: async () => this.buffered?.steady(),
-    });
-    this.accounts = new SqlAccountStore(sql, now);
-    this.lifecycle = new SqlLifecycleStore(sql, now);
-    this.logQuery = new SqlLogQueryStore(sql);
-    this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
-    this.limits = new SqlLimitsStore(sql);
-    this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);
-    this.auditLog = new SqlAuditStore(sql, now);
-    const db = this.db;
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    migrateSqlite(db);
+    super(sqliteDb(db), now, opts.secrets);
+    this.db = db;
+    this.media = new SqliteMediaStore(db);
+    this.leases = new SqliteLeaseStore(db);
+    this.records = new SqliteRecordStore(db);
     this.stmt = {
       orgById: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE id = ?'),
-      orgByName: db.prepare<[string], OrgRow>('SELECT * FROM orgs WHERE name = ?'),
-      keyByPrefix: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE prefix = ?'),
       debit: db.prepare('UPDATE orgs SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ?'),
       credit: db.prepare('UPDATE orgs SET balance_micros = balance_micros + ? WHERE id = ?'),
       topUp: db.prepare(`UPDATE orgs SET balance_micros = balance_micros + @amount WHERE id = @org AND balance_micros + @amount <= ${MAX_BALANCE_MICROS}`),
@@ -118,20 +93,24 @@ export class SqliteStore implements Store {
     return org;
   }
 
-  /** Writes charges buffered in memory (the audit sums must see them), and waits out a log batch being written. */
-  private async writeBuffered(): Promise<void> {
-    await this.buffered?.flush();
+  protected heldFor(orgId: string): Micros {
+    return this.buffered?.heldFor(orgId) ?? 0;
+  }
+
+  protected async steady(): Promise<void> {
     await this.buffered?.steady();
   }
 
-  async ping(): Promise<void> {
-    this.db.prepare('SELECT 1').get();
+  /** Writes charges buffered in memory (the audit sums must see them), and waits out a log batch being written. */
+  protected async written(): Promise<void> {
+    await this.buffered?.flush();
+    await this.buffered?.steady();
   }
 
   async close(): Promise<void> {
     this.closing ??= (async () => {
       try {
-        await this.writeBuffered();
+        await this.written();
       } finally {
         await this.writer.close();
         this.buffered?.close();
@@ -158,26 +137,6 @@ export class SqliteStore implements Store {
     return org;
   }
 
-  async getOrg(id: string): Promise<Org | undefined> {
-    await this.buffered?.steady();
-    const row = this.stmt.orgById.get(id);
-    return row && this.toOrg(row);
-  }
-
-  async findOrgByName(name: string): Promise<Org | undefined> {
-    await this.buffered?.steady();
-    const row = this.stmt.orgByName.get(name);
-    return row && this.toOrg(row);
-  }
-
-  async countOrgs(): Promise<number> {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM orgs').get() as { n: number }).n;
-  }
-
-  async setRetention(orgId: string, retention: Retention): Promise<void> {
-    this.db.prepare('UPDATE orgs SET retention = ? WHERE id = ?').run(retention, orgId);
-  }
-
   async addCredits(orgId: string, amount: Micros, note: string, actor: string | null = null): Promise<Micros> {
     await this.buffered?.steady();
     return this.db.transaction(() => {
@@ -193,15 +152,6 @@ export class SqliteStore implements Store {
       this.buffered?.forget(orgId);
       return this.toOrg(this.stmt.orgById.get(orgId) as OrgRow).balanceMicros;
     })();
-  }
-
-  async findApiKey(prefix: string): Promise<ApiKeyRecord | undefined> {
-    const row = this.stmt.keyByPrefix.get(prefix);
-    return row && toKey(row);
-  }
-
-  async revokeApiKey(prefix: string): Promise<boolean> {
-    return this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL').run(this.now(), prefix).changes > 0;
   }
 
   async reserve(orgId: string, requestId: string, amount: Micros): Promise<boolean> {
@@ -257,19 +207,8 @@ export class SqliteStore implements Store {
     charges?.written();
   }
 
-  async getLog(requestId: string): Promise<LogRow | undefined> {
-    const row = this.db.prepare('SELECT * FROM request_logs WHERE request_id = ? OR id = ?').get(requestId, requestId) as StoredLogRow | undefined;
-    return row && fromLogDb(row);
-  }
-
-  async sumCharges(orgId: string): Promise<Micros> {
-    await this.writeBuffered();
-    const row = this.db.prepare("SELECT COALESCE(SUM(-amount_micros), 0) AS s FROM ledger WHERE org_id = ? AND kind = 'charge'").get(orgId) as { s: number };
-    return row.s;
-  }
-
   async audit(orgId: string): Promise<LedgerAudit> {
-    await this.writeBuffered();
+    await this.written();
     const row = this.db.prepare(`SELECT COALESCE((SELECT balance_micros FROM orgs WHERE id = @org), 0) AS balance,
         (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'credit') AS credited,
         (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = @org AND kind = 'charge') AS charged,
@@ -278,11 +217,5 @@ export class SqliteStore implements Store {
       { balance: number; credited: number; charged: number; logged: number; reserved: number };
     const held = this.buffered ? this.buffered.heldFor(orgId) : row.reserved;
     return { credited: row.credited, balance: row.balance, held, charged: row.charged, logged: row.logged };
-  }
-
-  async sumLoggedCosts(orgId: string): Promise<Micros> {
-    await this.writeBuffered();
-    const row = this.db.prepare('SELECT COALESCE(SUM(cost_micros), 0) AS s FROM request_logs WHERE org_id = ? AND byok = 0').get(orgId) as { s: number };
-    return row.s;
   }
 }

@@ -8,7 +8,7 @@ import type { UnsupportedParamsPolicy } from '../providers/types.js';
 import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
 import { ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
-import type { ApiKeyRecord, Org } from './types.js';
+import type { ApiKeyRecord, Org } from './model.js';
 
 /** The name of the project every org has; keys made without a project land there. */
 export const DEFAULT_PROJECT = 'default';

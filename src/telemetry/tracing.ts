@@ -14,7 +14,7 @@ import type { RequestTrace } from './events.js';
 import { attemptEndAttributes, attemptSpanName, attemptStartAttributes, promptAllowed, requestAttributes, requestSpanName } from './genai.js';
 
 /** Spans are sent at most this long after they end (the batch processor's schedule). */
-export const EXPORT_DELAY_MS = 1000;
+const EXPORT_DELAY_MS = 1000;
 
 /**
  * OpenTelemetry traces, exported as OTLP/HTTP JSON to `<endpoint>/v1/traces`. This

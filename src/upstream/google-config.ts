@@ -31,7 +31,7 @@ export interface ResolvedGoogleAuth {
 }
 
 /** The region of a Vertex AI host (`europe-west4-aiplatform.googleapis.com` → europe-west4; `aiplatform.googleapis.com` → global). */
-export function locationOfHost(baseUrl: string): string | undefined {
+function locationOfHost(baseUrl: string): string | undefined {
   let host: string;
   try {
     host = new URL(baseUrl).hostname;

@@ -10,7 +10,7 @@ import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } f
  */
 
 /** The scope Vertex AI (and every Google Cloud API) accepts. */
-export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 /** Lifetime asked for in the assertion: Google's maximum. */
@@ -64,7 +64,7 @@ export function parseServiceAccount(text: string): ServiceAccount {
 const b64url = (s: string | Buffer): string => Buffer.from(s).toString('base64url');
 
 /** The signed RS256 JWT assertion for a token request, issued at `nowMs`. */
-export function jwtAssertion(sa: ServiceAccount, nowMs: number, scope = CLOUD_PLATFORM_SCOPE): string {
+function jwtAssertion(sa: ServiceAccount, nowMs: number, scope = CLOUD_PLATFORM_SCOPE): string {
   const iat = Math.floor(nowMs / 1000);
   const header = { alg: 'RS256', typ: 'JWT', ...(sa.privateKeyId ? { kid: sa.privateKeyId } : {}) };
   const claims = { iss: sa.clientEmail, scope, aud: sa.tokenUri, iat, exp: iat + ASSERTION_LIFETIME_S };

@@ -8,10 +8,3 @@ import type { ChatDialect } from './types.js';
 export const DIALECTS: ReadonlyMap<string, ChatDialect> = new Map(
   [openaiDialect, anthropicDialect, geminiDialect, bedrockConverseDialect].map((d) => [d.name, d]),
 );
-
-/** The dialect of an endpoint; an unknown name was refused at config load. */
-export function dialectNamed(name: string | undefined): ChatDialect {
-  const d = DIALECTS.get(name ?? 'openai');
-  if (!d) throw new Error(`chat dialect ${name} is not loaded`);
-  return d;
-}

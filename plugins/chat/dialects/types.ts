@@ -199,7 +199,7 @@ export function completionText(completion: Record<string, unknown>): string {
 }
 
 /** Token usage in OpenAI's shape (without the gateway's cost fields). */
-export function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
+function openaiUsageObject(u: TokenUsage): Record<string, unknown> {
   return {
     prompt_tokens: u.promptTokens,
     completion_tokens: u.completionTokens,

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /** Column types where the two databases spell the same column differently. */
 interface Types {

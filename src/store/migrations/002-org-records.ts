@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 const table = (bigint: string): string => `
 CREATE TABLE IF NOT EXISTS org_records (

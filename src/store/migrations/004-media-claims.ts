@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * The retention sweep claims each expired object before deleting it (issue 14): an

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Limits and budgets (docs/limits.md) on API keys and on projects. Every column is

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * A ledger that stays exact across crashes when many instances share PostgreSQL.

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Balance slices (PostgreSQL, many instances): an instance moves a slice of a busy org's

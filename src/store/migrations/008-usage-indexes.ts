@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * The budget seed (`spentSince`, src/store/limits-store.ts) sums a key's or a project's

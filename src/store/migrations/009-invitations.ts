@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Invitations to an org (docs/management.md, "Members"). An owner's "add member" no

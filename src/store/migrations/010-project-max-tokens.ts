@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * A project's default output bound for chat (issue 29, docs/chat.md "The max_tokens

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * OIDC sign-in (issue 32, docs/management.md "Single sign-on"): one row per sign-in

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * The audit log (issue 32, docs/management.md "Audit log"): one row per change made

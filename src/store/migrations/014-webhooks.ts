@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Alerts and signed webhooks (issue 32, docs/management.md "Webhooks").

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * The balance alert of an org (issue 32, docs/limits.md "Alerts"):

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Version 17 belongs to a branch developed alongside the response cache (issue 33, whose

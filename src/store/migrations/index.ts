@@ -17,22 +17,9 @@ import { accountLifecycle } from './015-account-lifecycle.js';
 import { balanceAlert } from './016-balance-alert.js';
 import { reserved17 } from './017-reserved.js';
 import { responseCache } from './018-response-cache.js';
+import type { Migration } from './migration.js';
 
-/**
- * One step of the database schema. Versions start at 1 and go up by one; a database
- * records the versions it has applied in `schema_migrations`, and opening a store
- * applies the missing ones in order, each in the transaction that records it.
- *
- * To change the schema, append a migration to MIGRATIONS (a file `00N-what.ts` beside
- * this one): never edit an applied migration, and never a CREATE TABLE of an earlier one.
- */
-export interface Migration {
-  readonly version: number;
-  /** What it changes, one line, kept in schema_migrations. */
-  readonly name: string;
-  /** One SQL text for both drivers, or each driver's own where the SQL really differs. */
-  readonly sql: string | { readonly sqlite: string; readonly postgres: string };
-}
+export type { Migration } from './migration.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -44,7 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenan
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
 
-export function migrationSql(m: Migration, dialect: Dialect): string {
+function migrationSql(m: Migration, dialect: Dialect): string {
   return typeof m.sql === 'string' ? m.sql : m.sql[dialect];
 }
 

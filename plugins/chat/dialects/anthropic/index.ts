@@ -41,7 +41,7 @@ export function finishFromStopReason(reason: unknown): FinishReason {
 const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
 const PART_TYPES = new Set(['text', 'image_url']);
 /** Anthropic's web search server tool, which a translated web search becomes. */
-export const WEB_SEARCH_TOOL = 'web_search_20250305';
+const WEB_SEARCH_TOOL = 'web_search_20250305';
 
 function unsupported(req: ChatRequest): Untranslatable | undefined {
   const b = req.body;
@@ -119,7 +119,7 @@ function anthropicTools(b: ChatRequest['body']): Record<string, unknown> {
 }
 
 /** The canonical request as an Anthropic Messages body. max_tokens is passed only when the client set it. */
-export function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record<string, unknown> {
+function toAnthropicBody(req: ChatRequest, upstreamModel: string): Record<string, unknown> {
   const b = req.body;
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;
@@ -228,7 +228,7 @@ function anthropicStream(ctx: ReplyContext): { onEvent(event: string | undefined
  * the version in the body (`anthropic_version`, from the endpoint's dialect_options) and
  * the model in the path, so the body has no `model`. Without the option, the body as is.
  */
-export function withBodyVersion(body: Record<string, unknown>, options: Readonly<Record<string, string>> | undefined): Record<string, unknown> {
+function withBodyVersion(body: Record<string, unknown>, options: Readonly<Record<string, string>> | undefined): Record<string, unknown> {
   const version = options?.anthropic_version;
   if (!version) return body;
   const { model: _inPath, ...rest } = body;

@@ -30,7 +30,7 @@ function header(m: Message, name: string): string | undefined {
 }
 
 /** One decoded message as a stream event. */
-export function eventOf(m: Message): UpstreamEvent {
+function eventOf(m: Message): UpstreamEvent {
   const kind = header(m, ':message-type') ?? 'event';
   if (kind === 'exception') return { event: header(m, ':exception-type') ?? 'exception', data: utf8(m.body) };
   if (kind === 'error') {

@@ -105,7 +105,7 @@ function toolConfig(b: ChatRequest['body']): Record<string, unknown> {
 }
 
 /** The canonical request as a Converse body (the model is in the path). */
-export function toConverseBody(req: ChatRequest, upstreamModel: string, reasoning: boolean): Record<string, unknown> {
+function toConverseBody(req: ChatRequest, upstreamModel: string, reasoning: boolean): Record<string, unknown> {
   const b = req.body;
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content)).filter((t) => t.trim());
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;

@@ -122,7 +122,7 @@ function jsonConfig(format: unknown): Record<string, unknown> {
 }
 
 /** The canonical request as a Gemini generateContent body. */
-export function toGeminiBody(req: ChatRequest): Record<string, unknown> {
+function toGeminiBody(req: ChatRequest): Record<string, unknown> {
   const b = req.body;
   const system = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => contentText(m.content));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop : undefined;

@@ -16,7 +16,7 @@ export function stopReason(finish: unknown): string {
 }
 
 /** `msg_…` id of a reply the gateway builds itself. */
-export function messageId(ctx: ReplyContext): string {
+function messageId(ctx: ReplyContext): string {
   return `msg_${ctx.id.replace(/^chatcmpl-/, '')}`;
 }
 

@@ -41,7 +41,7 @@ interface UpstreamUsage {
 }
 
 /** Responses usage in the gateway's terms. */
-export function upstreamUsage(u: UpstreamUsage | null | undefined): TokenUsage | undefined {
+function upstreamUsage(u: UpstreamUsage | null | undefined): TokenUsage | undefined {
   if (!u || typeof u.input_tokens !== 'number') return undefined;
   const reasoning = u.output_tokens_details?.reasoning_tokens;
   return { promptTokens: u.input_tokens, completionTokens: u.output_tokens ?? 0, cachedTokens: u.input_tokens_details?.cached_tokens ?? 0, ...(reasoning ? { reasoningTokens: reasoning } : {}) };
