@@ -13,10 +13,11 @@ import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from '.
 import { keyListView, KEY_LIST_ITEM } from './key-usage.js';
 import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
 
-/** Allow-list entries as canonical model ids; an id no provider serves is a 400 naming its position. */
+/** Allow-list entries as canonical model ids (a model group by its name); an id nothing serves is a 400 naming its position. */
 export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
   if (models === null || models === undefined) return null;
   const ids = models.map((m, i) => {
+    if (catalog.groups.has(m)) return m;
     const route = catalog.routesFor(m)[0];
     if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
     return route.model.id;

@@ -47,7 +47,7 @@ export const LOG_COLUMNS = [
   ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
   ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
-  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
+  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'], ['deployment', 'text'],
 ] as const;
 
 export type LogColumn = (typeof LOG_COLUMNS)[number][0];
@@ -58,7 +58,7 @@ export interface LogDbRow {
   requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
   error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
-  project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null;
+  project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null; deployment: string | null;
 }
 
 /** A request_logs row as read back by either driver. */
@@ -75,14 +75,14 @@ export function toLogDb(r: LogRow): LogDbRow {
     error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated, byok: r.byok,
     duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
-    project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
+    project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, deployment: r.deployment ?? null,
   };
 }
 
 export function fromLogDb(r: StoredLogRow): LogRow {
   return {
     requestId: r.request_id, orgId: r.org_id, projectId: r.project_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
-    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
+    usedModel: r.used_model, usedProvider: r.used_provider, deployment: r.deployment ?? null, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
     promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     costEstimated: r.cost_estimated === true || r.cost_estimated === 1, byok: r.byok === true || r.byok === 1,
     durationMs: r.duration_ms, ttfbMs: r.ttfb_ms, prompt: r.prompt,
