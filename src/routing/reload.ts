@@ -134,11 +134,20 @@ export function restartOnly(running: GatewayConfig, next: GatewayConfig): string
     const b = next[key] as unknown;
     if (isPlain(a) && isPlain(b)) {
       for (const sub of new Set([...Object.keys(a), ...Object.keys(b)])) {
-        if (JSON.stringify(a[sub]) !== JSON.stringify(b[sub])) changed.push(`${key}.${sub}`);
+        if (JSON.stringify(a[sub]) !== JSON.stringify(b[sub])) changed.push(yamlName(`${key}.${sub}`));
       }
-    } else if (JSON.stringify(a) !== JSON.stringify(b)) changed.push(key);
+    } else if (JSON.stringify(a) !== JSON.stringify(b)) changed.push(yamlName(key));
   }
   return changed;
+}
+
+/** Settings whose gateway.yaml name is not their snake_case form. */
+const YAML_NAMES: Record<string, string> = { 'database.balance_slice_micros': 'database.balance_slice_usd', 'bootstrap.credits': 'bootstrap.credits_usd' };
+
+/** The name a setting has in gateway.yaml (`server.shutdownTimeoutMs` → `server.shutdown_timeout_ms`). */
+function yamlName(path: string): string {
+  const snake = path.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return YAML_NAMES[snake] ?? snake;
 }
 
 const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
