@@ -78,13 +78,24 @@ export class CooldownBook {
     this.subscriber = sub;
     sub.on('error', () => undefined);
     sub.on('message', (_channel: string, message: string) => this.received(message));
-    sub.on('ready', () => void this.load());
+    // Every (re)connection: subscribe (a no-op when ioredis already resubscribed) and read what was set meanwhile.
+    const join = async (): Promise<void> => {
+      try {
+        await sub.subscribe(this.channel);
+        await this.load();
+      } catch (err) {
+        this.opts.onError?.(err, 'subscribing to shared cooldowns');
+      }
+    };
+    sub.on('ready', () => void join());
     try {
       await sub.connect();
-      await sub.subscribe(this.channel);
     } catch (err) {
-      this.opts.onError?.(err, 'subscribing to shared cooldowns');
+      // Redis down at boot: ioredis keeps reconnecting, and `ready` joins then.
+      this.opts.onError?.(err, 'connecting to Redis for shared cooldowns');
+      return;
     }
+    await join();
   }
 
   close(): void {
