@@ -90,8 +90,10 @@ export class Router {
    */
   pick(all: readonly Deployment[], strategy: RoutingStrategy, skip?: ReadonlySet<string>): Deployment | undefined {
     if (all.length === 1) {
+      // A provider's only key is never out of rotation (there is nowhere else to send), even
+      // when an instance configured with more keys cooled it down: it takes what comes.
       const only = all[0]!;
-      return skip?.has(only.id) || this.cooldowns.state(only) !== 'healthy' ? undefined : only;
+      return skip?.has(only.id) ? undefined : only;
     }
     let best: Deployment | undefined;
     let bestScore = Infinity;
