@@ -14,7 +14,7 @@ export const DEFAULT_DEPLOYMENT = 'default';
 export function deploymentsOf(providerId: string, override: ProviderOverride, baseUrl: string, problem: (key: string, message: string) => void): Deployment[] {
   const keys = override.keys;
   if (!keys) return [deployment(providerId, DEFAULT_DEPLOYMENT, override.api_key || undefined, baseUrl, 1, undefined, undefined)];
-  if (override.api_key) problem('api_key', `provider "${providerId}": give api_key or keys, not both`);
+  // `keys` replace `api_key`: a file that `extends:` the default gateway.yaml (whose providers have an api_key) lists its keys alone.
   if (override.entra) problem('keys', `provider "${providerId}": keys carry api keys; Entra credentials take no keys`);
   const seen = new Set<string>();
   return keys.flatMap((k, i) => {
