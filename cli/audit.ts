@@ -62,6 +62,7 @@ export const READ_ONLY_COMMANDS: Record<string, string> = {
   'cache-stats': 'read only',
   logs: 'read only',
   audit: 'read only',
+  reload: 'asks the running server (POST /api/v1/reload), whose management API records the reload in the audit log',
 };
 
 /** Appends the row of a command that changed something: actor "command line", no address. */

@@ -5,6 +5,7 @@ import { selectPlugins } from '../plugins/index.js';
 import { modalityRules } from '../src/gateway.js';
 import { createInvalidationBus, type Invalidator } from '../src/invalidation.js';
 import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
+import { routingSettings } from '../src/routing/groups.js';
 import { secretBoxFor } from '../src/secrets.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
@@ -27,6 +28,8 @@ export function loadAll(file: string): { config: GatewayConfig; catalog: Provide
   const catalog = loadCatalog({
     dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins),
   });
+  // Model groups are checked as the server checks them (`validate` names a group's bad target) and count as models (`--models smart`).
+  catalog.setGroups(routingSettings(config, catalog).groups);
   return { config, catalog };
 }
 

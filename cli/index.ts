@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/admin.js';
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
+import { addReloadCommand } from './reload.js';
 import { createGateway } from '../src/gateway.js';
 import { formatUsd, microsToUsd } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
@@ -66,6 +67,8 @@ async function serve(opts: { config: string; port?: number; simulatorPort?: numb
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Re-reads gateway.yaml and providers/ (docs/routing.md, "Hot reload"); the outcome is in the server log.
+  process.on('SIGHUP', () => void gateway.reload());
   // One write: whoever waits for "listening on" (a supervisor, a test) has the addresses below it too.
   console.log([
     `Tollgate ${packageVersion()} listening on ${url} (database ${config.database.url.split(':')[0]}, ${gateway.catalog.providers.size} providers)`,
@@ -89,6 +92,7 @@ export function buildProgram(): Command {
     .option('--simulator-port <n>', 'run the built-in simulator on this port instead of simulator.port (0 = any free port); providers pointed at the simulator follow it', port)
     .option('--metrics-port <n>', 'serve /metrics on this port instead of metrics.port (when gateway.yaml enables metrics)', port)
     .action(serve);
+  addReloadCommand(program);
   program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault. Lists which providers the built-in simulator answers and which go to real hosts, and warns of a real host with no api_key.')
     .addOption(configOption())
     .action((opts: { config: string }) => {

@@ -58,7 +58,7 @@ export function describeUpstreams(config: GatewayConfig, catalog: ProviderCatalo
     // A provider that signs its requests (aws-sigv4) finds its credentials itself (gateway.yaml or the AWS chain).
     if (p.auth.scheme) {
       if (!p.auth.scheme.account) warnings.push(`warning: ${p.auth.scheme.missing}`);
-    } else if (!p.apiKey && !p.signer) warnings.push(`warning: provider ${p.id} sends its requests to ${p.baseUrl} with no api_key: they will be refused there; set providers.${p.id}.api_key (e.g. "\${env:${p.id.toUpperCase().replace(/-/g, '_')}_API_KEY}") or point its base_url at the simulator`);
+    } else if (!p.apiKey && !p.signer && !(p.deployments ?? []).some((d) => d.apiKey)) warnings.push(`warning: provider ${p.id} sends its requests to ${p.baseUrl} with no api_key: they will be refused there; set providers.${p.id}.api_key (e.g. "\${env:${p.id.toUpperCase().replace(/-/g, '_')}_API_KEY}") or point its base_url at the simulator`);
   }
   const lines: string[] = [];
   if (simulated.length > 0) lines.push(`on the built-in simulator (${origins[0] ?? ''}): ${simulated.join(', ')}`);

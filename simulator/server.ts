@@ -18,6 +18,7 @@ import { handleTextToSpeech } from './elevenlabs.js';
 import { handleGemini } from './gemini.js';
 import { GoogleAuthState } from './google-auth.js';
 import { BodyTooLargeError, pause, readBody, sendJson, type Handler, type SimEnv } from './http.js';
+import { KeyLimits, type KeyCall } from './key-limits.js';
 import { Mp3Cache } from './mp3.js';
 import { handleSpeech, handleTranscription } from './openai-audio.js';
 import { handleImages, handleModerations } from './openai-media.js';
@@ -54,6 +55,12 @@ export interface Simulator {
    * `…/oauth2/token` for a token, `disable` it to have its tokens refused, count the token requests.
    */
   google: GoogleAuthState;
+  /** Makes `key` answer 429 with Retry-After (the seconds left) for `seconds`, as a provider's per-key limit does. */
+  rateLimitKey(key: string, seconds: number): void;
+  /** Calls per upstream key (any provider's auth header), and how many of them were refused 429. */
+  keyCalls(): Record<string, { calls: number; limited: number }>;
+  /** The latest calls by key (at most 20,000), oldest first, with when they came and whether they were refused. */
+  keyHistory(): KeyCall[];
 }
 
 /** One provider call as the simulator received it; a body longer than 64 KiB keeps its first and last 32 KiB (a conversation's latest turn is at its end). */
@@ -103,6 +110,7 @@ interface SimState {
   readonly attempts: Map<string, number>;
   readonly latencyMs: number;
   readonly env: SimEnv;
+  readonly keys: KeyLimits;
 }
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
@@ -114,6 +122,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     received: [],
     attempts: new Map(),
     latencyMs: Math.max(0, opts.latencyMs ?? 0),
+    keys: new KeyLimits(),
     env: { mp3: new Mp3Cache(), google: new GoogleAuthState(), nextId: () => (++seq).toString(36).padStart(6, '0'), entraTokens: new Map(), aws: opts.aws ?? defaultSimAws() },
   };
   const server = createServer({ noDelay: true }, (req, res) => {
@@ -137,6 +146,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     state.attempts.clear();
     state.traceparents.length = 0;
     state.received.length = 0;
+    state.keys.reset();
   };
   return {
     url: `http://${urlHost}:${port}`,
@@ -146,6 +156,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     traceparents: () => [...state.traceparents],
     received: () => [...state.received],
     google: state.env.google,
+    rateLimitKey: (key, seconds) => state.keys.limit(key, seconds),
+    keyCalls: () => state.keys.calls(),
+    keyHistory: () => state.keys.history(),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err === undefined ? resolve() : reject(err)));
@@ -196,6 +209,7 @@ async function onRequest(req: IncomingMessage, res: ServerResponse, state: SimSt
     sendJson(res, 404, { error: { message, type: 'invalid_request_error', param: null, code: 'unknown_route' } });
     return;
   }
+  if (state.keys.refused(req.headers, res)) return;
   const scope = path.split('/', 2)[1];
   const directives = countedDirectives(directivesFromBody(body, scope), key, state);
   const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
@@ -217,7 +231,19 @@ function admin(method: string, path: string, req: IncomingMessage, res: ServerRe
     sendJson(res, 200, { ok: true });
   } else if (method === 'GET' && path === '/__sim/calls') {
     sendJson(res, 200, Object.fromEntries(state.calls));
+  } else if (method === 'POST' && path === '/__sim/rate-limit') {
+    const q = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    const key = q.get('key');
+    const seconds = Number(q.get('seconds'));
+    if (!key || !Number.isFinite(seconds) || seconds <= 0) sendJson(res, 400, { error: { message: 'key and seconds (> 0) are required' } });
+    else {
+      state.keys.limit(key, seconds);
+      sendJson(res, 200, { ok: true });
+    }
+  } else if (method === 'GET' && path === '/__sim/key-calls') {
+    sendJson(res, 200, state.keys.calls());
   } else if (method === 'POST' && path === '/__sim/reset') {
+    state.keys.reset();
     state.calls.clear();
     state.attempts.clear();
     state.traceparents.length = 0;

@@ -27,6 +27,7 @@ export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
 export function allowedModels(catalog: ProviderCatalog, models: readonly string[] | null | undefined, field = 'allowed_models'): string[] | null {
   if (models === null || models === undefined) return null;
   const ids = models.map((m, i) => {
+    if (catalog.groups.has(m)) return m; // a model group, by its name
     const route = catalog.routesFor(m)[0];
     if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
     return route.model.id;

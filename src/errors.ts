@@ -53,6 +53,8 @@ export const ERRORS = {
   upstream_error: define('upstream_error', 502, 'upstream_error', 'The upstream provider failed: %s'),
   upstream_timeout: define('upstream_timeout', 504, 'upstream_error', 'The upstream provider did not answer within %s ms'),
   upstream_unauthorized: define('upstream_unauthorized', 502, 'upstream_error', 'The upstream provider refused the gateway\'s credentials: %s'),
+  no_deployment_available: define('no_deployment_available', 429, 'rate_limit_error', 'No deployment of %s can take this request now: %s'),
+  config_invalid: define('config_invalid', 422, 'invalid_request_error', 'The configuration was not reloaded (the running one keeps serving): %s'),
   gateway_error: define('gateway_error', 400, 'gateway_error', '%s'),
   client_closed_request: define('client_closed_request', 499, 'invalid_request_error', 'The client closed the connection before the reply'),
   rate_limit_exceeded: define('rate_limit_exceeded', 429, 'rate_limit_error', 'Rate limit reached for %s on %s: limit %s, used %s, requested %s; %s'),

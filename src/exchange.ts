@@ -35,6 +35,8 @@ export interface Exchange {
   requestedModel: string | undefined;
   /** The route that answered (or last tried). */
   route: ModelRoute | undefined;
+  /** The deployment (gateway.yaml `providers.<id>.keys[].name`) that served the request, when the gateway's key did. */
+  deployment?: string | undefined;
   attempts: UpstreamAttempt[];
   /** Micro-USD held for this request; 0 when nothing was reserved. */
   reservedMicros: Micros;

@@ -5,7 +5,7 @@ import { Authenticator } from './auth.js';
 import { BalanceAlerts } from './alerts/balance-alerts.js';
 import { BudgetAlerts } from './alerts/budget-alerts.js';
 import { DELIVERY_IDLE, WebhookDeliverer } from './alerts/delivery.js';
-import type { GatewayConfig } from './config/gateway-config.js';
+import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerConsole } from './console.js';
 import { registerHealthRoute } from './health.js';
@@ -30,6 +30,9 @@ import type { Store } from './store/types.js';
 import { UpstreamClient } from './upstream.js';
 import { CUT_GRACE_MS } from './streamed-reply.js';
 import { createResponseCache, registerCacheHook } from './cache/index.js';
+import { wireRouting, type RoutingWiring } from './routing/wiring.js';
+import type { ReloadResult } from './routing/reload.js';
+import type { Router } from './routing/router.js';
 
 export interface GatewayOptions {
   config: GatewayConfig;
@@ -64,6 +67,13 @@ export interface Gateway {
   readonly invalidation: InvalidationBus;
   /** Limits and budgets of keys and projects (Redis when `redis.url` is set, else in-process). */
   readonly limiter: Limiter;
+  /** Deployments, cooldowns and model groups (src/routing/). */
+  readonly router: Router;
+  /**
+   * Re-reads gateway.yaml and providers/ and serves them to new requests (SIGHUP, `gateway
+   * reload`, file changes); an invalid config keeps the running one (docs/routing.md).
+   */
+  reload(): ReloadResult;
   /** Runs every plugin's maintenance task once (what `gateway sweep` does). */
   runTasks(): Promise<Array<{ task: string; result: string }>>;
   /** Schedules the maintenance tasks at their intervals (what `gateway serve` does). */
@@ -98,9 +108,16 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const { config } = opts;
   const now = opts.now ?? Date.now;
   const { plugins } = opts;
+  const rules = modalityRules(plugins);
   const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins), env: opts.env,
+    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: rules, env: opts.env,
   });
+  // A hot reload reads the same files the same way (src/routing/reload.ts).
+  const reread = (): { config: GatewayConfig; catalog: ProviderCatalog } => {
+    const schemas = compileSchemas();
+    const next = loadGatewayConfig(config.file, schemas, opts.env);
+    return { config: next, catalog: loadCatalog({ dir: next.providersDir, schemas, overrides: next.providers, overridesSource: next, modalities: rules, env: opts.env }) };
+  };
   const settings = new Map(plugins.map((p) => [p.name, p.settingsSchema ? validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config) : config.settings[p.name]]));
   let inFlight = 0;
   // Before the store opens: a telemetry setup that fails leaves nothing open behind it.
@@ -179,18 +196,26 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   invalidation.on('limits', () => auth.evict(null));
   const lifecycles = new RequestLifecycles({ store, telemetry, log, hooks });
   const alerts = new BudgetAlerts(limiter, store.webhooks, now, (err) => app.log.warn({ err }, 'budget alert check failed; the next settle checks again'), config.webhooks.budgetThresholds);
+  // Before the app exists: a model group naming no served model fails the start at its file:line, as a reload would.
+  const routing: RoutingWiring = wireRouting({ config, catalog, reread, redis, limiter, telemetry, now, log: () => app.log });
   const deps: ServerDeps = {
     streamStallMs: config.server.streamStallTimeoutMs, config, catalog, store, hooks, upstream, now, log, telemetry, limiter, alerts, auth, providerKeys, lifecycles,
+    router: routing.router,
   };
   const app = createServer(deps, opts.logStream);
   reportTo = app;
   registerHealthRoute(app, { store, redis });
   registerConsole(app, join(packageRoot(), 'dist', 'console'));
   const orgRoutes: OrgRouteDef[] = [];
-  registerManagement(app, { store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter, console: config.console, webhooks: config.webhooks });
+  registerManagement(app, {
+    store, catalog, now, redis, redisKeyPrefix: config.redis?.keyPrefix, orgRoutes, invalidation, limiter, console: config.console, webhooks: config.webhooks, routing: routing.access,
+  });
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
-    if (opts.maintenanceOnly !== true) await invalidation.start();
+    if (opts.maintenanceOnly !== true) {
+      await invalidation.start();
+      await routing.start();
+    }
     // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
     const sealed = await store.providerKeys.sealPlaintext();
     if (sealed.sealed > 0) app.log.warn({ sealed: sealed.sealed }, 'encrypted provider keys that were stored in plaintext');
@@ -238,6 +263,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   } catch (err) {
     // A boot failure must not leave the database, Redis or sockets open behind it.
     for (const fn of closers) await fn();
+    routing.close();
     await Promise.all([app.close(), upstream.close(), limiter.close(), store.close(), telemetry?.close(), invalidation.close()]);
     redis?.disconnect();
     objectStore?.close();
@@ -250,6 +276,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   });
   return {
     app, store, catalog, log, invalidation, limiter,
+    router: routing.router,
+    reload: () => routing.access.reloader.reload('signal'),
     runTasks: () => tasks.runAll(),
     startTasks: () => tasks.start(),
     get metricsUrl() {
@@ -295,6 +323,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
           clearTimeout(last);
         }
         await tasks.stop();
+        routing.close();
         for (const fn of closers) await fn();
         await log.close();
         // After the last request ended: its spans are exported before the process goes.

@@ -10,7 +10,7 @@ export function logRowOf(ex: Exchange, status: number): LogRow {
   return {
     requestId: ex.id, orgId: ex.org?.id ?? null, projectId: ex.apiKey?.projectId ?? null, apiKeyId: ex.apiKey?.id ?? null, modality: ex.modality,
     requestedModel: ex.requestedModel === undefined ? null : clipText(ex.requestedModel, MAX_LOGGED_MODEL_CHARS), usedModel: ex.route?.model.upstreamId ?? null,
-    usedProvider: ex.route?.provider.id ?? null, status, errorCode: ex.errorCode ?? null,
+    usedProvider: ex.route?.provider.id ?? null, deployment: ex.deployment ?? null, status, errorCode: ex.errorCode ?? null,
     costMicros: ex.costMicros, costEstimated: ex.costEstimated, byok: ex.byok, durationMs: elapsedMs(ex),
     promptTokens: ex.usage?.input ?? null, completionTokens: ex.usage?.output ?? null,
     // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.

@@ -1,7 +1,6 @@
-import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from './errors.js';
-import { elapsedMs, serverCut, stampFirstByte, type Exchange } from './exchange.js';
+import { stampFirstByte, type Exchange } from './exchange.js';
 import type { HookRegistry } from './hooks.js';
 import { admitLimits } from './limits/admission.js';
 import type { Limiter } from './limits/types.js';
@@ -15,7 +14,11 @@ import type { Store } from './store/types.js';
 import type { BudgetAlerts } from './alerts/budget-alerts.js';
 import { StreamedReply } from './streamed-reply.js';
 import type { ExchangeObserver } from './telemetry/events.js';
-import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+import type { UpstreamClient } from './upstream.js';
+import { callUpstream, type PlannedRoute } from './routing/call-upstream.js';
+import { groupRoutes } from './routing/groups.js';
+import type { Lease, Router } from './routing/router.js';
+import type { ModelGroup } from './routing/types.js';
 
 export interface PipelineServices {
   catalog: ProviderCatalog;
@@ -32,13 +35,8 @@ export interface PipelineServices {
   alerts?: BudgetAlerts | undefined;
   /** server.stream_stall_timeout_ms: a streamed reply the client takes nothing of for this long is cut. */
   streamStallMs: number;
-}
-
-/** A route chosen for this request, with the key the gateway will send upstream. */
-interface PlannedRoute {
-  route: ModelRoute;
-  apiKey: string | undefined;
-  byok: boolean;
+  /** Deployments, cooldowns, model groups (src/routing/); undefined: each provider's single key, no groups. */
+  router?: Router | undefined;
 }
 
 /**
@@ -55,6 +53,8 @@ export async function runModelRequest<P extends ModelRequest>(
 ): Promise<void> {
   const ex = request.exchange;
   const life = request.lifecycle;
+  // The deployment that answered, held until the request ends (least_busy counts it, its tpm is settled to what was used).
+  let lease: Lease | undefined;
   try {
     const parsed = await handler.parse(request.body, request);
     request.jsonText = undefined; // read by the parse only: not held while the request runs
@@ -63,8 +63,9 @@ export async function runModelRequest<P extends ModelRequest>(
     if (parsed.logExtra) ex.extra = { ...ex.extra, ...parsed.logExtra };
     const costBound = costBounds(handler, parsed);
     let routes: ModelRoute[];
+    const group = svc.router?.settings.groups.get(parsed.model);
     try {
-      routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now())).map((r) => withEndpoint(handler, parsed, r));
+      routes = allowedRoutes(ex, resolveRoutes(svc, parsed.model, handler, svc.now(), group), group).map((r) => withEndpoint(handler, parsed, r));
       for (const r of routes) handler.checkRoute?.(parsed, r);
     } catch (err) {
       // A request the router refuses still counts against its key's limits, and a key over
@@ -88,7 +89,9 @@ export async function runModelRequest<P extends ModelRequest>(
       ex.byok = first.byok;
       metered = await early.respond({ ex, parsed, route: first.route, request, reply, meter: life.meter, openStream });
     } else {
-      const { response, planned } = await callUpstream(svc, handler, parsed, plan, ex);
+      const served = await callUpstream(svc, handler, parsed, plan, ex, group !== undefined);
+      const { response, planned } = served;
+      lease = served.lease;
       ex.byok = planned.byok;
       await svc.hooks.run('upstream', ex, parsed);
       await svc.hooks.run('post-upstream', ex, parsed);
@@ -98,17 +101,19 @@ export async function runModelRequest<P extends ModelRequest>(
     life.record(metered);
     await life.finish(true);
     await svc.hooks.run('billing', ex, parsed);
+    await lease?.end(ex.usage ? ex.usage.input + ex.usage.output : 0);
   } catch (err) {
     // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
     await life.finish(false);
+    await lease?.end(ex.usage ? ex.usage.input + ex.usage.output : undefined);
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
     request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');
   }
 }
 
-function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number): ModelRoute[] {
-  const all = svc.catalog.routesForModality(model, handler.modality);
+function resolveRoutes<P extends ModelRequest>(svc: PipelineServices, model: string, handler: ModalityHandler<P>, now: number, group: ModelGroup | undefined): ModelRoute[] {
+  const all = group ? groupRoutes(group, svc.catalog, handler.modality, svc.router) : svc.catalog.routesForModality(model, handler.modality);
   if (all.length === 0) throw handler.unknownModel?.(model) ?? new GatewayError('model_not_found', [model], { param: 'model' });
   const active = all.filter((r) => !r.model.deactivatedAt || Date.parse(r.model.deactivatedAt) > now);
   if (active.length === 0) {
@@ -136,10 +141,13 @@ function withEndpoint<P extends ModelRequest>(handler: ModalityHandler<P>, parse
   return endpoint && endpoint !== route.endpoint ? { ...route, endpoint: bindEndpoint(endpoint, route.model) } : route;
 }
 
-/** A key with a model allow-list may use only the routes of the models it names (a `provider/model` pin or an alias counts as its model). */
-function allowedRoutes(ex: Exchange, routes: ModelRoute[]): ModelRoute[] {
+/**
+ * A key with a model allow-list may use only the routes of the models it names (a `provider/model` pin or an alias counts
+ * as its model); a key allowed a model group may use the group's targets and fallbacks through it.
+ */
+function allowedRoutes(ex: Exchange, routes: ModelRoute[], group: ModelGroup | undefined): ModelRoute[] {
   const allowed = ex.apiKey?.allowedModels;
-  if (!allowed) return routes;
+  if (!allowed || (group && allowed.includes(group.name))) return routes;
   const ok = routes.filter((r) => allowed.includes(r.model.id));
   if (ok.length === 0) throw new GatewayError('model_not_allowed', [ex.requestedModel ?? '', ex.apiKey?.prefix ?? '', allowed.join(', ')], { param: 'model' });
   return ok;
@@ -149,7 +157,8 @@ async function planRoutes(providerKeys: ProviderKeyCache, ex: Exchange, routes: 
   const own = ex.org ? await providerKeys.keysOf(ex.org.id) : new Map<string, string>();
   return routes.map((route) => {
     const orgKey = own.get(route.provider.id);
-    return { route, apiKey: orgKey ?? route.provider.apiKey, byok: orgKey !== undefined };
+    if (orgKey !== undefined) return { route, apiKey: orgKey, byok: true, deployments: [] };
+    return { route, apiKey: route.provider.apiKey, byok: false, deployments: route.provider.deployments ?? [] };
   });
 }
 
@@ -177,113 +186,4 @@ async function reserveCredit(
 function respondLocally<P extends ModelRequest>(handler: ModalityHandler<P>, ctx: Omit<RespondContext<P>, 'upstream' | 'openStream'>): Promise<Metered> {
   if (!handler.respondLocally) throw new Error(`the ${handler.modality} handler serves a route locally but has no respondLocally`);
   return handler.respondLocally(ctx);
-}
-
-/** The upstream's response on the first route that answered, or none when that route is served locally (`servedLocally`). */
-async function callUpstream<P extends ModelRequest>(
-  svc: PipelineServices, handler: ModalityHandler<P>, parsed: P, plan: PlannedRoute[], ex: Exchange,
-): Promise<{ response: UpstreamResponse | undefined; planned: PlannedRoute }> {
-  let last: { failure: UpstreamFailure; planned: PlannedRoute } | undefined;
-  for (const planned of plan) {
-    const { route } = planned;
-    ex.route = route;
-    if (last && !(last.planned.route.endpoint.fallback && isFallbackable(last.failure))) break;
-    if (handler.servedLocally?.(parsed, route)) return { response: undefined, planned };
-    const timeout = handler.timeoutMs?.(route) ?? route.endpoint.timeoutMs;
-    let reusable: UpstreamRequest | undefined;
-    for (let attempt = 1; attempt <= route.endpoint.retry.attempts; attempt++) {
-      const started = elapsedMs(ex);
-      const record = (status: number | null, error: string | null): void => {
-        ex.attempts.push({ provider: route.provider.id, model: route.model.upstreamId, status, error, durationMs: Math.round(elapsedMs(ex) - started) });
-      };
-      try {
-        // A body in memory is built once per route; a Readable one (an upload) is built anew for each attempt.
-        const built = reusable ?? await handler.buildUpstream(parsed, route);
-        if (!(built.body instanceof Readable)) reusable = built;
-        const traceHeaders = svc.telemetry?.onAttemptStart(ex, route);
-        // A stream that sends nothing for first_byte_timeout_ms (headers included) has stalled: nothing reached the client yet.
-        const firstByte = built.stream ? route.endpoint.firstByteTimeoutMs : undefined;
-        const response = await svc.upstream.send(route, built, planned.apiKey, ex.abort.signal, { timeoutMs: timeout, firstByteMs: firstByte, traceHeaders });
-        const byStatus = statusKind(response.statusCode);
-        const kind = byStatus && (route.provider.errorKind?.(response.headers) ?? byStatus);
-        if (!kind) {
-          if (firstByte !== undefined) await awaitFirstByte(response, Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
-          record(response.statusCode, null);
-          svc.telemetry?.onAttemptEnd(ex, undefined, response.body);
-          return { response, planned };
-        }
-        const failure = new UpstreamFailure(kind, `status ${response.statusCode}`, response.statusCode, await readCapped(response, 64 * 1024));
-        record(response.statusCode, failure.providerMessage || kind);
-        throw failure;
-      } catch (err) {
-        if (!(err instanceof UpstreamFailure)) throw err;
-        if (err.status === null) record(null, err.message);
-        svc.telemetry?.onAttemptEnd(ex, err.kind, undefined);
-        last = { failure: err, planned };
-        if (err.kind === 'aborted' || attempt === route.endpoint.retry.attempts || !isRetryable(err, route)) break;
-        await sleep(route.endpoint.retry.backoffMs * attempt);
-      }
-    }
-  }
-  if (!last) throw new GatewayError('model_not_found', [parsed.model]);
-  ex.route = last.planned.route;
-  const timeout = handler.timeoutMs?.(last.planned.route) ?? last.planned.route.endpoint.timeoutMs;
-  const message = last.failure.providerMessage;
-  if (last.failure.kind === '4xx' && (await keyRejected(last.planned.route, last.failure))) {
-    throw new GatewayError('upstream_unauthorized', [message]);
-  }
-  const mapped = await mappedError(last.planned.route, last.failure);
-  if (mapped) throw mapped;
-  // Cut at the drain deadline while waiting for the upstream: the client is told so, not that it left.
-  if (last.failure.kind === 'aborted') throw serverCut(ex) ?? upstreamError(last.failure, message, timeout);
-  throw upstreamError(last.failure, message, timeout);
-}
-
-/** Providers that refuse a bad key with a plain 400 (Gemini) say so in YAML: `auth.rejected_when`. */
-async function keyRejected(route: ModelRoute, failure: UpstreamFailure): Promise<boolean> {
-  if (!route.provider.keyRejected || failure.json === undefined) return false;
-  try {
-    return await route.provider.keyRejected(failure.json);
-  } catch {
-    return false;
-  }
-}
-
-/** The provider file's `errors` rules (e.g. Azure's 400 content_filter → content_blocked): the first that matches the error body decides. */
-async function mappedError(route: ModelRoute, failure: UpstreamFailure): Promise<GatewayError | undefined> {
-  const rules = route.provider.errorRules;
-  if (!rules || failure.json === undefined) return undefined;
-  for (const rule of rules) {
-    if (rule.status !== undefined && rule.status !== failure.status) continue;
-    if (await rule.when(failure.json)) return new GatewayError(rule.code, [failure.providerMessage || `upstream status ${failure.status}`]);
-  }
-  return undefined;
-}
-
-function isRetryable(f: UpstreamFailure, route: ModelRoute): boolean {
-  return (route.endpoint.retry.on as readonly string[]).includes(f.kind);
-}
-
-/** Fallback to the next route only before any byte reached the client, and only for provider-side faults. */
-function isFallbackable(f: UpstreamFailure): boolean {
-  return f.kind === 'connect_error' || f.kind === '5xx' || f.kind === 'timeout';
-}
-
-async function readCapped(response: UpstreamResponse, cap: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of response.body) {
-      const buf = chunk as Buffer;
-      if (size < cap) chunks.push(buf.subarray(0, cap - size));
-      size += buf.length;
-    }
-  } catch {
-    // A body that breaks while reading an error is still an error; what arrived is enough.
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -107,6 +107,8 @@ export interface SendOptions {
   firstByteMs?: number;
   /** W3C `traceparent` (when tracing is on), continuing the request's trace upstream. */
   traceHeaders?: Record<string, string>;
+  /** The deployment's own base URL (gateway.yaml `keys[].base_url`): another region or resource; default the provider's. */
+  baseUrl?: string;
 }
 
 /** Distinct base URL + path pairs whose origin and path are kept (paths may hold client values, e.g. a voice id). */
@@ -143,7 +145,7 @@ export class UpstreamClient {
   async send(route: ModelRoute, req: UpstreamRequest, apiKey: string | undefined, signal: AbortSignal, opts: SendOptions = {}): Promise<UpstreamResponse> {
     const { timeoutMs, firstByteMs, traceHeaders } = opts;
     const { provider, endpoint } = route;
-    const { origin, path } = this.target(provider.baseUrl + req.path, endpoint.query, req.query);
+    const { origin, path } = this.target((opts.baseUrl ?? provider.baseUrl) + req.path, endpoint.query, req.query);
     const headers: Record<string, string> = { ...provider.headers, ...req.headers, ...traceHeaders };
     if (req.contentType) headers['content-type'] = req.contentType;
     // Credentials, one kind per provider: a signature over the request (aws-sigv4), a scheme's

@@ -69,6 +69,8 @@ const SAMPLES: Record<string, Sample> = {
     call: (p) => (p.api as Api).post(`/api/v1/invitations/${p.id as string}/decline`), action: 'invitation.decline', actor: 'carol@acme.test',
   },
   'POST /api/v1/orgs': { call: () => op.post('/api/v1/orgs', { name: 'beta' }), action: 'org.create', actor: 'op@tollgate.test' },
+  // Re-reads the gateway's own (unchanged) gateway.yaml: instance-wide, no org.
+  'POST /api/v1/reload': { call: () => op.post('/api/v1/reload'), action: 'config.reload', actor: 'op@tollgate.test' },
   'POST /api/v1/orgs/{org}/projects': { call: () => owner.post(`${org()}/projects`, { name: 'web' }), action: 'project.create', actor: 'owner@acme.test' },
   'PATCH /api/v1/orgs/{org}/projects/{project}': {
     prepare: async () => ({ id: await defaultProject() }), call: (p) => ownerToken.patch(`${org()}/projects/${p.id as string}`, { default_max_tokens: 100 }), action: 'project.update', actor: 'owner@acme.test',

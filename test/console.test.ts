@@ -104,7 +104,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     expect(await nav.getByRole('link').allTextContents())
-      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Cache', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit', 'Account']);
+      .toEqual(['Overview', 'Keys', 'Logs', 'Usage', 'Cache', 'Music', 'Models', 'Members', 'Provider keys', 'Webhooks', 'Credits', 'Audit', 'Deployments', 'Account']);
     // An operator sees every org in the switcher.
     expect(await page.getByLabel('Organization').locator('option').allTextContents()).toEqual(expect.arrayContaining(['acme', 'globex']));
     await page.getByLabel('Organization').selectOption({ label: 'acme' });
@@ -276,6 +276,16 @@ describe('the web console', { timeout: 45_000 }, () => {
     await page.getByRole('button', { name: 'Clear', exact: true }).click();
     await expect.poll(() => rows.first().locator('td').nth(3).textContent()).toBe('project.update');
     expect(await rows.first().locator('td').nth(5).textContent()).toBe('limits.rpm: — → 1000');
+  });
+
+  it('shows an operator the provider keys (deployments) and their health, and reloads the configuration', async () => {
+    await visit('Deployments');
+    const openai = page.locator('table tbody tr').filter({ has: page.locator('td:first-child', { hasText: /^openai$/ }) });
+    expect((await openai.locator('td').allTextContents()).slice(0, 2)).toEqual(['openai', 'default']);
+    expect(await openai.locator('td').nth(6).textContent()).toBe('healthy');
+    await page.getByRole('button', { name: 'Reload configuration' }).click();
+    await page.getByRole('status').getByText(/^Reloaded/).waitFor();
+    await expectAccessible('deployments');
   });
 
   it('sets the project\'s default max_tokens in the project limits dialog, keeping its limits', async () => {

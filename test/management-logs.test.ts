@@ -92,7 +92,8 @@ describe.each(drivers)('logs and usage on $name', ({ setup }) => {
     expect(row).toEqual({
       id: expect.stringMatching(/^req_/), created_at: expect.any(String), modality: 'chat', project_id: keys.web!.project, project_name: 'default',
       key_id: keys.web!.id, key_prefix: keys.web!.key.slice(0, 11), key_name: 'web', model: 'gpt-4o-mini', used_model: expect.any(String),
-      provider: 'openai', status: 200, error_code: null, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number),
+      // The provider's single api_key is its one deployment, `default` (docs/routing.md).
+      provider: 'openai', deployment: 'default', status: 200, error_code: null, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number),
       cost_usd: expect.any(Number), cost_estimated: false, byok: false, duration_ms: expect.any(Number), ttfb_ms: expect.any(Number),
       cache: null, cache_age_ms: null, saved_usd: null,
     });

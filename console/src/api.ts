@@ -105,7 +105,7 @@ export interface ApiKey {
 export interface KeyDetail extends ApiKey { usage: LimitUsage | null }
 export interface LogItem {
   id: string; created_at: string; modality: string; project_id: string | null; project_name: string | null; key_id: string | null;
-  key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null;
+  key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null; deployment: string | null;
   status: number; error_code: string | null; prompt_tokens: number | null; completion_tokens: number | null; cost_usd: number;
   cost_estimated: boolean; byok: boolean; duration_ms: number; ttfb_ms: number | null;
   /** The response cache's result (docs/cache.md); null when it was off. */
@@ -113,8 +113,17 @@ export interface LogItem {
 }
 export interface LogDetail extends LogItem {
   prompt: string | null; prompt_retained: boolean;
-  attempts: Array<{ provider: string; model: string; status: number | null; error: string | null; duration_ms: number }>;
+  attempts: Array<{ provider: string; model: string; deployment: string | null; status: number | null; error: string | null; duration_ms: number }>;
   extra: Record<string, unknown> | null;
+}
+export interface ReloadResult { result: 'ok' | 'error'; trigger: string; at: string; restart_needed: string[]; problems: string[] }
+/** GET /api/v1/deployments (operators): each provider key and its health on this instance. */
+export interface Deployments {
+  data: Array<{
+    provider: string; name: string; base_url: string; weight: number; rpm: number | null; tpm: number | null; state: string; reason: string | null;
+    cooling_until: string | null; in_flight: number; latency_ms: number | null;
+  }>;
+  strategy: string; cooldown_ms: number; groups: Array<{ name: string; targets: string[]; fallbacks: string[]; strategy: string }>; last_reload: ReloadResult | null;
 }
 export interface Sums { requests: number; errors: number; cost_usd: number; prompt_tokens: number; completion_tokens: number }
 export interface Totals extends Sums { error_rate: number }

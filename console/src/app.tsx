@@ -4,6 +4,7 @@ import { del, get, SIGNED_OUT_EVENT, type ListOf, type Me, type Org } from './ap
 import { AuditPage } from './pages/audit';
 import { AccountPage } from './pages/account';
 import { CreditsPage } from './pages/credits';
+import { DeploymentsPage } from './pages/deployments';
 import { KeysPage } from './pages/keys';
 import { LogDetailPage, LogsPage } from './pages/logs';
 import { MembersPage } from './pages/members';
@@ -20,7 +21,7 @@ import { ErrorBox, Field } from './ui';
 
 export interface PageProps { org: Org; me: Me; loc: Location; rest: string[] }
 
-interface NavItem { page: string; label: string; show: (org: Org) => boolean }
+interface NavItem { page: string; label: string; show: (org: Org, me: Me) => boolean }
 const admin = (o: Org): boolean => o.role === 'admin' || o.role === 'owner' || o.role === 'operator';
 const NAV: NavItem[] = [
   { page: 'overview', label: 'Overview', show: () => true },
@@ -35,6 +36,8 @@ const NAV: NavItem[] = [
   { page: 'webhooks', label: 'Webhooks', show: admin },
   { page: 'credits', label: 'Credits', show: () => true },
   { page: 'audit', label: 'Audit', show: admin },
+  // The instance's provider keys and hot reload: operators only (GET /api/v1/deployments).
+  { page: 'deployments', label: 'Deployments', show: (_o, me) => me.operator },
   { page: 'account', label: 'Account', show: () => true },
 ];
 
@@ -97,7 +100,7 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
       {org ? (
         <nav aria-label="Console">
           <ul>
-            {NAV.filter((n) => n.show(org)).map((n) => (
+            {NAV.filter((n) => n.show(org, me)).map((n) => (
               <li key={n.page}><Link to={`/orgs/${org.id}/${n.page}`} current={n.page === pageName}>{n.label}</Link></li>
             ))}
           </ul>
@@ -107,8 +110,8 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
         <ErrorBox error={error} />
         {orgs && orgs.length === 0 ? <p>You are not a member of any organization yet: ask an owner to add you.</p> : null}
         {!orgs && !error ? <p class="muted">Loading…</p> : null}
-        {props && item && item.show(props.org) ? <PageFor name={pageName} props={props} onOrgChanged={() => setVersion((v) => v + 1)} /> : null}
-        {props && (!item || !item.show(props.org)) ? <p>No such page. <Link to={`/orgs/${props.org.id}/overview`}>Overview</Link></p> : null}
+        {props && item && item.show(props.org, me) ? <PageFor name={pageName} props={props} onOrgChanged={() => setVersion((v) => v + 1)} /> : null}
+        {props && (!item || !item.show(props.org, me)) ? <p>No such page. <Link to={`/orgs/${props.org.id}/overview`}>Overview</Link></p> : null}
       </main>
     </>
   );
@@ -127,6 +130,7 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'webhooks': return <WebhooksPage {...props} />;
     case 'credits': return <CreditsPage {...props} onChanged={onOrgChanged} />;
     case 'audit': return <AuditPage {...props} />;
+    case 'deployments': return <DeploymentsPage {...props} />;
     case 'account': return <AccountPage {...props} />;
     default: return <OverviewPage {...props} />;
   }

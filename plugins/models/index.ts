@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { GatewayError, type GatewayPlugin, invalidField } from '../../src/sdk.js';
-import { modelRecords } from './records.js';
+import { groupRecords, modelRecords, type CatalogueFilter, type ModelRecord } from './records.js';
 
 /**
  * A boolean query flag (spec §4.7 types them as strings): `true`/`1`/`yes`, or the
@@ -26,11 +26,15 @@ export const modelsPlugin: GatewayPlugin = {
   name: 'models',
   modalities: {},
   register(api) {
-    const all = api.catalog.allRoutes();
+    // Read per request: a hot reload (docs/routing.md) changes the models and the groups.
+    const records = (f: CatalogueFilter): ModelRecord[] => {
+      const models = modelRecords(api.catalog.allRoutes(), f);
+      return [...models, ...groupRecords(api.catalog.groups, models)];
+    };
     api.route({
       method: 'GET', url: '/v1/models', modality: 'models', auth: false,
       handler: async (_ex, request, reply) => {
-        const data = modelRecords(all, {
+        const data = records({
           includeDeactivated: queryFlag(request, 'include_deactivated'),
           excludeDeprecated: queryFlag(request, 'exclude_deprecated'),
           now: api.now(),
@@ -43,7 +47,7 @@ export const modelsPlugin: GatewayPlugin = {
       method: 'GET', url: '/v1/models/:model', modality: 'models', auth: false,
       handler: async (_ex, request, reply) => {
         const id = (request.params as { model: string }).model;
-        const found = modelRecords(all, { includeDeactivated: true, excludeDeprecated: false, now: api.now() }).find((m) => m.id === id || m.aliases.includes(id));
+        const found = records({ includeDeactivated: true, excludeDeprecated: false, now: api.now() }).find((m) => m.id === id || m.aliases.includes(id));
         if (!found) throw new GatewayError('model_not_found', [id], { param: 'model' });
         void reply.header('cache-control', 'public, max-age=60');
         return found;
@@ -53,7 +57,7 @@ export const modelsPlugin: GatewayPlugin = {
     api.orgRoute({
       method: 'GET', url: '/models', role: 'member', tag: 'models',
       summary: 'The model catalogue with prices (the records of GET /v1/models, deactivated models left out).',
-      handler: async () => ({ object: 'list', data: modelRecords(all, { includeDeactivated: false, excludeDeprecated: false, now: api.now() }) }),
+      handler: async () => ({ object: 'list', data: records({ includeDeactivated: false, excludeDeprecated: false, now: api.now() }) }),
     });
   },
 };

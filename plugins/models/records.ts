@@ -51,6 +51,8 @@ export interface ModelRecord {
   pricing_tiers?: Array<{ above_prompt_tokens: number; pricing: Record<string, string> }>;
   /** Named price sets a request selects (images: `quality/size`), when the model has any. */
   pricing_variants?: Record<string, Record<string, string>>;
+  /** A model group of gateway.yaml (`models:`): requested by this id, served by its targets, then its fallbacks. */
+  group?: { targets: string[]; fallbacks: string[] };
 }
 
 export interface CatalogueFilter {
@@ -115,4 +117,25 @@ export function modelRecords(all: readonly ModelRoute[], f: CatalogueFilter): Mo
     byId.set(r.model.id, list);
   }
   return [...byId.values()].map(record);
+}
+
+/**
+ * The records of the model groups (gateway.yaml `models:`): each as its first target's record
+ * (prices, capabilities: what a request is billed when that target serves it) under the group's
+ * id, with every target's and fallback's providers, and the group itself named.
+ */
+export function groupRecords(groups: ReadonlyMap<string, { targets: readonly string[]; fallbacks: readonly string[] }>, models: readonly ModelRecord[]): ModelRecord[] {
+  const out: ModelRecord[] = [];
+  for (const [id, g] of groups) {
+    const members = [...g.targets, ...g.fallbacks].map((m) => models.find((r) => r.id === m || r.aliases.includes(m))).filter((r): r is ModelRecord => r !== undefined);
+    const first = members[0];
+    if (!first) continue;
+    const providers = [...new Map(members.flatMap((r) => r.providers).map((p) => [JSON.stringify(p), p])).values()];
+    out.push({
+      ...first, id, name: id, aliases: [], providers,
+      description: `Model group: served by ${g.targets.join(', ')}${g.fallbacks.length ? `, falling back to ${g.fallbacks.join(', ')}` : ''}; each request is billed at the model that served it.`,
+      group: { targets: [...g.targets], fallbacks: [...g.fallbacks] },
+    });
+  }
+  return out;
 }

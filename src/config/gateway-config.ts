@@ -21,6 +21,8 @@ export interface S3Config {
 export interface ProviderOverride {
   base_url?: string;
   api_key?: string;
+  /** Several keys (deployments) of the provider (docs/routing.md); not together with `api_key`. */
+  keys?: DeploymentConfig[];
   enabled?: boolean;
   /** Replaces the provider file's `api_version.default` (Azure OpenAI's `api-version`). */
   api_version?: string;
@@ -32,6 +34,26 @@ export interface ProviderOverride {
   aws?: { region?: string; access_key_id?: string; secret_access_key?: string; session_token?: string };
   /** A provider whose auth is `google-service-account` (Vertex AI): its project, location and key. */
   google?: GoogleSettings;
+}
+
+/** One key of a provider (`providers.<id>.keys[]`): a deployment traffic is spread over. */
+export interface DeploymentConfig {
+  name: string;
+  api_key?: string;
+  base_url?: string;
+  weight?: number;
+  rpm?: number;
+  tpm?: number;
+}
+
+/** How a deployment or a model group's target is chosen (docs/routing.md). */
+export type RoutingStrategy = 'weighted' | 'least_busy' | 'lowest_latency';
+
+/** A model group (`models.<name>`): requested like a model, served by its targets, then its fallbacks. */
+export interface ModelGroupConfig {
+  targets: string[];
+  strategy?: RoutingStrategy;
+  fallbacks?: string[];
 }
 
 /** OpenTelemetry trace export (OTLP over HTTP, JSON). */
@@ -104,6 +126,13 @@ export interface GatewayConfig {
   providersDir: string;
   plugins: string[] | undefined;
   providers: Record<string, ProviderOverride>;
+  /**
+   * `routing`: the default strategy, the cooldown of a failed deployment without Retry-After,
+   * and whether the files are watched for hot reload (docs/routing.md).
+   */
+  routing: { strategy: RoutingStrategy; cooldownMs: number; watch: boolean };
+  /** `models`: model groups by name. */
+  models: Record<string, ModelGroupConfig>;
   log: { flushIntervalMs: number; batchSize: number; level: string };
   simulator: { port: number } | undefined;
   /** The Prometheus listener (`GET /metrics`), on its own host and port; off when absent. */
@@ -130,6 +159,8 @@ interface RawGatewayConfig {
   providers_dir?: string;
   plugins?: string[];
   providers?: Record<string, ProviderOverride>;
+  routing?: { strategy?: RoutingStrategy; cooldown_ms?: number; watch?: boolean };
+  models?: Record<string, ModelGroupConfig>;
   log?: { flush_interval_ms?: number; batch_size?: number; level?: string };
   simulator?: { enabled?: boolean; port?: number };
   metrics?: { host?: string; port?: number };
@@ -196,6 +227,8 @@ export function loadGatewayConfig(file: string, schemas: ConfigSchemas, env: Nod
     providersDir: at(raw.providers_dir ?? './providers'),
     plugins: raw.plugins,
     providers: raw.providers ?? {},
+    routing: { strategy: raw.routing?.strategy ?? 'weighted', cooldownMs: raw.routing?.cooldown_ms ?? 30_000, watch: raw.routing?.watch ?? true },
+    models: raw.models ?? {},
     log: { flushIntervalMs: raw.log?.flush_interval_ms ?? 200, batchSize: raw.log?.batch_size ?? 500, level: raw.log?.level ?? 'info' },
     simulator: raw.simulator && raw.simulator.enabled !== false ? { port: raw.simulator.port ?? 8790 } : undefined,
     metrics: raw.metrics && { host: raw.metrics.host ?? '127.0.0.1', port: raw.metrics.port ?? 9464 },

@@ -18,7 +18,7 @@ export class ConfigError extends Error {
   }
 }
 
-function formatProblem(p: ConfigProblem): string {
+export function formatProblem(p: ConfigProblem): string {
   const where = p.line !== undefined ? `${p.file}:${p.line}` : p.file;
   return `${where}: ${p.path || '(root)'}: ${p.message}`;
 }

@@ -60,6 +60,7 @@ export const ROUTE_AUDIT: Record<MutatingRouteKey, RouteAudit> = {
   'DELETE /api/v1/tokens/:token': { action: 'token.revoke', target: 'token' },
   'POST /api/v1/invitations/:invitation/accept': { action: 'invitation.accept', target: 'invitation', org: (r) => ((r.invitation as Obj | undefined)?.org_id as string) ?? null },
   'POST /api/v1/invitations/:invitation/decline': { action: 'invitation.decline', target: 'invitation', org: (r) => (r.org_id as string) ?? null },
+  'POST /api/v1/reload': { action: 'config.reload', target: 'config', id: () => null },
   'POST /api/v1/orgs': { action: 'org.create', target: 'org', id: fromResult, org: (r) => (r.id as string) ?? null },
   'POST /api/v1/orgs/:org/projects': { action: 'project.create', target: 'project', id: fromResult },
   'PATCH /api/v1/orgs/:org/projects/:project': { action: 'project.update', target: 'project', state: projectState },

@@ -22,6 +22,7 @@ import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
 import { cacheRoutes } from './routes-cache.js';
 import { webhookRoutes } from './routes-webhooks.js';
+import { routingRoutes, type RoutingAccess } from './routes-routing.js';
 import { orgRoutes as coreOrgRoutes } from './routes-orgs.js';
 import { MemoryLoginThrottle, RedisLoginThrottle, type LoginThrottle } from './throttle.js';
 
@@ -43,6 +44,8 @@ export interface ManagementOptions {
   console?: ConsoleSettings;
   /** `webhooks` of gateway.yaml (the SSRF rule for webhook URLs). */
   webhooks?: { allowPrivateUrls: boolean } | undefined;
+  /** Deployments and hot reload (src/routing/): `GET /api/v1/deployments`, `POST /api/v1/reload`. */
+  routing?: RoutingAccess | undefined;
   /** Overrides for tests. */
   throttle?: LoginThrottle;
   sessionTtlMs?: number;
@@ -65,7 +68,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps), ...routingRoutes(opts.routing)],
     orgRoutes: opts.orgRoutes,
     store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),

@@ -81,6 +81,8 @@ export const ROUTE_ACCESS = {
   'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': 'admin',
   'GET /api/v1/orgs/:org/audit': 'admin',
   'GET /api/v1/audit': 'operator',
+  'GET /api/v1/deployments': 'operator',
+  'POST /api/v1/reload': 'operator',
   'GET /api/v1/orgs/:org/balance-alert': 'admin',
   'PUT /api/v1/orgs/:org/balance-alert': 'owner',
 } as const satisfies Record<string, Access>;

@@ -61,6 +61,7 @@ const LOG_ITEM_FIELDS = {
   id: str('req_… (the x-request-id of the request)'), created_at: time(), modality: str(),
   project_id: maybe(str()), project_name: maybe(str()), key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()),
   model: maybe(str('The model id as requested')), used_model: maybe(str()), provider: maybe(str()),
+  deployment: maybe(str('The provider key (gateway.yaml providers.<id>.keys[].name; default for a single api_key) that served it; null with BYOK or when no upstream answered')),
   status: int('HTTP status'), error_code: maybe(str()), prompt_tokens: maybe(int()), completion_tokens: maybe(int()),
   cost_usd: usd('Cost charged (or, with byok, computed and not debited)'), cost_estimated: bool(), byok: bool(),
   duration_ms: int(), ttfb_ms: maybe(int()),
@@ -74,7 +75,7 @@ type LogBase = Omit<LogRow, 'prompt' | 'attempts' | 'extra'> & { keyPrefix: stri
 const logItemView = (r: LogBase) => ({
   id: r.requestId, created_at: iso(r.createdAt), modality: r.modality, project_id: r.projectId, project_name: r.projectName,
   key_id: r.apiKeyId, key_prefix: r.keyPrefix, key_name: r.keyName ?? null, model: r.requestedModel, used_model: r.usedModel,
-  provider: r.usedProvider, status: r.status, error_code: r.errorCode, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
+  provider: r.usedProvider, deployment: r.deployment ?? null, status: r.status, error_code: r.errorCode, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
   cost_usd: microsToUsd(r.costMicros), cost_estimated: r.costEstimated, byok: r.byok, duration_ms: r.durationMs, ttfb_ms: r.ttfbMs,
   cache: r.cache ?? null, cache_age_ms: r.cacheAgeMs ?? null, saved_usd: r.cacheSavedMicros == null ? null : microsToUsd(r.cacheSavedMicros),
 });
@@ -84,14 +85,14 @@ export const LOG_DETAIL = obj({
   ...LOG_ITEM_FIELDS,
   prompt: maybe(str('The prompt text; null when the org\'s retention keeps none, or once log-text retention cleared it')),
   prompt_retained: bool('False when the org\'s retention (`none`) keeps no prompt text'),
-  attempts: { type: 'array', items: obj({ provider: str(), model: str(), status: maybe(int()), error: maybe(str()), duration_ms: int() }) },
+  attempts: { type: 'array', items: obj({ provider: str(), model: str(), deployment: maybe(str()), status: maybe(int()), error: maybe(str()), duration_ms: int() }) },
   extra: maybe({ type: 'object', additionalProperties: true, description: 'Modality-specific data (token details, storage, uncharged amounts)' }),
 });
 export function logDetailView(r: LogRow & { keyPrefix: string | null; projectName: string | null }, org: Org) {
   const retained = org.retention === 'standard';
   return {
     ...logItemView(r), prompt: retained ? r.prompt : null, prompt_retained: retained,
-    attempts: r.attempts.map((a) => ({ provider: a.provider, model: a.model, status: a.status, error: a.error, duration_ms: a.durationMs })),
+    attempts: r.attempts.map((a) => ({ provider: a.provider, model: a.model, deployment: a.deployment ?? null, status: a.status, error: a.error, duration_ms: a.durationMs })),
     extra: r.extra,
   };
 }

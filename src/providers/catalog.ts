@@ -7,6 +7,7 @@ import { parseUsdToPicos } from '../money.js';
 import type { UpstreamSigner } from '../aws-sigv4.js';
 import { compilePredicate, compileTransforms } from '../transform.js';
 import { signerFor } from './auth-schemes.js';
+import { deploymentsOf } from '../routing/deployments.js';
 import { resolveGoogleAuth, type GoogleAuthDef } from '../upstream/google-config.js';
 import type { Capabilities, EndpointDef, ErrorRule, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
@@ -27,14 +28,10 @@ export interface ModalityRules {
  * id may be served by several providers; their routes are tried in file-name order.
  */
 export class ProviderCatalog {
-  readonly providers: ReadonlyMap<string, ProviderDef>;
-  private readonly routes: ReadonlyMap<string, readonly ModelRoute[]>;
-  /** Routes of providers without credentials: reached only as `provider/model`. */
-  private readonly pinnedOnly: ReadonlyMap<string, readonly ModelRoute[]>;
-  private readonly byModality = new Map<string, readonly ModelRoute[]>();
+  /** Everything the catalogue serves, replaced whole by `adopt` (a hot reload): a request reads it once. */
+  private index: CatalogIndex;
 
   constructor(providers: ProviderDef[], models: Array<{ provider: ProviderDef; model: ModelDef }>) {
-    this.providers = new Map(providers.map((p) => [p.id, p]));
     const routes = new Map<string, ModelRoute[]>();
     const pinnedOnly = new Map<string, ModelRoute[]>();
     for (const { provider, model } of models) {
@@ -50,8 +47,30 @@ export class ProviderCatalog {
         into.set(name, list);
       }
     }
-    this.routes = routes;
-    this.pinnedOnly = pinnedOnly;
+    this.index = { providers: new Map(providers.map((p) => [p.id, p])), routes, pinnedOnly, byModality: new Map(), groups: new Map() };
+  }
+
+  get providers(): ReadonlyMap<string, ProviderDef> {
+    return this.index.providers;
+  }
+
+  /** The model groups of gateway.yaml `models:` (src/routing/groups.ts), for the model catalogue: name → targets and fallbacks. */
+  get groups(): ReadonlyMap<string, { targets: readonly string[]; fallbacks: readonly string[] }> {
+    return this.index.groups;
+  }
+
+  /** Sets the groups listed with this catalogue (before it serves, or before another catalogue adopts it). */
+  setGroups(groups: ReadonlyMap<string, { targets: readonly string[]; fallbacks: readonly string[] }>): void {
+    this.index = { ...this.index, groups };
+  }
+
+  /**
+   * Serves `next`'s providers and models from now on (a hot reload, src/routing/reload.ts):
+   * one assignment, so each lookup sees the old catalogue or the new one, never a mix;
+   * requests that already hold their routes finish on them.
+   */
+  adopt(next: ProviderCatalog): void {
+    this.index = next.index;
   }
 
   /**
@@ -59,13 +78,14 @@ export class ProviderCatalog {
    * Returns an empty list when nothing serves it.
    */
   routesFor(requested: string): readonly ModelRoute[] {
-    const direct = this.routes.get(requested);
+    const { routes, pinnedOnly } = this.index;
+    const direct = routes.get(requested);
     if (direct) return direct;
     const slash = requested.indexOf('/');
     if (slash <= 0) return [];
     const providerId = requested.slice(0, slash);
     const modelId = requested.slice(slash + 1);
-    return [...(this.routes.get(modelId) ?? []), ...(this.pinnedOnly.get(modelId) ?? [])].filter((r) => r.provider.id === providerId);
+    return [...(routes.get(modelId) ?? []), ...(pinnedOnly.get(modelId) ?? [])].filter((r) => r.provider.id === providerId);
   }
 
   /**
@@ -73,20 +93,30 @@ export class ProviderCatalog {
    * ids something serves are kept (a bounded set, the catalogue's), unknown ids are not.
    */
   routesForModality(requested: string, modality: string): readonly ModelRoute[] {
+    const index = this.index;
     const key = `${modality}\n${requested}`;
-    const known = this.byModality.get(key);
+    const known = index.byModality.get(key);
     if (known) return known;
     const list = this.routesFor(requested).filter((r) => r.model.modality === modality);
-    if (list.length > 0) this.byModality.set(key, list);
+    if (list.length > 0 && index === this.index) index.byModality.set(key, list);
     return list;
   }
 
   /** Every (provider, model) pair, for the model catalogue. */
   allRoutes(): ModelRoute[] {
     const seen = new Set<ModelRoute>();
-    for (const list of [...this.routes.values(), ...this.pinnedOnly.values()]) for (const r of list) seen.add(r);
+    for (const list of [...this.index.routes.values(), ...this.index.pinnedOnly.values()]) for (const r of list) seen.add(r);
     return [...seen];
   }
+}
+
+interface CatalogIndex {
+  providers: ReadonlyMap<string, ProviderDef>;
+  routes: ReadonlyMap<string, readonly ModelRoute[]>;
+  /** Routes of providers without credentials: reached only as `provider/model`. */
+  pinnedOnly: ReadonlyMap<string, readonly ModelRoute[]>;
+  byModality: Map<string, readonly ModelRoute[]>;
+  groups: ReadonlyMap<string, { targets: readonly string[]; fallbacks: readonly string[] }>;
 }
 
 /** Where Microsoft Entra ID mints tokens when gateway.yaml names no `token_url`. */
@@ -239,6 +269,7 @@ function buildProvider(file: YamlFile, opts: LoadCatalogOptions, problems: Confi
     errorKind: errorKinds(raw.error_types),
     keyRejected: compileRejection(raw.auth.rejected_when, problem),
     apiKey: override.api_key || undefined,
+    deployments: deploymentsOf(raw.id, override, baseUrl, overrideProblem),
     entra: entraOf(raw, override, overrideProblem),
     errorRules: compileErrorRules(raw.errors, problem),
     headers: raw.headers ?? {},

@@ -1,6 +1,7 @@
 import type { UpstreamSigner } from '../aws-sigv4.js';
 import type { CompiledTransforms } from '../transform.js';
 import type { GoogleAuthDef } from '../upstream/google-config.js';
+import type { Deployment } from '../routing/types.js';
 
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
 
@@ -86,6 +87,11 @@ export interface ProviderDef {
   keyRejected: ((errorBody: unknown) => Promise<boolean>) | undefined;
   /** The gateway's own key for this provider (from gateway.yaml), if any. */
   apiKey: string | undefined;
+  /**
+   * The keys traffic is spread over (gateway.yaml `keys`, or one `default` with `api_key`);
+   * absent for a provider built without gateway.yaml (tests): one deployment of `apiKey`.
+   */
+  deployments?: readonly Deployment[] | undefined;
   headers: Record<string, string>;
   endpoints: Record<string, EndpointDef>;
   /** `unsupported_params` of the provider file: its models' default. */

@@ -74,7 +74,7 @@ const SUMS = {
 
 const HOUR_MS = 3_600_000;
 
-const LIST_COLUMNS = `l.request_id, l.org_id, l.project_id, l.api_key_id, l.modality, l.requested_model, l.used_model, l.used_provider,
+const LIST_COLUMNS = `l.request_id, l.org_id, l.project_id, l.api_key_id, l.modality, l.requested_model, l.used_model, l.used_provider, l.deployment,
   l.status, l.error_code, l.cost_micros, l.cost_estimated, l.byok, l.duration_ms, l.ttfb_ms, l.created_at, l.prompt_tokens,
   l.completion_tokens, l.cache, l.cache_age_ms, l.cache_saved_micros, k.prefix AS key_prefix, k.name AS key_name, p.name AS project_name`;
 

@@ -55,6 +55,8 @@ export interface UpstreamAttempt {
   status: number | null;
   error: string | null;
   durationMs: number;
+  /** The deployment (key) the attempt went to, when the gateway's key was used. */
+  deployment?: string;
 }
 
 export interface LogRow {
@@ -67,6 +69,8 @@ export interface LogRow {
   requestedModel: string | null;
   usedModel: string | null;
   usedProvider: string | null;
+  /** The deployment (key name) that served it: gateway.yaml `providers.<id>.keys[].name`, `default` for a single api_key; null with BYOK or when none answered. */
+  deployment?: string | null;
   status: number;
   errorCode: string | null;
   costMicros: Micros;

@@ -49,7 +49,7 @@ export const LOG_COLUMNS = [
   ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
   ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
-  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
+  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'], ['deployment', 'text'],
   ['cache', 'text'], ['cache_age_ms', 'bigint'], ['cache_saved_micros', 'bigint'],
 ] as const;
 
@@ -59,7 +59,7 @@ export interface LogDbRow {
   requested_model: string | null; used_model: string | null; used_provider: string | null; status: number;
   error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
-  project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null;
+  project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null; deployment: string | null;
   cache: string | null; cache_age_ms: number | null; cache_saved_micros: Micros | null;
 }
 
@@ -77,7 +77,7 @@ export function toLogDb(r: LogRow): LogDbRow {
     error_code: r.errorCode, cost_micros: r.costMicros, cost_estimated: r.costEstimated, byok: r.byok,
     duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
-    project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
+    project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, deployment: r.deployment ?? null,
     cache: r.cache ?? null, cache_age_ms: r.cacheAgeMs == null ? null : Math.round(r.cacheAgeMs), cache_saved_micros: r.cacheSavedMicros ?? null,
   };
 }
@@ -85,7 +85,7 @@ export function toLogDb(r: LogRow): LogDbRow {
 export function fromLogDb(r: StoredLogRow): LogRow {
   return {
     requestId: r.request_id, orgId: r.org_id, projectId: r.project_id, apiKeyId: r.api_key_id, modality: r.modality, requestedModel: r.requested_model,
-    usedModel: r.used_model, usedProvider: r.used_provider, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
+    usedModel: r.used_model, usedProvider: r.used_provider, deployment: r.deployment ?? null, status: r.status, errorCode: r.error_code, costMicros: r.cost_micros,
     promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     // The cache columns only where the cache was on for the request (absent otherwise, as on rows from before migration 018).
     ...(r.cache == null ? {} : {

@@ -12,6 +12,7 @@ import type { FailureKind } from '../upstream.js';
 import type { ExchangeObserver, ExchangeTelemetry, LimitScopeType } from './events.js';
 import { codeLabel, NO_PROVIDER, UNKNOWN_MODEL } from './labels.js';
 import type { GatewayMetrics, MetricSources } from './metrics.js';
+import type { DeploymentSource, RoutingMetrics } from './routing-metrics.js';
 import { MetricsServer } from './metrics-server.js';
 import type { Tracing } from './tracing.js';
 
@@ -26,6 +27,8 @@ const hr = (): bigint => process.hrtime.bigint();
  */
 export class Telemetry implements ExchangeObserver {
   private metricsServer: MetricsServer | undefined;
+  /** Deployments, cooldowns and reloads (routing-metrics.ts), once `routingMetrics` was called. */
+  private routing: RoutingMetrics | undefined;
   private metricsUrl: string | undefined;
 
   private constructor(
@@ -41,6 +44,13 @@ export class Telemetry implements ExchangeObserver {
     const metrics = config.metrics ? new (await import('./metrics.js')).GatewayMetrics(sources) : undefined;
     const tracing = config.telemetry.otlp ? new (await import('./tracing.js')).Tracing(config.telemetry.otlp, packageVersion()) : undefined;
     return new Telemetry(metrics, tracing, catalog, config.metrics?.host ?? '127.0.0.1');
+  }
+
+  /** The routing metrics on this registry (undefined when metrics are off); made once. */
+  routingMetrics(source: DeploymentSource): RoutingMetrics | undefined {
+    if (!this.metrics) return undefined;
+    this.routing ??= this.metrics.routing(source);
+    return this.routing;
   }
 
   /** Starts the Prometheus listener, when metrics are on; returns its URL. */
@@ -125,6 +135,7 @@ export class Telemetry implements ExchangeObserver {
       ttftS: ex.streamed && row.ttfbMs !== null ? row.ttfbMs / 1000 : undefined,
       usage: ex.usage, costMicros: row.costMicros, byok: row.byok,
     });
+    if (row.deployment && row.usedProvider) this.routing?.requestServed(row.usedProvider, row.deployment, row.status);
     t.trace?.end(ex, row, t.route, model !== UNKNOWN_MODEL);
   }
 

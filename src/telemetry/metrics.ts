@@ -4,6 +4,7 @@ import type { TokenCounts } from '../exchange.js';
 import type { Micros } from '../money.js';
 import type { LimitKind } from '../limits/types.js';
 import type { LimitScopeType } from './events.js';
+import { RoutingMetrics, type DeploymentSource } from './routing-metrics.js';
 
 /** Seconds. Requests span a cached embedding (milliseconds) to a music generation (minutes). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -150,6 +151,11 @@ export class GatewayMetrics {
   creditSettled(micros: Micros): void {
     this.reservations.dec();
     this.reservedMicros -= micros;
+  }
+
+  /** The routing metrics (deployments, cooldowns, reloads) on this registry. */
+  routing(source: DeploymentSource): RoutingMetrics {
+    return new RoutingMetrics(this.registry, source);
   }
 
   /** The exposition text and its content type. */

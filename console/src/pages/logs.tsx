@@ -143,6 +143,7 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
               <dt>Model requested</dt><dd>{d.model ?? '—'}</dd>
               <dt>Model used</dt><dd>{d.used_model ?? '—'}</dd>
               <dt>Provider</dt><dd>{d.provider ?? '—'}</dd>
+              <dt>Deployment</dt><dd>{d.deployment ?? (d.byok ? 'organization’s own key' : '—')}</dd>
               <dt>Kind</dt><dd>{d.modality}</dd>
               <dt>Project</dt><dd>{d.project_name ?? '—'}</dd>
               <dt>Key</dt><dd>{d.key_prefix ? <code>{d.key_prefix}…</code> : '—'} {d.key_name ?? ''}</dd>
@@ -157,10 +158,10 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
             <h2>Upstream attempts</h2>
             <div class="scroll">
               <table>
-                <thead><tr><th scope="col">#</th><th scope="col">Provider</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col" class="num">Duration</th></tr></thead>
+                <thead><tr><th scope="col">#</th><th scope="col">Provider</th><th scope="col">Deployment</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col" class="num">Duration</th></tr></thead>
                 <tbody>
-                  {d.attempts.length === 0 ? <tr><td colSpan={6} class="muted">No upstream call (refused by the gateway).</td></tr> : null}
-                  {d.attempts.map((a, i) => <tr key={i}><td>{i + 1}</td><td>{a.provider}</td><td>{a.model}</td><td>{a.status ?? '—'}</td><td>{a.error ?? ''}</td><td class="num">{ms(a.duration_ms)}</td></tr>)}
+                  {d.attempts.length === 0 ? <tr><td colSpan={7} class="muted">No upstream call (refused by the gateway).</td></tr> : null}
+                  {d.attempts.map((a, i) => <tr key={i}><td>{i + 1}</td><td>{a.provider}</td><td>{a.deployment ?? '—'}</td><td>{a.model}</td><td>{a.status ?? '—'}</td><td>{a.error ?? ''}</td><td class="num">{ms(a.duration_ms)}</td></tr>)}
                 </tbody>
               </table>
             </div>

@@ -15,7 +15,7 @@ import { auditLog } from './013-audit-log.js';
 import { webhooks } from './014-webhooks.js';
 import { accountLifecycle } from './015-account-lifecycle.js';
 import { balanceAlert } from './016-balance-alert.js';
-import { reserved17 } from './017-reserved.js';
+import { logDeployment } from './017-log-deployment.js';
 import { responseCache } from './018-response-cache.js';
 import type { Migration } from './migration.js';
 
@@ -26,7 +26,7 @@ export type Dialect = 'sqlite' | 'postgres';
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
   projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert,
-  reserved17, responseCache];
+  logDeployment, responseCache];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
