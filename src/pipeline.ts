@@ -74,7 +74,7 @@ export async function runModelRequest<P extends ModelRequest>(
     limits = await admitLimits(svc, ex, reply, handler, parsed, routes, costBound);
     const plan = await reserveCredit(svc, ex, await planRoutes(svc.providerKeys, ex, routes), costBound);
     const openStream = (headers: Record<string, string>): StreamedReply => new StreamedReply(ex, reply, svc.streamStallMs).start(headers);
-    const early = await svc.hooks.run('pre-upstream', ex, parsed);
+    const early = await svc.hooks.run('pre-upstream', ex, parsed, { texts: () => handler.texts?.(parsed) ?? [], body: () => request.body });
     let metered: Metered;
     if (early) {
       // A hook answered (src/hooks.ts ShortCircuit): no upstream call, charged what it says.
@@ -98,6 +98,11 @@ export async function runModelRequest<P extends ModelRequest>(
     await limits?.settle(ex);
     await svc.hooks.run('billing', ex, parsed);
   } catch (err) {
+    // A reply refused after the upstream answered (a post-upstream guardrail) costs what the upstream charged.
+    if (owed === 0 && err instanceof GatewayError && err.extras.chargedPicos !== undefined) {
+      ex.costMicros = picosToMicros(err.extras.chargedPicos);
+      owed = ex.costMicros;
+    }
     // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
     await settle(svc, ex, owed);
     if (owed > 0) await limits?.settle(ex);

@@ -156,7 +156,10 @@ function logExchange(deps: ServerDeps, ex: Exchange, status: number): void {
     // An org whose retention is `none` keeps no copy of what it sent: no prompt text in its log.
     ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
     extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
+    guardrails: ex.guardrails && ex.guardrails.length > 0 ? ex.guardrails : null,
   };
+  // Logged bodies (the project's body_logging) go to their own table with the row's batch; an org whose retention is `none` keeps none.
+  if (ex.bodies && ex.org && ex.org.retention !== 'none') row.bodies = ex.bodies.stored(ex.id, ex.org.id, ex.startedAt);
   deps.log.enqueue(row);
   deps.telemetry?.onRequestEnd(ex, row);
 }

@@ -28,6 +28,16 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   ex.usage = tokenCounts(usage);
   ex.ttfbMs = elapsedMs(ex);
   const body = await translated.render(usage, cost);
-  void reply.code(200).type('application/json').send(JSON.stringify(body));
-  return { costPicos: BigInt(cost.totalMicros) * 1_000_000n, estimated: translated.usage === undefined };
+  const costPicos = BigInt(cost.totalMicros) * 1_000_000n;
+  let json = JSON.stringify(body);
+  try {
+    // The project's guardrails see the reply first (src/hooks.ts ReplyFilter): restored placeholders, masks, a block.
+    if (ex.replyFilter) json = await ex.replyFilter.body(json);
+  } catch (err) {
+    // Refused after the upstream answered: charged what the upstream charged (docs/guardrails.md).
+    if (err instanceof GatewayError) err.extras.chargedPicos = costPicos;
+    throw err;
+  }
+  void reply.code(200).type('application/json').send(json);
+  return { costPicos, estimated: translated.usage === undefined };
 }

@@ -1,6 +1,8 @@
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
+import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardrails/schema.js';
+import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../guardrails/types.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -26,6 +28,8 @@ const PROJECT_PATCH_BODY: JsonSchema = {
     unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys, over gateway.yaml\'s and the provider files\' (docs/chat.md); null clears it', {
       enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
     })),
+    guardrails: GUARDRAILS_INPUT,
+    body_logging: BODY_LOGGING_INPUT,
   }),
   minProperties: 1,
 };
@@ -85,18 +89,25 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'Changes the project\'s limits, its default_max_tokens and its unsupported_params: fields left out keep their value, null removes a limit or a setting.',
+      summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, guardrails and body_logging: fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
-        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null };
+        const body = request.body as {
+          limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null;
+          guardrails?: GuardrailSpec[]; body_logging?: Partial<BodyLogging> | null;
+        };
         const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
+        if (body.guardrails) checkGuardrails(body.guardrails);
+        const bodyLogging = body.body_logging === undefined ? undefined : body.body_logging && { ...DEFAULT_BODY_LOGGING, ...body.body_logging };
         if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
         if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
         if (body.unsupported_params !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, project.id, body.unsupported_params))) gone();
+        if ((body.guardrails !== undefined || bodyLogging !== undefined)
+          && !(await store.tenancy.setProjectGuardrails(orgId, project.id, { guardrails: body.guardrails, bodyLogging }))) gone();
         // Evicts every cached key, so the project's keys read its new limits and settings at once on every instance.
         await d.invalidation.invalidate('limits', project.id);
         return projectDetail(orgId, project.id);

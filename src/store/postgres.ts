@@ -12,6 +12,7 @@ import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
+import { SqlBodyStore } from './bodies-store.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { SqlWebhookStore } from './webhook-store.js';
 import { fromLogDb, LOG_COLUMNS, ORG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -61,6 +62,7 @@ export class PostgresStore implements Store {
   readonly accounts: SqlAccountStore;
   readonly lifecycle: SqlLifecycleStore;
   readonly logQuery: SqlLogQueryStore;
+  readonly bodies: SqlBodyStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   readonly webhooks: SqlWebhookStore;
@@ -130,6 +132,7 @@ export class PostgresStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.lifecycle = new SqlLifecycleStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
+    this.bodies = new SqlBodyStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
     this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);

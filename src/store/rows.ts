@@ -1,3 +1,4 @@
+import type { Verdict } from '../guardrails/types.js';
 import type { Micros } from '../money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
@@ -47,7 +48,7 @@ export const LOG_COLUMNS = [
   ['requested_model', 'text'], ['used_model', 'text'], ['used_provider', 'text'], ['status', 'int'], ['error_code', 'text'],
   ['cost_micros', 'bigint'], ['cost_estimated', 'boolean'], ['byok', 'boolean'], ['duration_ms', 'int'], ['ttfb_ms', 'int'],
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
-  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'],
+  ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'], ['guardrails', 'json'],
 ] as const;
 
 export type LogColumn = (typeof LOG_COLUMNS)[number][0];
@@ -59,12 +60,14 @@ export interface LogDbRow {
   error_code: string | null; cost_micros: Micros; cost_estimated: boolean; byok: boolean; duration_ms: number;
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
   project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null;
+  guardrails: string | null;
 }
 
 /** A request_logs row as read back by either driver. */
-export type StoredLogRow = Omit<LogDbRow, 'cost_estimated' | 'byok' | 'attempts' | 'extra'> & {
+export type StoredLogRow = Omit<LogDbRow, 'cost_estimated' | 'byok' | 'attempts' | 'extra' | 'guardrails'> & {
   cost_estimated: boolean | number; byok: boolean | number;
   attempts: string | UpstreamAttempt[]; extra: string | Record<string, unknown> | null;
+  guardrails?: string | Verdict[] | null;
 };
 
 /** The row of a log record; its id mirrors the request id (`log_` + what follows `req_`). */
@@ -76,6 +79,7 @@ export function toLogDb(r: LogRow): LogDbRow {
     duration_ms: Math.round(r.durationMs), ttfb_ms: r.ttfbMs === null ? null : Math.round(r.ttfbMs), prompt: r.prompt,
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
     project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,
+    guardrails: r.guardrails && r.guardrails.length > 0 ? JSON.stringify(r.guardrails) : null,
   };
 }
 
@@ -89,5 +93,6 @@ export function fromLogDb(r: StoredLogRow): LogRow {
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,
     createdAt: r.created_at,
     extra: typeof r.extra === 'string' ? (r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null) : r.extra,
+    guardrails: typeof r.guardrails === 'string' ? (JSON.parse(r.guardrails) as Verdict[]) : r.guardrails ?? null,
   };
 }

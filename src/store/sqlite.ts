@@ -15,6 +15,7 @@ import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
 import { SqlAuditStore } from '../audit/store.js';
 import { SqlLogQueryStore } from './log-query.js';
+import { SqlBodyStore } from './bodies-store.js';
 import { SqlProviderKeyStore } from './provider-key-store.js';
 import { SqlWebhookStore } from './webhook-store.js';
 import { fromLogDb, LOG_COLUMNS, toKey, toLogDb, toOrg, type KeyRow, type LogDbRow, type OrgRow, type StoredLogRow } from './rows.js';
@@ -53,6 +54,7 @@ export class SqliteStore implements Store {
   readonly accounts: SqlAccountStore;
   readonly lifecycle: SqlLifecycleStore;
   readonly logQuery: SqlLogQueryStore;
+  readonly bodies: SqlBodyStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   readonly webhooks: SqlWebhookStore;
@@ -86,6 +88,7 @@ export class SqliteStore implements Store {
     this.accounts = new SqlAccountStore(sql, now);
     this.lifecycle = new SqlLifecycleStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
+    this.bodies = new SqlBodyStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, opts.secrets, now);
     this.limits = new SqlLimitsStore(sql);
     this.webhooks = new SqlWebhookStore(sql, opts.secrets, now);

@@ -1,3 +1,6 @@
+import type { StoredBodies } from '../guardrails/bodies.js';
+import type { BodyStore } from './bodies-store.js';
+import type { Verdict } from '../guardrails/types.js';
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 import type { AuditStore } from '../audit/types.js';
@@ -85,6 +88,10 @@ export interface LogRow {
   createdAt: number;
   /** Modality-specific data (JSON-serialisable). */
   extra: Record<string, unknown> | null;
+  /** The project's guardrail verdicts (docs/guardrails.md); null or absent: none ran. */
+  guardrails?: Verdict[] | null;
+  /** The request's bodies, when its project logs them: written to `request_bodies`, not to the log row. */
+  bodies?: StoredBodies;
 }
 
 export class DuplicateError extends Error {}
@@ -122,6 +129,8 @@ export interface Store {
   readonly records: RecordStore;
   /** Projects, API keys by project, org lists and the credit history (the management API). */
   readonly tenancy: TenancyStore;
+  /** Request and response bodies of the projects that log them (docs/guardrails.md). */
+  readonly bodies: BodyStore;
   /** Console users, org memberships, sessions and management tokens. */
   readonly accounts: AccountStore;
   /** Password changes, user deactivation and API key rotation. */

@@ -15,6 +15,7 @@ import { auditLog } from './013-audit-log.js';
 import { webhooks } from './014-webhooks.js';
 import { accountLifecycle } from './015-account-lifecycle.js';
 import { balanceAlert } from './016-balance-alert.js';
+import { guardrails } from './019-guardrails.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -36,7 +37,15 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert];
+  projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert, reserved(17), reserved(18), guardrails];
+
+/**
+ * Versions 17 and 18 belong to round-3 work on other branches (issue 34 took 19): a no-op
+ * here keeps the list contiguous until they land, when they replace these two.
+ */
+function reserved(version: number): Migration {
+  return { version, name: `reserved for another round-3 change (${version})`, sql: 'SELECT 1;' };
+}
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
