@@ -99,7 +99,7 @@ const DETECTORS: readonly Detector[] = [
   },
   {
     entity: 'ssn',
-    re: /(?<![\d-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\d-])/g,
+    re: /(?<![\w.-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w-])/g,
     valid: (m) => ssnValid(m[1] ?? '', m[3] ?? '', m[4] ?? ''),
   },
   {
