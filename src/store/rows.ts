@@ -93,6 +93,7 @@ export function fromLogDb(r: StoredLogRow): LogRow {
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,
     createdAt: r.created_at,
     extra: typeof r.extra === 'string' ? (r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null) : r.extra,
-    guardrails: typeof r.guardrails === 'string' ? (JSON.parse(r.guardrails) as Verdict[]) : r.guardrails ?? null,
+    // Only rows that ran guardrails carry their verdicts.
+    ...(r.guardrails ? { guardrails: typeof r.guardrails === 'string' ? (JSON.parse(r.guardrails) as Verdict[]) : r.guardrails } : {}),
   };
 }
