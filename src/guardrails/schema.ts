@@ -1,6 +1,7 @@
+import { Ajv } from 'ajv';
 import { invalidField } from '../errors.js';
 import { compileMatcher, MAX_PATTERN_CHARS } from './matchers.js';
-import { GUARDRAIL_STAGES, PII_ENTITIES, type GuardrailSpec } from './types.js';
+import { GUARDRAIL_STAGES, PII_ENTITIES, type BodyLogging, type GuardrailSpec } from './types.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -77,4 +78,30 @@ export function checkGuardrails(specs: readonly GuardrailSpec[]): void {
       throw invalidField(`guardrails[${i}]`, `guardrails[${i}]: ${(err as Error).message}`);
     }
   });
+}
+
+/**
+ * Guardrails from a JSON text (the CLI's `--guardrails FILE`), checked as the management
+ * API checks them; throws an Error saying what is wrong.
+ */
+export function parseGuardrails(text: string): GuardrailSpec[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`the guardrails are not JSON: ${(err as Error).message}`);
+  }
+  const validate = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true }).compile(GUARDRAILS_INPUT);
+  if (!validate(value)) {
+    const e = validate.errors?.[0];
+    throw new Error(`the guardrails are not valid: ${e?.instancePath || '/'} ${e?.message ?? ''} (docs/guardrails.md)`);
+  }
+  const specs = value as GuardrailSpec[];
+  checkGuardrails(specs);
+  return specs;
+}
+
+/** A body_logging setting from its parts (the CLI's flags): the defaults for what is left out. */
+export function bodyLoggingOf(mode: BodyLogging['mode'], retentionDays?: number, maxBytes?: number): BodyLogging {
+  return { mode, retention_days: retentionDays ?? 30, max_bytes: maxBytes ?? 65_536 };
 }
