@@ -16,6 +16,7 @@ import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
+import { guardrailsScenario } from './lib/guardrails.mjs';
 import { pgScenario } from './lib/pg.mjs';
 import { forgetRedisKeys, gatewayVariants, redisAnswers } from './lib/production.mjs';
 import { CONNECTIONS, DURATION_S, LOG_ROWS, MUSIC_COUNT, MUSIC_SIZE_MB, opt, QUICK, ROUNDS, scenarios, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './lib/options.mjs';
@@ -298,6 +299,7 @@ async function main() {
       await logsScenario({ tmp, say, results, providers: providerOverrides('http://127.0.0.1:9'), gatewayCli, rows: Math.round(LOG_ROWS) });
     }
     if (scenarios.has('limits')) await limitsScenario({ say, results, quick: QUICK });
+    if (scenarios.has('guardrails')) await guardrailsScenario({ say, results, quick: QUICK });
     if (scenarios.has('pg')) {
       const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
       children.push(sim);

@@ -2,6 +2,7 @@
 import { telemetryMarkdown, telemetryTarget } from './telemetry.mjs';
 import { logsMarkdown } from './logs.mjs';
 import { limitsMarkdown } from './limits.mjs';
+import { guardrailsMarkdown } from './guardrails.mjs';
 import { pgMarkdown, pgTargets } from './pg.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate (limits + metrics)', metrics: 'Tollgate (metrics, no limits)', plain: 'Tollgate (neither)', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
@@ -182,6 +183,7 @@ export function resultsMarkdown(r) {
       '', logsMarkdown(r.logs));
   }
   if (r.limits) section('Limits check', limitsMarkdown(r.limits));
+  if (r.guardrails) section('Guardrails', guardrailsMarkdown(r.guardrails));
   if (r.pg) {
     section('Credit ledger on PostgreSQL (one busy org)',
       'Non-streamed chat (`gpt-4o-mini`, 16 tokens) from one key of one org — every request reserves and settles on the same balance — '
