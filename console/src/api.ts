@@ -81,7 +81,13 @@ export interface Project {
   default_max_tokens: number | null;
   /** Chat policy for parameters a model cannot take (docs/chat.md); null: gateway.yaml's, else the provider files'. */
   unsupported_params: UnsupportedParams | null;
+  /** The project's guardrails, in order (docs/guardrails.md). */
+  guardrails: Array<Record<string, unknown>>;
+  body_logging: BodyLogging;
 }
+export interface BodyLogging { mode: 'off' | 'on' | 'redacted'; retention_days: number; max_bytes: number }
+export interface GuardrailVerdict { guardrail: string; stage: string; action: string; categories: string[]; count: number }
+export interface LogBodies { request: string | null; response: string | null; truncated: boolean; expires_at: string }
 export type UnsupportedParams = 'error' | 'drop' | 'translate';
 export interface ProjectDetail extends Project { usage: LimitUsage | null }
 export interface ApiKey {
@@ -102,6 +108,8 @@ export interface LogDetail extends LogItem {
   prompt: string | null; prompt_retained: boolean;
   attempts: Array<{ provider: string; model: string; status: number | null; error: string | null; duration_ms: number }>;
   extra: Record<string, unknown> | null;
+  guardrails: GuardrailVerdict[];
+  bodies: LogBodies | null;
 }
 export interface Sums { requests: number; errors: number; cost_usd: number; prompt_tokens: number; completion_tokens: number }
 export interface Totals extends Sums { error_rate: number }
