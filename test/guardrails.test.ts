@@ -48,7 +48,7 @@ class FakeModerator {
 
 describe('project guardrails', () => {
   const clock = { offset: 0 };
-  const t = useOrgGateway('guard', '20', { now: () => Date.now() + clock.offset }, { ledger: true });
+  const t = useOrgGateway('guard', '20', { now: () => Date.now() + clock.offset, yaml: { metrics: { port: 0 } } }, { ledger: true });
   const moderator = new FakeModerator();
   let owner: Api;
   let projectPath: string;
@@ -291,6 +291,31 @@ describe('project guardrails', () => {
     expect(after.body.cost_usd).toBe(detail.body.cost_usd);
     await patch({ guardrails: [], body_logging: null });
     expect((await owner.get(projectPath)).body.body_logging).toMatchObject({ mode: 'off' });
+  });
+
+  it('a moderation guardrail asks the gateway\'s own moderation model and blocks only the categories chosen', async () => {
+    await patch({ guardrails: [{ type: 'moderation', categories: ['violence'] }] });
+    const chats = (): number => t.sim.received().filter((c) => c.route.endsWith('/chat/completions')).length;
+    const moderations = (): number => t.sim.received().filter((c) => c.route.endsWith('/moderations')).length;
+    const [c0, m0] = [chats(), moderations()];
+    const ok = await send(chat('a calm question'));
+    expect(ok.status).toBe(200);
+    expect([chats(), moderations()]).toEqual([c0 + 1, m0 + 1]);
+    const flagged = await send(chat('[[sim:flagged]] something violent'));
+    expect(flagged.status).toBe(400);
+    expect((flagged.body as { error: { message: string } }).error.message).toContain('moderation (violence)');
+    expect([chats(), moderations()]).toEqual([c0 + 1, m0 + 2]);
+    await patch({ guardrails: [{ type: 'moderation', categories: ['sexual'] }] });
+    expect((await send(chat('[[sim:flagged]] something violent'))).status).toBe(200);
+  });
+
+  it('counts every verdict in tollgate_guardrail_verdicts_total{guardrail,action}', async () => {
+    const text = await (await fetch(t.gateway.metricsUrl ?? '')).text();
+    const count = (guardrail: string, action: string): number => Number(new RegExp(`^tollgate_guardrail_verdicts_total\\{guardrail="${guardrail}",action="${action}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    expect(count('pii', 'mask')).toBeGreaterThanOrEqual(5);
+    expect(count('no-secrets', 'block')).toBe(2);
+    expect(count('slow', 'error')).toBe(1);
+    expect(count('no-sim', 'block')).toBe(2);
   });
 
   it('PATCH refuses an unknown type, a bad action and a regex that does not compile, keeping the guardrails', async () => {
