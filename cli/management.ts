@@ -97,7 +97,8 @@ export function addProjectCommands(program: Command): void {
       const maxTokens = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       const guardrails: GuardrailSpec[] | undefined = opts.guardrails === undefined ? undefined
-        : opts.guardrails === 'none' ? [] : parseGuardrails(readFileSync(opts.guardrails, 'utf8'));
+        // An operator's file: a webhook to a private address is not refused here; each call still is, unless webhooks.allow_private_urls.
+        : opts.guardrails === 'none' ? [] : await parseGuardrails(readFileSync(opts.guardrails, 'utf8'), true);
       const bodyLogging = opts.bodyLogging && bodyLoggingOf(opts.bodyLogging, opts.bodyRetentionDays, opts.bodyMaxBytes);
       await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);

@@ -191,7 +191,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     const sealed = await store.providerKeys.sealPlaintext();
     if (sealed.sealed > 0) app.log.warn({ sealed: sealed.sealed }, 'encrypted provider keys that were stored in plaintext');
     // The projects' guardrails and body logging (docs/guardrails.md) run first at pre-upstream: a cache plugin's hook sees the masked request.
-    hooks.add('guardrails', 'pre-upstream', guardrailsHook({ catalog, upstream, onVerdict: telemetry && ((g, a) => telemetry.onGuardrailVerdict(g, a)) }));
+    hooks.add('guardrails', 'pre-upstream', guardrailsHook({ catalog, upstream, allowPrivateUrls: config.webhooks.allowPrivateUrls, onVerdict: telemetry && ((g, a) => telemetry.onGuardrailVerdict(g, a)) }));
     for (const plugin of plugins) {
       const api: PluginApi = {
         config, catalog, store, objectStore, now, log: app.log,

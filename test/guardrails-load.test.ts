@@ -26,11 +26,13 @@ const cardFor = (i: number): string => {
 describe('guardrails under load', { timeout: 120_000 }, () => {
   const t = useOrgGateway('guard-load', '100', {}, { ledger: true });
   let key = '';
+  let owner: Awaited<ReturnType<typeof signIn>>;
+  let path = '';
   beforeAll(async () => {
     await addUser(t, 'owner@load.test', { org: 'guard-load', role: 'owner' });
-    const owner = await signIn(t.url, 'owner@load.test');
+    owner = await signIn(t.url, 'owner@load.test');
     const project = ((await owner.get(`/api/v1/orgs/${t.orgId}/projects`)).body.data as Array<{ id: string }>)[0]?.id ?? '';
-    const path = `/api/v1/orgs/${t.orgId}/projects/${project}`;
+    path = `/api/v1/orgs/${t.orgId}/projects/${project}`;
     const r = await owner.patch(path, { guardrails: [{ type: 'pii', action: 'mask', restore: true }], body_logging: { mode: 'redacted', retention_days: 1, max_bytes: 1_048_576 } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     key = (await owner.post(`${path}/keys`, { name: 'load' })).body.key as string;
@@ -83,5 +85,14 @@ describe('guardrails under load', { timeout: 120_000 }, () => {
     expect(stored?.request?.length).toBeGreaterThan(600_000);
     for (const e of emails) expect(stored?.request ?? '').not.toContain(e);
     expect(stored?.request).toContain('[EMAIL_2]');
+  });
+
+  it('refuses a webhook guardrail to a loopback or private address without webhooks.allow_private_urls (SSRF)', async () => {
+    for (const url of ['http://127.0.0.1:9/check', 'http://10.1.2.3/check', 'http://[::1]/check', 'http://localhost/check']) {
+      const r = await owner.patch(path, { guardrails: [{ type: 'webhook', url }] });
+      expect(r.status, url).toBe(400);
+      expect((r.body.error as { param: string }).param, url).toBe('guardrails[0].url');
+    }
+    expect((await owner.get(path)).body.guardrails).toEqual([{ type: 'pii', action: 'mask', restore: true }]);
   });
 });

@@ -48,7 +48,7 @@ class FakeModerator {
 
 describe('project guardrails', () => {
   const clock = { offset: 0 };
-  const t = useOrgGateway('guard', '20', { now: () => Date.now() + clock.offset, yaml: { metrics: { port: 0 } } }, { ledger: true });
+  const t = useOrgGateway('guard', '20', { now: () => Date.now() + clock.offset, yaml: { metrics: { port: 0 }, webhooks: { allow_private_urls: true } } }, { ledger: true });
   const moderator = new FakeModerator();
   let owner: Api;
   let projectPath: string;

@@ -1,3 +1,4 @@
+import { webhookUrlProblem } from '../alerts/ssrf.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import { fillPath, type UpstreamClient } from '../upstream.js';
 import type { ExternalVerdict, RequestMeta } from './engine.js';
@@ -21,7 +22,12 @@ function within(signal: AbortSignal, ms: number): AbortSignal {
  * and who asked; the answer is `{"action": "allow" | "block" | "rewrite", "categories"?, "texts"?}`.
  * A non-2xx status, a timeout or an answer of another shape throws: the caller applies `on_error`.
  */
-export async function callWebhook(g: WebhookGuardrail, stage: GuardrailStage, texts: string[], meta: RequestMeta, signal: AbortSignal): Promise<ExternalVerdict> {
+export async function callWebhook(
+  g: WebhookGuardrail, stage: GuardrailStage, texts: string[], meta: RequestMeta, signal: AbortSignal, allowPrivate: boolean,
+): Promise<ExternalVerdict> {
+  // Checked at each call as the alerts' webhooks are (a name may come to point inside): SSRF.
+  const problem = await webhookUrlProblem(g.url, allowPrivate);
+  if (problem) throw new Error(`webhook url ${problem}`);
   const res = await fetch(g.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'user-agent': 'tollgate-guardrail' },

@@ -13,6 +13,8 @@ import { nameOf, PII_ENTITIES, stagesOf, type GuardrailSpec, type PiiEntity, typ
 export interface GuardrailDeps {
   catalog: ProviderCatalog;
   upstream: UpstreamClient;
+  /** `webhooks.allow_private_urls`: a webhook guardrail may call private and loopback addresses. */
+  allowPrivateUrls: boolean;
   /** `tollgate_guardrail_verdicts_total`; absent when metrics are off. */
   onVerdict?(guardrail: string, action: string): void;
 }
@@ -41,7 +43,7 @@ export function guardrailsHook(deps: GuardrailDeps): StageHook {
     return list;
   };
   const svc: GuardrailServices = {
-    webhook: callWebhook,
+    webhook: (g, stage, texts, meta, signal) => callWebhook(g, stage, texts, meta, signal, deps.allowPrivateUrls),
     moderate: (g, texts, signal) => callModeration(deps.catalog, deps.upstream, g, texts, signal),
     onVerdict: (v) => deps.onVerdict?.(v.guardrail, v.action),
   };

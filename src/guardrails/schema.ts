@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { webhookUrlProblem } from '../alerts/ssrf.js';
 import { invalidField } from '../errors.js';
 import { compileMatcher, MAX_PATTERN_CHARS } from './matchers.js';
 import { GUARDRAIL_STAGES, PII_ENTITIES, type BodyLogging, type GuardrailSpec } from './types.js';
@@ -69,22 +70,24 @@ export const VERDICTS_VIEW: JsonSchema = {
   },
 };
 
-/** What the schema cannot check: every regex compiles (a 400 naming it otherwise). */
-export function checkGuardrails(specs: readonly GuardrailSpec[]): void {
-  specs.forEach((g, i) => {
+/** What the schema cannot check: every regex compiles, and no webhook points inside unless allowed (a 400 naming it otherwise). */
+export async function checkGuardrails(specs: readonly GuardrailSpec[], allowPrivateUrls: boolean): Promise<void> {
+  for (const [i, g] of specs.entries()) {
     try {
       compileMatcher(g);
     } catch (err) {
       throw invalidField(`guardrails[${i}]`, `guardrails[${i}]: ${(err as Error).message}`);
     }
-  });
+    const problem = g.type === 'webhook' ? await webhookUrlProblem(g.url, allowPrivateUrls) : undefined;
+    if (problem) throw invalidField(`guardrails[${i}].url`, `guardrails[${i}].url ${problem}`);
+  }
 }
 
 /**
  * Guardrails from a JSON text (the CLI's `--guardrails FILE`), checked as the management
  * API checks them; throws an Error saying what is wrong.
  */
-export function parseGuardrails(text: string): GuardrailSpec[] {
+export async function parseGuardrails(text: string, allowPrivateUrls: boolean): Promise<GuardrailSpec[]> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -97,7 +100,7 @@ export function parseGuardrails(text: string): GuardrailSpec[] {
     throw new Error(`the guardrails are not valid: ${e?.instancePath || '/'} ${e?.message ?? ''} (docs/guardrails.md)`);
   }
   const specs = value as GuardrailSpec[];
-  checkGuardrails(specs);
+  await checkGuardrails(specs, allowPrivateUrls);
   return specs;
 }
 

@@ -101,7 +101,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         const gone = (): never => { throw new GatewayError('not_found', [`No project ${project.id}`]); };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
-        if (body.guardrails) checkGuardrails(body.guardrails);
+        if (body.guardrails) await checkGuardrails(body.guardrails, d.allowPrivateWebhookUrls);
         const bodyLogging = body.body_logging === undefined ? undefined : body.body_logging && { ...DEFAULT_BODY_LOGGING, ...body.body_logging };
         if (limits && !(await store.limits.setProjectLimits(orgId, project.id, limits))) gone();
         if (body.default_max_tokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, project.id, body.default_max_tokens))) gone();
