@@ -63,6 +63,19 @@ export class MaskBook {
     return text;
   }
 
+  /** Plain text with the restorable placeholders put back. */
+  restoreText(text: string): string {
+    if (this.restorable.size === 0 || !text.includes('[')) return text;
+    for (const [ph, value] of this.restorable) if (text.includes(ph)) text = text.split(ph).join(value);
+    return text;
+  }
+
+  /** Whether `tail` (`[EMA`) may be the start of a restorable placeholder still to come. */
+  startsPlaceholder(tail: string): boolean {
+    for (const ph of this.restorable.keys()) if (ph.length > tail.length && ph.startsWith(tail)) return true;
+    return false;
+  }
+
   /** A reply's JSON text (a body, or SSE frames) with the restorable placeholders put back. */
   restoreJson(text: string): string {
     if (this.restorable.size === 0 || !text.includes('[')) return text;

@@ -4,6 +4,7 @@ import type { BodyCapture } from './bodies.js';
 import { addVerdict, blocked, type CompiledGuardrail, type GuardrailServices, type RequestMeta } from './engine.js';
 import type { MaskBook } from './masker.js';
 import { jsonReplyText, sseReplyText } from './reply-text.js';
+import { streamRestorer } from './stream-restore.js';
 import type { ModerationGuardrail, Verdict } from './types.js';
 
 /** The most of a streamed reply's text kept for the checks at its end. */
@@ -73,6 +74,7 @@ export function replyFilter(p: ReplyParts): ReplyFilter {
     return undefined;
   };
   let streamed = '';
+  const restoreStream = book.restores ? streamRestorer(book) : (text: string): string => text;
   return {
     async body(json) {
       const err = await check(jsonReplyText(json));
@@ -88,7 +90,7 @@ export function replyFilter(p: ReplyParts): ReplyFilter {
       if (streamed.length < MAX_CHECKED_CHARS) streamed += sseReplyText(text);
       const masked = mask(text);
       p.capture?.addResponse(masked);
-      return book.restoreJson(masked);
+      return restoreStream(masked);
     },
     end: () => check(streamed),
   };
