@@ -109,7 +109,7 @@ describe('project guardrails', () => {
     expect(JSON.stringify(r.body)).not.toContain(EMAIL);
   });
 
-  it('masks in every client format (Anthropic, Responses, Gemini), embeddings and speech', async () => {
+  it('masks in every client format (Anthropic, Responses, Gemini, token counting), embeddings, speech, images and moderations', async () => {
     await patch({ guardrails: [{ type: 'pii', action: 'mask' }] });
     const cases: Array<{ path: string; body: Body; headers?: Record<string, string> }> = [
       { path: '/v1/messages', body: { model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'text', text: `key ${AWS_KEY} mail ${EMAIL}` }] }] }, headers: { 'anthropic-version': '2023-06-01' } },
@@ -119,6 +119,9 @@ describe('project guardrails', () => {
       { path: '/v1beta/models/gemini-2.5-flash:generateContent', body: { contents: [{ role: 'user', parts: [{ text: `key ${AWS_KEY} mail ${EMAIL}` }] }] } },
       { path: '/v1/embeddings', body: { model: 'text-embedding-3-small', input: [`mail ${EMAIL}`, `key ${AWS_KEY}`] } },
       { path: '/v1/audio/speech', body: { model: 'tts-1', voice: 'alloy', input: `Call ${EMAIL} with the key ${AWS_KEY}` } },
+      { path: '/v1/messages/count_tokens', body: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: `key ${AWS_KEY} mail ${EMAIL}` }] }, headers: { 'anthropic-version': '2023-06-01' } },
+      { path: '/v1/images/generations', body: { model: 'gpt-image-1', prompt: `a poster with ${EMAIL} and ${AWS_KEY}` } },
+      { path: '/v1/moderations', body: { model: 'omni-moderation-latest', input: [`mail ${EMAIL}`, `key ${AWS_KEY}`] } },
     ];
     for (const c of cases) {
       const before = t.sim.received().length;

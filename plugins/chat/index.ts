@@ -1,5 +1,5 @@
 import {
-  type EndpointDef, fillPath, type GatewayPlugin, invalidField, jsonTextSlots, type ModalityHandler, type ModelRoute, type PluginApi,
+  type EndpointDef, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi,
 } from '../../src/sdk.js';
 import { withDefaultMaxTokens } from './default-max-tokens.js';
 import { COUNT_ENDPOINT } from './formats/anthropic/count.js';
@@ -8,7 +8,7 @@ import type { ChatSettings, ClientFormat } from './formats/types.js';
 import { DIALECTS } from './dialects/index.js';
 import type { ChatDialect, ReplyContext } from './dialects/types.js';
 import { maxChatCostPicos, maxChatTokens } from './metering.js';
-import type { ChatRequest } from './request.js';
+import { chatTexts, type ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
 import { chatSettingsSchema } from './settings.js';
 import { DROPPED_HEADER, policyOf, resolveUnsupported, type Resolution } from './unsupported.js';
@@ -60,8 +60,7 @@ function chatHandler(format: ClientFormat, settings: ChatSettings): ModalityHand
       const projectPolicy = ex.project?.unsupportedParams;
       return projectPolicy ? { ...req, projectPolicy } : req;
     },
-    // The text a guardrail sees: the body as the client wrote it, and the canonical form translated from it (a copy, masked alike).
-    texts: (req) => (req.native ? [...jsonTextSlots(req.native.body), ...jsonTextSlots(req.body, true)] : jsonTextSlots(req.body)),
+    texts: chatTexts,
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
       const dialect = dialectOf(route);

@@ -55,6 +55,8 @@ export function imagesHandler(deps: ImageDeps): ModalityHandler<ImageRequest> {
     },
     checkRoute: checkImageRoute,
     maxCostPicos: maxCost,
+    // The prompt, for the guardrails: both the transform's and the OpenAI body's.
+    texts: (req) => [{ get: () => req.prompt, set: (text) => void (req.prompt = text, req.body.prompt = text) }],
     async buildUpstream(req, route) {
       const transform = route.endpoint.transforms.request;
       if (transform) {
