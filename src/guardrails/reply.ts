@@ -51,7 +51,11 @@ export function replyFilter(p: ReplyParts): ReplyFilter {
         const matches = g.matcher(text);
         const categories = [...new Set(matches.map((m) => m.category))].sort();
         record({ guardrail: name, stage: 'post-upstream', action: matches.length > 0 ? 'block' : 'allow', categories, count: matches.length });
-        if (matches.length > 0) return blocked(name, categories);
+        if (matches.length > 0) {
+          // Known to the book, the refused values are scrubbed from the logged body too.
+          book.apply(text, matches, false);
+          return blocked(name, categories);
+        }
         continue;
       }
       if (spec.type !== 'webhook' && spec.type !== 'moderation') continue;
