@@ -18,6 +18,7 @@ import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
 import { cacheScenario } from './lib/cache.mjs';
 import { routingScenario } from './lib/routing.mjs';
+import { guardrailsScenario } from './lib/guardrails.mjs';
 import { pgScenario } from './lib/pg.mjs';
 import { forgetRedisKeys, gatewayVariants, redisAnswers } from './lib/production.mjs';
 import { CONNECTIONS, DURATION_S, LOG_ROWS, MUSIC_COUNT, MUSIC_SIZE_MB, opt, QUICK, ROUNDS, scenarios, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './lib/options.mjs';
@@ -302,6 +303,7 @@ async function main() {
     if (scenarios.has('limits')) await limitsScenario({ say, results, quick: QUICK });
     if (scenarios.has('cache')) await cacheScenario({ say, results, quick: QUICK });
     if (scenarios.has('routing')) await routingScenario({ say, results, quick: QUICK });
+    if (scenarios.has('guardrails')) await guardrailsScenario({ say, results, quick: QUICK });
     if (scenarios.has('pg')) {
       const sim = await Child.start({ name: 'simulator', args: [join(ROOT, 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
       children.push(sim);

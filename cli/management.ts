@@ -1,6 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/admin.js';
 import { randomBase62 } from '../src/ids.js';
+import { readFileSync } from 'node:fs';
+import { bodyLoggingOf, parseGuardrails } from '../src/guardrails/schema.js';
+import type { BodyLogging, GuardrailSpec } from '../src/guardrails/types.js';
 import { formatUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
@@ -77,21 +80,39 @@ export function addProjectCommands(program: Command): void {
     .option('--default-max-tokens <n>', `chat output bound (1 to ${MAX_DEFAULT_MAX_TOKENS}) sent and reserved for when a request names none, over gateway.yaml's settings.chat.default_max_tokens; none clears it`, maxTokensOrNone)
     .addOption(new Option('--unsupported-params <policy>', 'chat policy for request parameters a model cannot take (docs/chat.md, Unsupported parameters), over gateway.yaml\'s settings.chat.unsupported_params and the provider files\'; none clears it')
       .choices([...UNSUPPORTED_PARAMS_POLICIES, 'none']))
+    .option('--guardrails <file>', 'a JSON file with the project\'s guardrails, a list run in order (docs/guardrails.md); none removes them all')
+    .addOption(new Option('--body-logging <mode>', 'log request and response bodies (docs/guardrails.md)').choices(['off', 'on', 'redacted']))
+    .option('--body-retention-days <n>', 'days logged bodies are kept (default 30), with --body-logging', positiveInt(3650))
+    .option('--body-max-bytes <n>', 'each logged body is cut here (default 65536), with --body-logging', positiveInt(16 * 1024 * 1024))
     .addOption(configOption())
-    .action(async (name: string, opts: { org: string; defaultMaxTokens?: number | 'none'; unsupportedParams?: UnsupportedParamsPolicy | 'none'; config: string }) => {
-      if (opts.defaultMaxTokens === undefined && opts.unsupportedParams === undefined) {
-        throw new Error('give --default-max-tokens (a number, or none to clear it) or --unsupported-params (error, drop, translate, or none to clear it)');
+    .action(async (name: string, opts: {
+      org: string; defaultMaxTokens?: number | 'none'; unsupportedParams?: UnsupportedParamsPolicy | 'none'; config: string;
+      guardrails?: string; bodyLogging?: BodyLogging['mode']; bodyRetentionDays?: number; bodyMaxBytes?: number;
+    }) => {
+      if (opts.defaultMaxTokens === undefined && opts.unsupportedParams === undefined && opts.guardrails === undefined && opts.bodyLogging === undefined) {
+        throw new Error('give --default-max-tokens (a number, or none to clear it), --unsupported-params (error, drop, translate, or none to clear it), --guardrails (a JSON file, or none) or --body-logging (off, on, redacted)');
+      }
+      if (opts.bodyLogging === undefined && (opts.bodyRetentionDays !== undefined || opts.bodyMaxBytes !== undefined)) {
+        throw new Error('--body-retention-days and --body-max-bytes go with --body-logging');
       }
       const maxTokens = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
+      const guardrails: GuardrailSpec[] | undefined = opts.guardrails === undefined ? undefined
+        // An operator's file: a webhook to a private address is not refused here; each call still is, unless webhooks.allow_private_urls.
+        : opts.guardrails === 'none' ? [] : await parseGuardrails(readFileSync(opts.guardrails, 'utf8'), true);
+      const bodyLogging = opts.bodyLogging && bodyLoggingOf(opts.bodyLogging, opts.bodyRetentionDays, opts.bodyMaxBytes);
       await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         // Evicts cached keys on every instance: the project's keys read the new values.
-        await changing(s, 'projects update', project.orgId, project.id, () => changeProject(s, invalidation, project, { defaultMaxTokens: maxTokens, unsupportedParams: policy }));
+        await changing(s, 'projects update', project.orgId, project.id, () => changeProject(s, invalidation, project, {
+          defaultMaxTokens: maxTokens, unsupportedParams: policy, guardrails, bodyLogging,
+        }));
       });
       const changed = [
         maxTokens !== undefined ? `default max_tokens ${maxTokens ?? 'none'}` : '',
         policy !== undefined ? `unsupported_params ${policy ?? 'none'}` : '',
+        guardrails !== undefined ? `${guardrails.length} guardrail(s)` : '',
+        bodyLogging ? `body logging ${bodyLogging.mode}${bodyLogging.mode === 'off' ? '' : ` (${bodyLogging.retention_days} days, ${bodyLogging.max_bytes} bytes)`}` : '',
       ].filter(Boolean);
       console.log(`project "${name}" in "${opts.org}": ${changed.join(', ')}`);
     });

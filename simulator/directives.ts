@@ -37,6 +37,8 @@ export interface Directives {
   readonly bodyDelayMs?: number;
   /** Bedrock: answer with this AWS error type (`aws_error=ModelNotReadyException`), at its status unless `status` names one. */
   readonly awsError?: string;
+  /** `echo_placeholders`: the guardrail placeholders of the request (`[EMAIL_1]`, …), which the chat reply starts with, as a model repeating them would. */
+  readonly echo?: readonly string[];
   /** Moderations: flag the input. */
   readonly flagged: boolean;
   readonly safetyBlock: boolean;
@@ -46,6 +48,7 @@ export interface Directives {
   readonly streamError: boolean;
   readonly textOnly: boolean;
   readonly hang: boolean;
+  readonly echoPlaceholders?: boolean;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -87,6 +90,7 @@ const FLAGS: Readonly<Record<string, keyof Directives>> = {
   text_only: 'textOnly',
   hang: 'hang',
   flagged: 'flagged',
+  echo_placeholders: 'echoPlaceholders',
 };
 
 /**
@@ -105,6 +109,7 @@ export function parseDirectives(text: string, scope?: string): Directives {
     if (markerScope !== undefined && markerScope !== scope) continue;
     for (const setting of (m[2] ?? '').split(/[\s,;]+/)) applySetting(out, setting);
   }
+  if (out.echoPlaceholders) out.echo = [...new Set(text.match(/\[[A-Z][A-Z0-9_]*_\d+\]/g) ?? [])];
   return out;
 }
 
@@ -168,6 +173,7 @@ export function withoutFaults(d: Directives): Directives {
   if (d.chunkDelayMs !== undefined) out.chunkDelayMs = d.chunkDelayMs;
   if (d.chunkBytes !== undefined) out.chunkBytes = d.chunkBytes;
   if (d.toolCalls !== undefined) out.toolCalls = d.toolCalls;
+  if (d.echo !== undefined) out.echo = d.echo;
   out.flagged = d.flagged;
   return out;
 }

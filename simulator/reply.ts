@@ -28,7 +28,7 @@ export function planReply(d: Directives, maxTokens: number | undefined): ReplyPl
   const count = Math.min(wanted, limit);
   const pieces: string[] = new Array<string>(count);
   for (let i = 0; i < count; i++) {
-    const word = SOURCE_WORDS[i % SOURCE_WORDS.length] ?? '';
+    const word = d.echo?.[i] ?? SOURCE_WORDS[i % SOURCE_WORDS.length] ?? '';
     pieces[i] = i === 0 ? word : ` ${word}`;
   }
   return { pieces, capped: count < wanted };

@@ -1,3 +1,4 @@
+import type { BodyLogging, GuardrailSpec } from './guardrails/types.js';
 import type { CacheSetting } from './cache/types.js';
 import { generateApiKey } from './auth.js';
 import { invalidField } from './errors.js';
@@ -81,6 +82,9 @@ export interface ProjectChange {
   defaultMaxTokens?: number | null;
   unsupportedParams?: UnsupportedParamsPolicy | null;
   cache?: CacheSetting | null;
+  guardrails?: GuardrailSpec[];
+  /** null: off. */
+  bodyLogging?: BodyLogging | null;
 }
 
 /**
@@ -95,6 +99,8 @@ export async function changeProject(
   if (change.defaultMaxTokens !== undefined && !(await store.tenancy.setProjectDefaultMaxTokens(orgId, id, change.defaultMaxTokens))) return undefined;
   if (change.unsupportedParams !== undefined && !(await store.tenancy.setProjectUnsupportedParams(orgId, id, change.unsupportedParams))) return undefined;
   if (change.cache !== undefined && !(await store.tenancy.setCacheSetting(orgId, 'project', id, change.cache))) return undefined;
+  if ((change.guardrails !== undefined || change.bodyLogging !== undefined)
+    && !(await store.tenancy.setProjectGuardrails(orgId, id, { guardrails: change.guardrails, bodyLogging: change.bodyLogging }))) return undefined;
   return announce(invalidation, 'limits', id);
 }
 

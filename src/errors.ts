@@ -48,6 +48,7 @@ export const ERRORS = {
   not_found: define('not_found', 404, 'invalid_request_error', '%s'),
   gone: define('gone', 410, 'invalid_request_error', '%s'),
   range_not_satisfiable: define('range_not_satisfiable', 416, 'invalid_request_error', '%s'),
+  guardrail_blocked: define('guardrail_blocked', 400, 'invalid_request_error', 'Blocked by the project\'s guardrail %s (%s)'),
   content_blocked: define('content_blocked', 422, 'content_filter', 'The upstream provider blocked this request: %s'),
   upstream_rate_limited: define('upstream_rate_limited', 429, 'rate_limit_error', 'The upstream provider rate-limited the request: %s'),
   upstream_error: define('upstream_error', 502, 'upstream_error', 'The upstream provider failed: %s'),

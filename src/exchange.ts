@@ -1,5 +1,8 @@
 import { GatewayError } from './errors.js';
 import type { Micros } from './money.js';
+import type { BodyCapture } from './guardrails/bodies.js';
+import type { Verdict } from './guardrails/types.js';
+import type { ReplyFilter } from './hooks.js';
 import type { ModelRoute } from './providers/types.js';
 import type { Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, UpstreamAttempt } from './store/types.js';
@@ -57,6 +60,12 @@ export interface Exchange {
   extra: Record<string, unknown> | undefined;
   /** Per-plugin state, keyed by symbols the plugins own (see `ExchangeSlot`). */
   readonly slots: Map<symbol, unknown>;
+  /** The project's guardrail verdicts (docs/guardrails.md); undefined when it has none. */
+  guardrails: Verdict[] | undefined;
+  /** Set by a pre-upstream hook (guardrails) to see the reply before the client does. */
+  replyFilter: ReplyFilter | undefined;
+  /** The request's and reply's bodies, captured when the project's `body_logging` is on. */
+  bodies: BodyCapture | undefined;
   /** Aborted when the client goes away or the server shuts down; cancels the upstream call. */
   readonly abort: AbortController;
   /** Per-request state of metrics and traces; undefined when telemetry is off. */
@@ -70,7 +79,7 @@ export function newExchange(id: string, modality: string, now: number): Exchange
     id, startedAt: now, startedHr: process.hrtime.bigint(), modality, org: undefined, apiKey: undefined, project: undefined,
     requestedModel: undefined, route: undefined, attempts: [], reservedMicros: 0, byok: false, costMicros: 0,
     costEstimated: false, errorCode: undefined, ttfbMs: undefined, streamed: false, usage: undefined,
-    prompt: undefined, extra: undefined, slots: new Map(), abort: new AbortController(), telemetry: undefined,
+    prompt: undefined, extra: undefined, slots: new Map(), guardrails: undefined, replyFilter: undefined, bodies: undefined, abort: new AbortController(), telemetry: undefined,
   };
 }
 

@@ -10,6 +10,7 @@ import { compileSchemas, validatePluginSettings } from './config/schemas.js';
 import { registerConsole } from './console.js';
 import { registerHealthRoute } from './health.js';
 import { HookRegistry } from './hooks.js';
+import { guardrailsHook } from './guardrails/hook.js';
 import { createInvalidationBus, type InvalidationBus } from './invalidation.js';
 import { createLimiter, type Limiter } from './limits/index.js';
 import { registerManagement } from './management/index.js';
@@ -219,6 +220,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
     const sealed = await store.providerKeys.sealPlaintext();
     if (sealed.sealed > 0) app.log.warn({ sealed: sealed.sealed }, 'encrypted provider keys that were stored in plaintext');
+    // The projects' guardrails and body logging (docs/guardrails.md) run first at pre-upstream: a cache plugin's hook sees the masked request.
+    hooks.add('guardrails', 'pre-upstream', guardrailsHook({ catalog, upstream, allowPrivateUrls: config.webhooks.allowPrivateUrls, onVerdict: telemetry && ((g, a) => telemetry.onGuardrailVerdict(g, a)) }));
     for (const plugin of plugins) {
       const api: PluginApi = {
         config, catalog, store, objectStore, now, log: app.log,
@@ -249,6 +252,15 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     tasks.add({
       name: 'audit-retention', intervalMs: 60 * 60 * 1000,
       run: async () => `deleted ${await store.auditLog.sweep(now() - config.audit.retentionDays * 86_400_000)} audit row(s) older than ${config.audit.retentionDays} days`,
+    });
+    tasks.add({
+      name: 'request-bodies-retention', intervalMs: 60 * 60 * 1000,
+      // Bodies past their project's body_logging.retention_days: the log rows and their costs stay.
+      run: async () => {
+        let deleted = 0;
+        for (let n = -1; n !== 0; deleted += n) n = await store.bodies.deleteExpired(now(), 1000);
+        return `deleted ${deleted} logged request bodies past their retention`;
+      },
     });
     tasks.add({ name: 'console-sessions-purge', intervalMs: 60 * 60 * 1000, run: async () => `deleted ${await store.accounts.purgeSessions()} expired session(s), ${await store.accounts.sso.purgeFlows()} expired SSO flow(s)` });
     if (server) await store.releaseStaleReservations(now() - config.database.reservationMaxAgeMs);

@@ -17,5 +17,8 @@ export function logRowOf(ex: Exchange, status: number): LogRow {
     ttfbMs: ex.ttfbMs ?? null, prompt: prompt === undefined ? null : clipText(prompt, MAX_LOGGED_PROMPT_CHARS), attempts: boundedAttempts(ex.attempts), createdAt: ex.startedAt,
     extra: promptCut ? { ...ex.extra, prompt_chars: prompt.length } : ex.extra ?? null,
     cache: ex.cache?.result ?? null, cacheAgeMs: ex.cache?.ageMs ?? null, cacheSavedMicros: ex.cache ? ex.cache.savedMicros : null,
+    guardrails: ex.guardrails && ex.guardrails.length > 0 ? ex.guardrails : null,
+    // Logged bodies (the project's body_logging) go to their own table with the row's batch; an org whose retention is `none` keeps none.
+    ...(ex.bodies && ex.org && ex.org.retention !== 'none' ? { bodies: ex.bodies.stored(ex.id, ex.org.id, ex.startedAt) } : {}),
   };
 }

@@ -79,7 +79,7 @@ export async function runModelRequest<P extends ModelRequest>(
       if (opts?.tokens === true) ex.streamed = true;
       return new StreamedReply(ex, reply, svc.streamStallMs, () => stampFirstByte(ex)).start(headers);
     };
-    const early = await svc.hooks.run('pre-upstream', ex, parsed);
+    const early = await svc.hooks.run('pre-upstream', ex, parsed, { texts: () => handler.texts?.(parsed) ?? [], body: () => request.body });
     let metered: Metered;
     if (early) {
       // A hook answered (src/hooks.ts ShortCircuit): no upstream call, charged what it says.

@@ -24,6 +24,21 @@ export interface ModelRequest {
 }
 
 /**
+ * A piece of a request's text, format-free: what a guardrail reads and may rewrite
+ * (mask). A modality lists its slots through `ModalityHandler.texts`.
+ */
+export interface TextSlot {
+  get(): string;
+  set(text: string): void;
+  /**
+   * True for a second copy of text another slot holds (a chat request's canonical form
+   * beside the native body it was translated from): masked alike, neither counted nor
+   * sent to a webhook twice.
+   */
+  copy?: boolean;
+}
+
+/**
  * What a plugin measured for the reply it wrote, returned to the core, which records it
  * (src/request-lifecycle.ts) and charges it. The cost is either pico-USD, which the core
  * rounds to micro-USD once, or micro-USD where the plugin's own pricing already rounded
@@ -91,6 +106,12 @@ export interface ModalityHandler<P extends ModelRequest> {
    * the provider's own /responses for a Responses API client). Undefined keeps the route's.
    */
   endpoint?(parsed: P, route: ModelRoute): EndpointDef | undefined;
+  /**
+   * The request's text (messages, inputs, speech input), for the project's guardrails
+   * (docs/guardrails.md): they see text, never a format. Absent: the modality carries
+   * no text a guardrail checks.
+   */
+  texts?(parsed: P): TextSlot[];
   /** Checks the request against the chosen model (e.g. a parameter the model refuses); throws a GatewayError. */
   checkRoute?(parsed: P, route: ModelRoute): void;
   /** The most this request can cost on this route, in pico-USD: what is reserved before the call. */

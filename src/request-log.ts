@@ -57,6 +57,7 @@ export class RequestLogWriter {
     this.flushing = this.store.insertLogs(batch).then(async () => {
       if (this.queue.length === 0) this.opts.onDrained?.();
       await this.touchKeys(batch);
+      await this.writeBodies(batch);
     }, (err: unknown) => {
       this.queue = batch.concat(this.queue);
       this.opts.onError(err, batch.length);
@@ -81,6 +82,20 @@ export class RequestLogWriter {
     for (const r of batch) if (r.apiKeyId !== null) lastUsed.set(r.apiKeyId, Math.max(lastUsed.get(r.apiKeyId) ?? 0, r.createdAt));
     try {
       await this.store.tenancy.touchKeys(lastUsed);
+    } catch (err) {
+      this.opts.onError(err, 0);
+    }
+  }
+
+  /**
+   * The logged bodies of the batch, into their own table once their rows are in. Best
+   * effort like the keys' last use: a failure is reported, the rows and charges stand.
+   */
+  private async writeBodies(batch: readonly LogRow[]): Promise<void> {
+    const bodies = batch.flatMap((r) => (r.bodies ? [r.bodies] : []));
+    if (bodies.length === 0) return;
+    try {
+      await this.store.bodies.insert(bodies);
     } catch (err) {
       this.opts.onError(err, 0);
     }

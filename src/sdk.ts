@@ -9,11 +9,12 @@
 // Plugin API: what a plugin declares and what it is handed at registration.
 export type {
   BodyParser, ErrorFormatter, GatewayPlugin, Meter, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
-  PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef,
+  PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef, TextSlot,
 } from './plugin.js';
 export type { ModalityRules } from './providers/catalog.js';
 export type { GatewayConfig } from './config/gateway-config.js';
-export type { ShortCircuit, ShortCircuitContext, StageHook } from './hooks.js';
+export type { ReplyFilter, RequestView, ShortCircuit, ShortCircuitContext, StageHook } from './hooks.js';
+export { jsonTextSlots } from './guardrails/slots.js';
 export { STAGES, type Stage } from './stages.js';
 
 // One request as it moves through the stages, as a plugin sees it: read-only. A plugin returns

@@ -8,8 +8,9 @@ export const HELP = `Usage: npm run bench -- [options]
   --soak             add a 5-minute soak of the gateway at 32 connections (RSS leak check)
   --soak-minutes N   soak length (default 5)
   --profile          add a CPU profile of the gateway under the 32-connection load (node --cpu-prof)
-  --only LIST        run only these scenarios: chat,stream,music,telemetry,routing,soak,profile,profile-stream,logs,limits,pg,cache
+  --only LIST        run only these scenarios: chat,stream,music,telemetry,routing,soak,profile,profile-stream,logs,limits,pg,cache,guardrails
                      (routing: µs per request of choosing the deployment, 1 and 10 keys; in the default run)
+                     (guardrails, in the default run: what a project's pii + regex guardrails add to a 4 KB prompt)
                      (profile-stream: the CPU profile under 32 streamed chats at once instead)
                      (logs: the management API's log list, filters and usage at
                      --log-rows rows per store, SQLite and PostgreSQL; limits: what the
@@ -70,12 +71,12 @@ export const MUSIC_COUNT = 20;
 export const MUSIC_SIZE_MB = 4;
 export const SOAK_S = Math.round(Number(opt['soak-minutes']) * 60);
 export const LOG_ROWS = Number(opt['log-rows']);
-export const scenarios = new Set(opt.only ? opt.only.split(',').map((s) => s.trim()) : ['chat', 'stream', 'music', 'telemetry', 'cache', 'routing']);
+export const scenarios = new Set(opt.only ? opt.only.split(',').map((s) => s.trim()) : ['chat', 'stream', 'music', 'telemetry', 'cache', 'routing', 'guardrails']);
 if (!opt.only) {
   if (opt.soak) scenarios.add('soak');
   if (opt.profile) scenarios.add('profile');
 }
-const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream', 'logs', 'limits', 'pg', 'cache', 'routing'].includes(s));
+const unknownScenarios = [...scenarios].filter((s) => !['chat', 'stream', 'music', 'telemetry', 'soak', 'profile', 'profile-stream', 'logs', 'limits', 'pg', 'cache', 'routing', 'guardrails'].includes(s));
 if (unknownScenarios.length > 0 || ![DURATION_S, ROUNDS, SOAK_S, LOG_ROWS, ...CONNECTIONS, ...STREAM_CONCURRENCY].every((n) => Number.isFinite(n) && n > 0)) {
   console.error(`bench: bad option (${unknownScenarios.length > 0 ? `unknown scenario ${unknownScenarios.join(', ')}` : 'numbers must be positive'})\n\n${HELP}`);
   process.exit(2);

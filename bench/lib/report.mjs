@@ -4,6 +4,7 @@ import { logsMarkdown } from './logs.mjs';
 import { limitsMarkdown } from './limits.mjs';
 import { cacheMarkdown } from './cache.mjs';
 import { routingMarkdown } from './routing.mjs';
+import { guardrailsMarkdown } from './guardrails.mjs';
 import { pgMarkdown, pgTargets } from './pg.mjs';
 
 const NAMES = { bare: 'bare proxy', gateway: 'Tollgate (limits + metrics)', metrics: 'Tollgate (metrics, no limits)', plain: 'Tollgate (neither)', baseline: 'Tollgate (--compare baseline)', portkey: 'Portkey' };
@@ -186,6 +187,7 @@ export function resultsMarkdown(r) {
   if (r.limits) section('Limits check', limitsMarkdown(r.limits));
   if (r.cache) section('Response cache: hit, miss and the bare proxy', cacheMarkdown(r.cache));
   if (r.routing) section('Deployment choice (routing)', routingMarkdown(r.routing));
+  if (r.guardrails) section('Guardrails', guardrailsMarkdown(r.guardrails));
   if (r.pg) {
     section('Credit ledger on PostgreSQL (one busy org)',
       'Non-streamed chat (`gpt-4o-mini`, 16 tokens) from one key of one org — every request reserves and settles on the same balance — '

@@ -83,6 +83,9 @@ export interface Project {
   unsupported_params: UnsupportedParams | null;
   /** The response cache of the project's keys (docs/cache.md); null: off unless a key turns it on. */
   cache: CacheSetting | null;
+  /** The project's guardrails, in order (docs/guardrails.md). */
+  guardrails: Array<Record<string, unknown>>;
+  body_logging: BodyLogging;
 }
 /** A project's or key's response-cache setting (docs/cache.md): a key's fields win over its project's. */
 export interface CacheSetting { mode?: 'off' | 'exact' | 'semantic'; ttl_s?: number; scope?: 'org' | 'project'; hit_price?: number; max_temperature?: number; cache_all?: boolean; threshold?: number }
@@ -91,6 +94,9 @@ export interface CacheStats {
   from: string; to: string; saved_usd: number;
   data: Array<{ day: string; project_id: string | null; project_name: string | null; hits: number; misses: number; bypasses: number; hit_rate: number; saved_usd: number; charged_usd: number }>;
 }
+export interface BodyLogging { mode: 'off' | 'on' | 'redacted'; retention_days: number; max_bytes: number }
+export interface GuardrailVerdict { guardrail: string; stage: string; action: string; categories: string[]; count: number }
+export interface LogBodies { request: string | null; response: string | null; truncated: boolean; expires_at: string }
 export type UnsupportedParams = 'error' | 'drop' | 'translate';
 export interface ProjectDetail extends Project { usage: LimitUsage | null }
 export interface ApiKey {
@@ -115,6 +121,8 @@ export interface LogDetail extends LogItem {
   prompt: string | null; prompt_retained: boolean;
   attempts: Array<{ provider: string; model: string; deployment: string | null; status: number | null; error: string | null; duration_ms: number }>;
   extra: Record<string, unknown> | null;
+  guardrails: GuardrailVerdict[];
+  bodies: LogBodies | null;
 }
 export interface ReloadResult { result: 'ok' | 'error'; trigger: string; at: string; restart_needed: string[]; problems: string[] }
 /** GET /api/v1/deployments (operators): each provider key and its health on this instance. */

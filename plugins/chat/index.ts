@@ -9,7 +9,7 @@ import type { ChatSettings, ClientFormat } from './formats/types.js';
 import { DIALECTS } from './dialects/index.js';
 import type { ChatDialect, ReplyContext } from './dialects/types.js';
 import { maxChatCostPicos, maxChatTokens } from './metering.js';
-import type { ChatRequest } from './request.js';
+import { chatTexts, type ChatRequest } from './request.js';
 import { respondChat } from './respond.js';
 import { chatSettingsSchema } from './settings.js';
 import { DROPPED_HEADER, policyOf, resolveUnsupported, type Resolution } from './unsupported.js';
@@ -67,6 +67,7 @@ function chatHandler(format: ClientFormat, settings: ChatSettings, cache: Respon
       const projectPolicy = ex.project?.unsupportedParams;
       return projectPolicy ? { ...req, projectPolicy } : req;
     },
+    texts: chatTexts,
     endpoint: (req, route) => (req.native?.format === format.name ? nativeEndpoint(format, route) : undefined),
     checkRoute(req, route) {
       const dialect = dialectOf(route);

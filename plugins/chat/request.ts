@@ -1,4 +1,4 @@
-import type { ModelRequest, UnsupportedParamsPolicy } from '../../src/sdk.js';
+import { jsonTextSlots, type ModelRequest, type TextSlot, type UnsupportedParamsPolicy } from '../../src/sdk.js';
 import type { UnsupportedParam } from './unsupported.js';
 import type { Reasoning } from './reasoning.js';
 
@@ -53,6 +53,11 @@ export interface NativeRequest {
 export const MAX_CHOICES = 128;
 
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The text a guardrail sees: the body as the client wrote it, and the canonical form translated from it (a copy, masked alike). */
+export function chatTexts(req: ChatRequest): TextSlot[] {
+  return req.native ? [...jsonTextSlots(req.native.body), ...jsonTextSlots(req.body, true)] : jsonTextSlots(req.body);
+}
 
 /** Text of a content value: a string, or the `text` of each part/block. */
 export function contentText(content: unknown): string {

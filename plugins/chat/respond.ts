@@ -25,6 +25,14 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
   const cost = chatCost(route.model, usage);
   const body = await translated.render(usage, cost);
-  void reply.code(200).type('application/json').send(JSON.stringify(body));
-  return { costMicros: cost.totalMicros, estimated: translated.usage === undefined, usage: tokenCounts(usage), extra: { usage: usageRecord(usage) } };
+  const metered: Metered = { costMicros: cost.totalMicros, estimated: translated.usage === undefined, usage: tokenCounts(usage), extra: { usage: usageRecord(usage) } };
+  let json = JSON.stringify(body);
+  if (ex.replyFilter) {
+    // The project's guardrails see the reply first (src/hooks.ts ReplyFilter): restored placeholders, masks, a block.
+    // A block is refused after the upstream answered: charged what the upstream charged (docs/guardrails.md).
+    ctx.meter.sofar(() => metered);
+    json = await ex.replyFilter.body(json);
+  }
+  void reply.code(200).type('application/json').send(json);
+  return metered;
 }

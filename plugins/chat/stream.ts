@@ -16,6 +16,8 @@ interface StreamOutcome {
   heldTokens: number;
   /** The closing frames carry the usage: the reply is complete if they reach the client. */
   finished: boolean;
+  /** A post-upstream guardrail refused the complete reply: it ended with this error event instead of its closing frames. */
+  refused?: GatewayError;
 }
 
 const SSE_HEADERS: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
@@ -40,7 +42,8 @@ export async function respondStream(ctx: RespondContext<ChatRequest>, stream: Cl
   // One write per upstream read (its events' frames joined), not one per event.
   const write = async (frames: string[]): Promise<void> => {
     if (frames.length === 0) return;
-    await body.write(frames.length === 1 ? (frames[0] as string) : frames.join(''));
+    const text = frames.length === 1 ? (frames[0] as string) : frames.join('');
+    await body.write(ex.replyFilter ? ex.replyFilter.frames(text) : text);
   };
   let last: string[] = [];
   let outcome: StreamOutcome | undefined;
@@ -70,12 +73,20 @@ async function closingFrames(ctx: RespondContext<ChatRequest>, stream: ClientStr
   const cut = serverCut(ex);
   if (ex.abort.signal.aborted && !cut) return [];
   if (!o.done && !o.error && !cut) o.error = 'the upstream stream ended before the reply was complete';
-  const frames = [...o.held];
+  // The project's guardrails see every frame (src/hooks.ts ReplyFilter), the held ones and the closing ones too.
+  const filter = ex.replyFilter;
+  const seen = (list: string[]): string[] => (filter && list.length > 0 ? [filter.frames(list.join(''))] : list);
+  const frames = seen(o.held);
   if (o.done && !o.error && !ex.abort.signal.aborted) {
+    o.refused = await filter?.end();
+    if (o.refused) {
+      frames.push(...stream.fail(o.refused.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
+      return frames;
+    }
     o.finished = true;
     // The bill if the end reaches the client (see bill): what the closing frames state.
     const billed = billedUsage(o, true, o.delivered + o.heldTokens, parsed.prompt ?? '') ?? { promptTokens: 0, completionTokens: 0 };
-    frames.push(...(await stream.finish(billed, chatCost(route.model, billed))));
+    frames.push(...seen(await stream.finish(billed, chatCost(route.model, billed))));
   } else {
     const err = cut ?? new GatewayError('upstream_error', [o.error ?? '']);
     frames.push(...stream.fail(err.withContext({ requestedModel: parsed.model, usedProvider: route.provider.id })));
@@ -92,7 +103,13 @@ async function closingFrames(ctx: RespondContext<ChatRequest>, stream: ClientStr
  */
 function bill(ctx: RespondContext<ChatRequest>, o: StreamOutcome | undefined, reached: boolean): Metered {
   const { ex, parsed, route } = ctx;
-  if (!o) return { costPicos: 0n, estimated: true };
+  if (!o) return { costMicros: 0, estimated: true };
+  if (o.refused) {
+    // A complete reply a post-upstream guardrail refused: charged what the upstream charged (docs/guardrails.md).
+    const billed = billedUsage(o, true, o.delivered + o.heldTokens, parsed.prompt ?? '') ?? { promptTokens: 0, completionTokens: 0 };
+    const cost = chatCost(route.model, billed);
+    return { costMicros: cost.totalMicros, estimated: !o.usage, usage: tokenCounts(billed), extra: { usage: usageRecord(billed) }, errorCode: o.refused.code };
+  }
   const complete = o.finished && reached;
   const delivered = o.delivered + (reached ? o.heldTokens : 0);
   const billed = billedUsage(o, complete, delivered, parsed.prompt ?? '');

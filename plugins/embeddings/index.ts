@@ -1,4 +1,4 @@
-import { applyRequestTransform, type CacheDef, costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type ResponseCacheApi, type UpstreamRequest } from '../../src/sdk.js';
+import { applyRequestTransform, type CacheDef, costPicos, fillPath, GatewayError, type GatewayPlugin, InvalidUsage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, picosToMicros, reportedTokens, type RespondContext, type ResponseCacheApi, type TextSlot, type UpstreamRequest } from '../../src/sdk.js';
 import { checkEmbeddingRoute, inputCount, parseEmbeddingRequest, type EmbeddingRequest } from './validate.js';
 import { encodeVector, estimateInputTokens, tokenBound, vectorList, type WireVector } from './vectors.js';
 
@@ -111,6 +111,7 @@ const embeddingsCache: CacheDef<EmbeddingRequest, StoredEmbeddings> = {
 const embeddingsHandler = (cache: ResponseCacheApi): ModalityHandler<EmbeddingRequest> => ({
   modality: 'embeddings',
   parse: (body) => parseEmbeddingRequest(body),
+  texts: embeddingTexts,
   checkRoute: checkEmbeddingRoute,
   maxCostPicos: (req, route) => costPicos(route.model, { prompt: tokenBound(req.texts, req.tokens) }),
   maxTokens: (req) => tokenBound(req.texts, req.tokens),
@@ -126,3 +127,18 @@ export const embeddingsPlugin: GatewayPlugin = {
     api.modelRoute({ method: 'POST', url: '/v1/embeddings', handler: api.cache.cached(embeddingsHandler(api.cache), embeddingsCache) });
   },
 };
+
+/** Each text input, for the guardrails: a mask rewrites both `texts` and the client's body that OpenAI-format upstreams get. */
+function embeddingTexts(req: EmbeddingRequest): TextSlot[] {
+  const texts = req.texts;
+  if (!texts) return [];
+  return texts.map((_, i) => ({
+    get: () => texts[i] ?? '',
+    set(text: string) {
+      texts[i] = text;
+      const input = req.body.input;
+      if (Array.isArray(input)) input[i] = text;
+      else req.body.input = text;
+    },
+  }));
+}

@@ -1,5 +1,5 @@
 import {
-  type CacheDef, costPicos, fillPath, GatewayError, invalidField, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
+  type CacheDef, costPicos, fillPath, GatewayError, invalidField, jsonTextSlots, type GatewayPlugin, type Metered, microsToUsd, type ModalityHandler,
   type ModelRequest, picosToMicros, type RespondContext, type ResponseCacheApi,
 } from '../../src/sdk.js';
 
@@ -31,6 +31,7 @@ export function parseModerationRequest(body: unknown): ModerationRequest {
 const moderationHandler = (cache: ResponseCacheApi): ModalityHandler<ModerationRequest> => ({
   modality: 'moderation',
   parse: (body) => parseModerationRequest(body),
+  texts: (req) => jsonTextSlots(req.body),
   maxCostPicos: (_req, route) => costPicos(route.model, { request: 1 }),
   buildUpstream: (req, route) => ({
     path: fillPath(route.endpoint.path, { model: route.model.upstreamId }),

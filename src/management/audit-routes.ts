@@ -35,7 +35,7 @@ export const keyState = async (store: Store, orgId: string, id: string): Promise
 };
 export const projectState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {
   const p = await store.tenancy.getProject(orgId, id);
-  return p ? { name: p.name, limits: p.limits, default_max_tokens: p.defaultMaxTokens, unsupported_params: p.unsupportedParams, cache: p.cache ?? null } : null;
+  return p ? { name: p.name, limits: p.limits, default_max_tokens: p.defaultMaxTokens, unsupported_params: p.unsupportedParams, cache: p.cache ?? null, guardrails: p.guardrails, body_logging: p.bodyLogging } : null;
 };
 export const balanceState = async (store: Store, orgId: string): Promise<Obj | null> => {
   const org = await store.getOrg(orgId);

@@ -4,6 +4,8 @@ import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../admin.js';
 import { GatewayError } from '../errors.js';
 import type { LimitSpec } from '../limits/types.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
+import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardrails/schema.js';
+import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../guardrails/types.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -28,6 +30,8 @@ const PROJECT_PATCH_BODY: JsonSchema = {
       enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
     })),
     cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+    guardrails: GUARDRAILS_INPUT,
+    body_logging: BODY_LOGGING_INPUT,
   }),
   minProperties: 1,
 };
@@ -88,16 +92,22 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'Changes the project\'s limits, its default_max_tokens, its unsupported_params and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or a setting.',
+      summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const project = await projectOf(d, request.params as { project: string }, orgId);
-        const body = request.body as { limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null; cache?: CacheSetting | null };
+        const body = request.body as {
+          limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null; cache?: CacheSetting | null;
+          guardrails?: GuardrailSpec[]; body_logging?: Partial<BodyLogging> | null;
+        };
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
+        if (body.guardrails) await checkGuardrails(body.guardrails, d.allowPrivateWebhookUrls);
+        const bodyLogging = body.body_logging === undefined ? undefined : body.body_logging && { ...DEFAULT_BODY_LOGGING, ...body.body_logging };
         const changed = await changeProject(store, d.invalidation, project, {
           ...(limits ? { limits } : {}), defaultMaxTokens: body.default_max_tokens, unsupportedParams: body.unsupported_params, cache: body.cache,
+          guardrails: body.guardrails, bodyLogging,
         });
         if (!changed) throw new GatewayError('not_found', [`No project ${project.id}`]);
         return projectDetail(orgId, project.id);

@@ -98,14 +98,14 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', tag: 'logs', summary: 'One request by its req_… id: attempts, token details and (where retention keeps it) the prompt.',
+      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
       schema: { params: params('org', 'id'), response: { 200: LOG_DETAIL } },
       async handler(request) {
         const { org } = scopeOf(request);
         const { id } = request.params as { id: string };
         const row = await d.store.logQuery.get(org.id, id);
         if (!row) throw new GatewayError('not_found', [`No request ${id} in this organization's log (rows are written within a second)`]);
-        return logDetailView(row, org);
+        return logDetailView(row, org, await d.store.bodies.get(org.id, row.requestId));
       },
     },
     {

@@ -1,5 +1,7 @@
 import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
 import type { AuditRow } from '../audit/types.js';
+import type { StoredBodies } from '../guardrails/bodies.js';
+import { BODY_LOGGING_VIEW, GUARDRAILS_VIEW, VERDICTS_VIEW } from '../guardrails/schema.js';
 import { microsToUsd } from '../money.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
@@ -34,10 +36,12 @@ export const PROJECT = obj({
     enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
   })),
   cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+  guardrails: GUARDRAILS_VIEW,
+  body_logging: BODY_LOGGING_VIEW,
 });
 export const projectView = (p: ProjectSummary) => ({
   id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits), default_max_tokens: p.defaultMaxTokens,
-  unsupported_params: p.unsupportedParams, cache: p.cache ?? null,
+  unsupported_params: p.unsupportedParams, cache: p.cache ?? null, guardrails: p.guardrails, body_logging: p.bodyLogging,
 });
 
 export const API_KEY = obj({
@@ -87,13 +91,22 @@ export const LOG_DETAIL = obj({
   prompt_retained: bool('False when the org\'s retention (`none`) keeps no prompt text'),
   attempts: { type: 'array', items: obj({ provider: str(), model: str(), deployment: maybe(str()), status: maybe(int()), error: maybe(str()), duration_ms: int() }) },
   extra: maybe({ type: 'object', additionalProperties: true, description: 'Modality-specific data (token details, storage, uncharged amounts)' }),
+  guardrails: VERDICTS_VIEW,
+  bodies: maybe(obj({
+    request: maybe(str('The request body as the upstream got it (masked values as their placeholders; redacted in `redacted` mode)')),
+    response: maybe(str('The reply as the upstream sent it (a stream\'s frames assembled)')),
+    truncated: bool('Cut at the project\'s body_logging.max_bytes'),
+    expires_at: time('When the retention sweep deletes them'),
+  }, { description: 'The logged bodies (the project\'s body_logging); null when none were logged or the retention deleted them' })),
 });
-export function logDetailView(r: LogRow & { keyPrefix: string | null; projectName: string | null }, org: Org) {
+export function logDetailView(r: LogRow & { keyPrefix: string | null; projectName: string | null }, org: Org, bodies: StoredBodies | undefined) {
   const retained = org.retention === 'standard';
   return {
     ...logItemView(r), prompt: retained ? r.prompt : null, prompt_retained: retained,
     attempts: r.attempts.map((a) => ({ provider: a.provider, model: a.model, deployment: a.deployment ?? null, status: a.status, error: a.error, duration_ms: a.durationMs })),
     extra: r.extra,
+    guardrails: r.guardrails ?? [],
+    bodies: retained && bodies ? { request: bodies.request, response: bodies.response, truncated: bodies.truncated, expires_at: iso(bodies.expiresAt) } : null,
   };
 }
 

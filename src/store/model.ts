@@ -1,3 +1,5 @@
+import type { StoredBodies } from '../guardrails/bodies.js';
+import type { Verdict } from '../guardrails/types.js';
 import type { CacheResult, CacheSetting } from '../cache/types.js';
 import type { LimitSpec } from '../limits/types.js';
 import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
@@ -94,6 +96,10 @@ export interface LogRow {
   cacheAgeMs?: number | null;
   /** A hit: the original cost less what the hit was charged (micro-USD). */
   cacheSavedMicros?: Micros | null;
+  /** The project's guardrail verdicts (docs/guardrails.md); null or absent: none ran. */
+  guardrails?: Verdict[] | null;
+  /** The request's bodies, when its project logs them: written to `request_bodies`, not to the log row. */
+  bodies?: StoredBodies;
 }
 
 export class DuplicateError extends Error {}

@@ -1,3 +1,4 @@
+import type { Verdict } from '../guardrails/types.js';
 import type { Micros } from '../money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
@@ -51,6 +52,7 @@ export const LOG_COLUMNS = [
   ['prompt', 'text'], ['attempts', 'json'], ['extra', 'json'], ['created_at', 'bigint'],
   ['project_id', 'text'], ['prompt_tokens', 'int'], ['completion_tokens', 'int'], ['deployment', 'text'],
   ['cache', 'text'], ['cache_age_ms', 'bigint'], ['cache_saved_micros', 'bigint'],
+  ['guardrails', 'json'],
 ] as const;
 
 /** A request_logs row as written: booleans as booleans, JSON as text. */
@@ -61,12 +63,14 @@ export interface LogDbRow {
   ttfb_ms: number | null; prompt: string | null; attempts: string; extra: string | null; created_at: number;
   project_id: string | null; prompt_tokens: number | null; completion_tokens: number | null; deployment: string | null;
   cache: string | null; cache_age_ms: number | null; cache_saved_micros: Micros | null;
+  guardrails: string | null;
 }
 
 /** A request_logs row as read back by either driver. */
-export type StoredLogRow = Omit<LogDbRow, 'cost_estimated' | 'byok' | 'attempts' | 'extra'> & {
+export type StoredLogRow = Omit<LogDbRow, 'cost_estimated' | 'byok' | 'attempts' | 'extra' | 'guardrails'> & {
   cost_estimated: boolean | number; byok: boolean | number;
   attempts: string | UpstreamAttempt[]; extra: string | Record<string, unknown> | null;
+  guardrails?: string | Verdict[] | null;
 };
 
 /** The row of a log record; its id mirrors the request id (`log_` + what follows `req_`). */
@@ -79,6 +83,7 @@ export function toLogDb(r: LogRow): LogDbRow {
     attempts: JSON.stringify(r.attempts), extra: r.extra ? JSON.stringify(r.extra) : null, created_at: r.createdAt,
     project_id: r.projectId, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, deployment: r.deployment ?? null,
     cache: r.cache ?? null, cache_age_ms: r.cacheAgeMs == null ? null : Math.round(r.cacheAgeMs), cache_saved_micros: r.cacheSavedMicros ?? null,
+    guardrails: r.guardrails && r.guardrails.length > 0 ? JSON.stringify(r.guardrails) : null,
   };
 }
 
@@ -97,5 +102,7 @@ export function fromLogDb(r: StoredLogRow): LogRow {
     attempts: typeof r.attempts === 'string' ? (JSON.parse(r.attempts) as UpstreamAttempt[]) : r.attempts,
     createdAt: r.created_at,
     extra: typeof r.extra === 'string' ? (r.extra ? (JSON.parse(r.extra) as Record<string, unknown>) : null) : r.extra,
+    // Only rows that ran guardrails carry their verdicts.
+    ...(r.guardrails ? { guardrails: typeof r.guardrails === 'string' ? (JSON.parse(r.guardrails) as Verdict[]) : r.guardrails } : {}),
   };
 }

@@ -9,6 +9,7 @@ import { SqlProviderKeyStore } from './provider-key-store.js';
 import { fromLogDb, ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow, type StoredLogRow } from './rows.js';
 import type { SqlDb } from './sql.js';
 import { SqlTenancyStore } from './tenancy.js';
+import { SqlBodyStore } from './bodies-store.js';
 import type { ApiKeyRecord, LogRow, Org, Retention } from './model.js';
 import { SqlWebhookStore } from './webhook-store.js';
 
@@ -23,6 +24,7 @@ export abstract class SqlStoreBase {
   readonly accounts: SqlAccountStore;
   readonly lifecycle: SqlLifecycleStore;
   readonly logQuery: SqlLogQueryStore;
+  readonly bodies: SqlBodyStore;
   readonly providerKeys: SqlProviderKeyStore;
   readonly limits: SqlLimitsStore;
   readonly webhooks: SqlWebhookStore;
@@ -33,6 +35,7 @@ export abstract class SqlStoreBase {
     this.accounts = new SqlAccountStore(sql, now);
     this.lifecycle = new SqlLifecycleStore(sql, now);
     this.logQuery = new SqlLogQueryStore(sql);
+    this.bodies = new SqlBodyStore(sql);
     this.providerKeys = new SqlProviderKeyStore(sql, secrets, now);
     this.limits = new SqlLimitsStore(sql);
     this.webhooks = new SqlWebhookStore(sql, secrets, now);

@@ -5,6 +5,7 @@ import type { CacheSetting } from '../cache/types.js';
 import type { OrgRole } from './accounts.js';
 import type { LimitSpec } from '../limits/types.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
+import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../guardrails/types.js';
 import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
 import { ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
@@ -27,6 +28,10 @@ export interface Project {
   unsupportedParams: UnsupportedParamsPolicy | null;
   /** The response-cache setting of the project's keys (docs/cache.md); null or absent: off unless a key turns it on. */
   cache?: CacheSetting | null;
+  /** The project's guardrails, run in order (docs/guardrails.md); `[]`: none. */
+  guardrails: GuardrailSpec[];
+  /** Whether and how request and response bodies are logged; off by default. */
+  bodyLogging: BodyLogging;
 }
 
 export interface ProjectSummary extends Project {
@@ -83,6 +88,8 @@ export interface TenancyStore {
   setProjectUnsupportedParams(orgId: string, projectId: string, value: UnsupportedParamsPolicy | null): Promise<boolean>;
   /** Sets (null: clears) the response-cache setting of a project or of a key; false when it is not the org's. */
   setCacheSetting(orgId: string, target: 'project' | 'key', id: string, value: CacheSetting | null): Promise<boolean>;
+  /** Sets the project's guardrails (`[]`: none) and/or body logging (null: off); false when the project is not the org's. */
+  setProjectGuardrails(orgId: string, projectId: string, change: { guardrails?: GuardrailSpec[]; bodyLogging?: BodyLogging | null }): Promise<boolean>;
 
   /** Undefined when the project is not the org's: nothing is written. */
   createKey(key: NewApiKey): Promise<ApiKeyRecord | undefined>;
@@ -126,7 +133,8 @@ export class SqlTenancyStore implements TenancyStore {
   }
 
   async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
-    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null, unsupportedParams: null };
+    const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null, unsupportedParams: null,
+      guardrails: [], bodyLogging: DEFAULT_BODY_LOGGING };
     await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
     `a project named "${name}" already exists in this organization`);
@@ -161,6 +169,21 @@ export class SqlTenancyStore implements TenancyStore {
   async setCacheSetting(orgId: string, target: 'project' | 'key', id: string, value: CacheSetting | null): Promise<boolean> {
     const table = target === 'project' ? 'projects' : 'api_keys';
     return (await this.db.run(`UPDATE ${table} SET cache = ? WHERE id = ? AND org_id = ?`, [value === null ? null : JSON.stringify(value), id, orgId])) > 0;
+  }
+
+  async setProjectGuardrails(orgId: string, projectId: string, change: { guardrails?: GuardrailSpec[]; bodyLogging?: BodyLogging | null }): Promise<boolean> {
+    const sets: string[] = [];
+    const values: Array<string | null> = [];
+    if (change.guardrails !== undefined) {
+      sets.push('guardrails = ?');
+      values.push(change.guardrails.length > 0 ? JSON.stringify(change.guardrails) : null);
+    }
+    if (change.bodyLogging !== undefined) {
+      sets.push('body_logging = ?');
+      values.push(change.bodyLogging && change.bodyLogging.mode !== 'off' ? JSON.stringify(change.bodyLogging) : null);
+    }
+    if (sets.length === 0) return (await this.getProject(orgId, projectId)) !== undefined;
+    return (await this.db.run(`UPDATE projects SET ${sets.join(', ')} WHERE id = ? AND org_id = ?`, [...values, projectId, orgId])) > 0;
   }
 
   async createKey(k: NewApiKey): Promise<ApiKeyRecord | undefined> {
@@ -218,10 +241,13 @@ export class SqlTenancyStore implements TenancyStore {
 interface ProjectRow extends LimitColumns {
   id: string; org_id: string; name: string; created_at: number; default_max_tokens: number | null; unsupported_params: UnsupportedParamsPolicy | null;
   cache?: unknown;
+  guardrails?: string | null; body_logging?: string | null;
 }
 const toProject = (r: ProjectRow): Project => ({
   id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, limits: limitsOf(r),
   defaultMaxTokens: r.default_max_tokens === null ? null : Number(r.default_max_tokens),
   unsupportedParams: r.unsupported_params ?? null,
   cache: parseCacheSetting(r.cache),
+  guardrails: r.guardrails ? (JSON.parse(r.guardrails) as GuardrailSpec[]) : [],
+  bodyLogging: r.body_logging ? { ...DEFAULT_BODY_LOGGING, ...(JSON.parse(r.body_logging) as Partial<BodyLogging>) } : DEFAULT_BODY_LOGGING,
 });

@@ -1,3 +1,4 @@
+import type { BodyStore } from './bodies-store.js';
 import type { Micros } from '../money.js';
 import type { AuditStore } from '../audit/types.js';
 import type { AccountStore } from './accounts.js';
@@ -27,6 +28,8 @@ export interface Store {
   readonly records: RecordStore;
   /** Projects, API keys by project, org lists and the credit history (the management API). */
   readonly tenancy: TenancyStore;
+  /** Request and response bodies of the projects that log them (docs/guardrails.md). */
+  readonly bodies: BodyStore;
   /** Console users, org memberships, sessions and management tokens. */
   readonly accounts: AccountStore;
   /** Password changes, user deactivation and API key rotation. */

@@ -143,6 +143,11 @@ export class Telemetry implements ExchangeObserver {
     this.metrics?.rateLimitRejected(kind, scope);
   }
 
+  /** A guardrail's verdict: `tollgate_guardrail_verdicts_total` (the guardrail's name is the project's to choose: cut to 64 characters). */
+  onGuardrailVerdict(guardrail: string, action: string): void {
+    this.metrics?.guardrailVerdict(guardrail.slice(0, 64), action);
+  }
+
   /** A limit of this kind was decided without the limits store (the engine's `onDegraded`): `tollgate_limits_degraded_total`. */
   onLimitDegraded(kind: LimitKind): void {
     this.metrics?.limitDegraded(kind);

@@ -80,6 +80,7 @@ export class GatewayMetrics {
   private readonly fallbacks;
   private readonly rejections;
   private readonly limitsDegraded;
+  private readonly guardrailVerdicts;
   private readonly reservations;
   private reservedMicros: Micros = 0;
   /** The response cache's counters (cache-metrics.ts). */
@@ -102,6 +103,7 @@ export class GatewayMetrics {
     this.fallbacks = new Counter({ name: 'tollgate_fallbacks_total', help: 'Requests moved on to another provider\'s route after a failure.', labelNames: ['from_provider', 'to_provider'], registers });
     this.rejections = new Counter({ name: 'tollgate_ratelimit_rejections_total', help: 'Requests refused by a limit, by kind (rpm, tpm, concurrency, budget) and scope type (key, project).', labelNames: ['kind', 'scope'], registers });
     this.limitsDegraded = new Counter({ name: 'tollgate_limits_degraded_total', help: 'Limit checks decided without the limits store (Redis did not answer), by kind: rpm, tpm and concurrency were admitted unchecked (fail open), budget refused with 503 limits_unavailable (fail closed).', labelNames: ['kind'], registers });
+    this.guardrailVerdicts = new Counter({ name: 'tollgate_guardrail_verdicts_total', help: 'Verdicts of the projects\' guardrails (docs/guardrails.md), by guardrail name and action (allow, mask, block, rewrite, error).', labelNames: ['guardrail', 'action'], registers });
     this.reservations = new Gauge({ name: 'tollgate_reservations_in_flight', help: 'Credit reservations held by requests in flight.', registers });
     const reserved = (): Micros => this.reservedMicros;
     new Gauge({ name: 'tollgate_reserved_usd', help: 'USD held by the reservations in flight.', registers, collect() { this.set(reserved() / 1e6); } });
@@ -137,6 +139,10 @@ export class GatewayMetrics {
 
   rateLimitRejected(kind: LimitKind, scope: LimitScopeType): void {
     this.rejections.inc({ kind, scope });
+  }
+
+  guardrailVerdict(guardrail: string, action: string): void {
+    this.guardrailVerdicts.inc({ guardrail, action });
   }
 
   limitDegraded(kind: LimitKind): void {

@@ -6,6 +6,7 @@ import type { PageProps } from '../app';
 import { ago, when } from '../format';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+import { ProjectGuardrails } from './guardrails';
 import { BudgetSpend, createLimits, EditLimits, EMPTY_LIMITS, LimitFields, limitFieldOf, LimitsList, ProjectLimits, useFocusInvalid, type LimitsDraft } from './limits';
 
 const canAdmin = (role: string): boolean => role !== 'member';
@@ -77,6 +78,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
       ) : null}
       <ErrorBox error={error} />
       {projectId ? <ProjectLimits orgId={org.id} projectId={projectId} admin={admin} tick={tick} /> : null}
+      {projectId ? <ProjectGuardrails orgId={org.id} projectId={projectId} admin={admin} tick={tick} /> : null}
       <Show value={keys}>
         {(k) => (
           <div class="scroll">

@@ -4,6 +4,7 @@ import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Proje
 import type { PageProps } from '../app';
 import { int, ms, usd, when } from '../format';
 import { Link, navigate } from '../router';
+import { Bodies, Verdicts } from './guardrails';
 import { Page, Pager, Show, Status, useLoad, Field } from '../ui';
 
 const FILTERS = ['project', 'key', 'model', 'status', 'from', 'to'] as const;
@@ -168,6 +169,8 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
             <h2>Prompt</h2>
             {d.prompt_retained ? (d.prompt ? <pre class="prompt">{d.prompt}</pre> : <p class="muted">No prompt text kept for this request.</p>)
               : <p class="muted">This organization keeps no prompt text (retention: none).</p>}
+            <Verdicts verdicts={d.guardrails} />
+            <Bodies bodies={d.bodies} />
             {d.extra ? <><h2>Details</h2><pre class="prompt">{JSON.stringify(d.extra, null, 2)}</pre></> : null}
           </>
         )}

@@ -17,6 +17,7 @@ import { accountLifecycle } from './015-account-lifecycle.js';
 import { balanceAlert } from './016-balance-alert.js';
 import { logDeployment } from './017-log-deployment.js';
 import { responseCache } from './018-response-cache.js';
+import { guardrails } from './019-guardrails.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
@@ -26,7 +27,7 @@ export type Dialect = 'sqlite' | 'postgres';
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
   projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert,
-  logDeployment, responseCache];
+  logDeployment, responseCache, guardrails];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;

@@ -1,7 +1,7 @@
 import {
   type EndpointDef, estimateTokens, fillPath, GatewayError, InvalidUsage, type ModalityHandler, type ModelRoute, reportedTokens, upstreamText,
 } from '../../../../src/sdk.js';
-import { isObject, type ChatRequest } from '../../request.js';
+import { chatTexts, isObject, type ChatRequest } from '../../request.js';
 import { parseMessagesRequest } from './validate.js';
 
 /** The provider endpoint (YAML key) that counts a Messages request's tokens: Anthropic's `/messages/count_tokens`. */
@@ -35,6 +35,8 @@ const reply = (body: unknown): string => JSON.stringify(body);
 export const countTokensHandler: ModalityHandler<ChatRequest> = {
   modality: 'chat',
   parse: (body, request) => parseMessagesRequest(body, request.headers, request.jsonText),
+  // The prompt reaches the provider's count endpoint too: the project's guardrails see it.
+  texts: chatTexts,
   endpoint: (_req, route) => countEndpoint(route),
   servedLocally: (_req, route) => route.endpoint.name !== COUNT_ENDPOINT,
   maxCostPicos: () => 0n,
