@@ -16,7 +16,10 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 });
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
-const PATCH_BODY = input({ limits: LIMITS_INPUT }, ['limits']);
+const PATCH_BODY: JsonSchema = {
+  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT }),
+  minProperties: 1,
+};
 /** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
 export const MAX_DEFAULT_MAX_TOKENS = 1_000_000;
 const PROJECT_PATCH_BODY: JsonSchema = {
@@ -65,12 +68,17 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
-      summary: 'Changes the key\'s limits: fields left out keep their value, null removes a limit. Every instance is told at once (its key cache evicted).',
+      summary: 'Renames the key and/or changes its limits: fields left out keep their value, null removes a limit. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const key = await keyOf(orgId, (request.params as { key: string }).key);
-        if (!(await store.limits.setKeyLimits(orgId, key.id, patched(key.limits, request.body)))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
+        const body = request.body as { name?: string; limits?: LimitsBody };
+        const gone = (): never => { throw new GatewayError('not_found', [`No API key ${key.id}`]); };
+        // Both are checked before either is written: a bad limit leaves the name as it was.
+        const limits = body.limits === undefined ? undefined : patched(key.limits, body);
+        if (limits && !(await store.limits.setKeyLimits(orgId, key.id, limits))) gone();
+        if (body.name !== undefined && !(await store.tenancy.renameKey(orgId, key.id, body.name.trim()))) gone();
         await d.invalidation.invalidate('api_key', key.prefix);
         return keyDetail(orgId, key.id);
       },
