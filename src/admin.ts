@@ -126,7 +126,7 @@ export const BOOTSTRAP_EMAIL = 'admin@localhost';
 export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org; login: { email: string; password: string } | undefined } | undefined> {
   if ((await store.countOrgs()) > 0) return undefined;
   const created = await store.createOrg(org, credits, 'standard');
-  const { key } = await createKey(store, created.name);
+  const { key } = await createKey(store, created.name, { name: 'demo key (first start)' });
   let login: { email: string; password: string } | undefined;
   if ((await store.accounts.countUsers()) === 0) {
     login = { email: BOOTSTRAP_EMAIL, password: randomBase62(20) };

@@ -53,7 +53,8 @@ const shot = (name: string): Promise<void> => screenshot(page, name);
 const visit = (link: string, heading?: string): Promise<void> => open(page, link, heading);
 const expectAccessible = (name: string): Promise<void> => accessible(page, name);
 
-const usd6 = (n: number): string => `$${n.toFixed(6)}`;
+/** The console's one money format (docs/console.md): exact, 2 to 6 decimals. */
+const usd6 = (n: number): string => `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`;
 
 // One browser, one page, steps in order (each builds on the last); a step may wait on a slow shared machine.
 describe('the web console', { timeout: 45_000 }, () => {
