@@ -124,6 +124,17 @@ describe('the console walk of issue 35', { timeout: 60_000 }, () => {
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBeUndefined();
   });
 
+  it('lets an operator create an organization from the Overview', async () => {
+    await visit('Overview');
+    await page.getByLabel('Name', { exact: true }).fill('globex');
+    await page.getByLabel('Starting credits, USD (optional)').fill('2.5');
+    await page.getByRole('button', { name: 'Create organization' }).click();
+    await expect.poll(() => page.getByLabel('Organization', { exact: true }).locator('option:checked').textContent()).toBe('globex');
+    await page.getByText('$2.50', { exact: true }).waitFor();
+    const orgs = await t.gateway.store.tenancy.listOrgs(null);
+    expect(orgs.map((o) => o.org.name).sort()).toEqual(['acme', 'globex']);
+  });
+
   it('uses every page at 390 px: every tab in view, nothing wider than the screen but scrolling tables', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     try {

@@ -90,16 +90,18 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
   const [orgs, setOrgs] = useState<Org[] | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [version, setVersion] = useState(0);
+  const [loaded, setLoaded] = useState(-1);
   useEffect(() => {
-    get<ListOf<Org>>('/orgs').then((r) => setOrgs(r.data), setError);
+    get<ListOf<Org>>('/orgs').then((r) => { setOrgs(r.data); setLoaded(version); }, setError);
   }, [version]);
   const parts = loc.path.split('/').filter(Boolean);
   const orgId = parts[0] === 'orgs' ? parts[1] : undefined;
   const pageName = parts[2] ?? 'overview';
   const org = orgs?.find((o) => o.id === orgId);
   useEffect(() => {
-    if (orgs && orgs[0] && !org) navigate(`/orgs/${orgs[0].id}/overview`, true);
-  }, [orgs, org]);
+    // Not while the list reloads: a page may have just made the org it shows (an operator's new org).
+    if (orgs && orgs[0] && !org && loaded === version) navigate(`/orgs/${orgs[0].id}/overview`, true);
+  }, [orgs, org, loaded, version]);
   const signOut = async (): Promise<void> => {
     try {
       await del('/session');

@@ -73,11 +73,11 @@ function CreateOrg({ onCreated }: { onCreated: () => void }): JSX.Element {
     }
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-org-title">
-      <h2 id="create-org-title">Create an organization</h2>
+    <form class="card" onSubmit={(e) => void submit(e)} aria-label="New org">
+      <h2>Create an organization</h2>
       <p class="muted small">As an operator. It starts with a project named default; add its owner on its Members page.</p>
       <div class="grid">
-        <Field label="Organization name"><input value={f.name} required maxLength={100} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} /></Field>
+        <Field label="Name"><input value={f.name} required maxLength={100} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} /></Field>
         <Field label="Starting credits, USD (optional)"><input value={f.credits} inputMode="decimal" placeholder="0.00" onInput={(e) => setF({ ...f, credits: e.currentTarget.value })} /></Field>
       </div>
       <ErrorBox error={error} />
