@@ -131,9 +131,23 @@ describe('log export, search and statistics', { timeout: 120_000 }, () => {
   });
 
   it('reads p50 and p95 latency per day, spend by key and by user, and limit refusals apart from errors', async () => {
+    // One day (a third of the rows): exact. Durations are 100 + i % 100 ms, p95 194, read to two digits: 190.
+    const day = await api.get(`${org()}/latency?from=${new Date(START + DAY).toISOString()}&to=${new Date(START + 2 * DAY).toISOString()}`);
+    expect(day.status).toBe(200);
+    const dayRows = Array.from({ length: N }, (_, i) => i).filter((i) => START + i * Math.floor((3 * DAY) / N) >= START + DAY && START + i * Math.floor((3 * DAY) / N) < START + 2 * DAY).length;
+    expect([day.body.sampled, (day.body.latency as Obj).p95, (day.body.latency as Obj).count, (day.body.data as Obj[]).length]).toEqual([false, 190, dayRows, 1]);
+    expect([140, 150]).toContain((day.body.latency as Obj).p50); // the day's rows start mid-cycle: the median is 149 or 150
+    // TTFB is 10 + i % 20 ms: below 100 ms, exact.
+    expect((day.body.ttfb as Obj).count).toBe(dayRows);
+    expect([19, 20]).toContain((day.body.ttfb as Obj).p50);
+    expect([28, 29]).toContain((day.body.ttfb as Obj).p95); // 10–29 ms uniform: the 95th percent falls on the edge of 28 and 29
+    // Three days (100,000 rows, over 50,000): from a sample of every hour, the same percentiles.
     const lat = await api.get(`${org()}/latency?from=${new Date(START).toISOString()}&to=${new Date(END).toISOString()}`);
-    expect(lat.status).toBe(200);
-    expect(lat.body.latency).toEqual({ p50: 140, p95: 190, count: N });
+    expect(lat.body.sampled).toBe(true);
+    expect((lat.body.latency as Obj).p95).toBe(190);
+    expect([140, 150]).toContain((lat.body.latency as Obj).p50);
+    expect((lat.body.latency as Obj).count).toBeGreaterThan(45_000);
+    expect((lat.body.latency as Obj).count).toBeLessThan(55_000);
     expect((lat.body.data as Obj[]).length).toBe(3);
     const byKey = await api.get(`${org()}/usage?group_by=key&from=${new Date(START).toISOString()}&to=${new Date(END).toISOString()}`);
     const bot = rows(byKey).find((b) => b.key_id === botKeyId)!;

@@ -116,7 +116,7 @@ export interface Overview {
   errors_30_days: { limit_refusals: number; upstream: number; other: number; failure_rate: number };
 }
 export interface Percentiles { p50: number | null; p95: number | null; count: number }
-export interface Latency { from: string; to: string; latency: Percentiles; ttfb: Percentiles; data: Array<{ day: string; latency: Percentiles; ttfb: Percentiles }> }
+export interface Latency { from: string; to: string; latency: Percentiles; ttfb: Percentiles; sampled: boolean; data: Array<{ day: string; latency: Percentiles; ttfb: Percentiles }> }
 export interface Credit { id: number; amount_usd: number; note: string | null; created_at: string; created_by: { id: string; email: string } | null }
 export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
 export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }

@@ -13,7 +13,8 @@ export const REFUSAL_CODES: ReadonlySet<string> = new Set(['rate_limit_exceeded'
  * A search text as indexed terms (docs/management.md, "Search"): model ids of the catalogue
  * (and aliases) containing it, plus the text itself as a model id; the org's keys whose
  * name contains it or whose prefix starts with it; error codes containing it (spaces read
- * as `_`) or whose message does; and, for `req_…` of 6 characters or more, a request-id
+ * as `_`) or whose message does (a code no entry contains is not looked for: each
+ * looked-for code reads the org's error rows); and, for `req_…` of 6 characters or more, a request-id
  * prefix. Case does not matter. Words of an upstream's own error message are not searched.
  */
 export async function resolveSearch(d: ManagementDeps, orgId: string, text: string): Promise<LogSearch> {
@@ -30,7 +31,6 @@ export async function resolveSearch(d: ManagementDeps, orgId: string, text: stri
   const codes = Object.values(ERRORS)
     .filter((e) => e.code.includes(asCode) || e.message.toLowerCase().replace(/%s/g, '').includes(lower))
     .map((e) => e.code);
-  if (/^[a-z][a-z0-9_]*$/.test(lower) && !codes.includes(lower)) codes.push(lower);
   return {
     models: [...models].slice(0, MAX_TERMS),
     keyIds: keys.slice(0, MAX_TERMS),

@@ -88,6 +88,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
         response: {
           200: obj({
             from: time(), to: time(), latency: PERCENTILES, ttfb: PERCENTILES,
+            sampled: { type: 'boolean', description: 'True when the range held over 50,000 rows: read from a sample of each hour (counts are the sample\'s)' },
             data: { type: 'array', items: obj({ day: str('UTC day, YYYY-MM-DD'), latency: PERCENTILES, ttfb: PERCENTILES }) },
           }),
         },
@@ -97,7 +98,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
         const filter = filterOf(org.id, request.query as FilterQuery, d.now(), true);
         const s = await d.store.logQuery.latency(filter);
         return {
-          from: iso(filter.from as number), to: iso(filter.to as number), latency: percentilesView(s.all.latency), ttfb: percentilesView(s.all.ttfb),
+          from: iso(filter.from as number), to: iso(filter.to as number), latency: percentilesView(s.all.latency), ttfb: percentilesView(s.all.ttfb), sampled: s.sampled,
           data: s.days.map((x) => ({ day: iso(x.day).slice(0, 10), latency: percentilesView(x.latency), ttfb: percentilesView(x.ttfb) })),
         };
       },

@@ -2,7 +2,7 @@ import type { Micros } from '../money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
 import type { LogRow } from './types.js';
-import { errorCodeCounts, latencyStats, type LatencyStats } from './log-stats.js';
+import { errorCodeCounts, EXACT_LATENCY_ROWS, latencyStats, sampledStats, type LatencyStats } from './log-stats.js';
 
 export type { LatencyStats } from './log-stats.js';
 
@@ -166,9 +166,12 @@ export class SqlLogQueryStore implements LogQueryStore {
       .slice(0, limit);
   }
 
-  latency(filter: LogFilter): Promise<LatencyStats> {
+  /** Exact over up to EXACT_LATENCY_ROWS rows (counted from the hourly sums), else from a sample of every hour. */
+  async latency(filter: LogFilter): Promise<LatencyStats> {
     const w = where(filter);
-    return latencyStats(this.db, w.sql, w.params);
+    const rows = (await this.usage(filter, [])).reduce((n, b) => n + b.requests, 0);
+    if (rows <= EXACT_LATENCY_ROWS || filter.from === undefined || filter.to === undefined) return latencyStats(this.db, w.sql, w.params);
+    return sampledStats(this.db, w.sql, w.params, filter.from, filter.to);
   }
 
   errorCodes(filter: LogFilter): Promise<Array<{ code: string | null; requests: number }>> {

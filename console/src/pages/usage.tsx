@@ -174,7 +174,7 @@ function LatencyCharts({ value, days }: { value: Loaded<Latency>; days: string[]
               series={[{ name: 'p50', values: line((d) => d.latency.p50) }, { name: 'p95', values: line((d) => d.latency.p95) }]} />
             <Lines label="Time to first byte per day, ms" days={days} format={(n) => ms(n)}
               series={[{ name: 'p50', values: line((d) => d.ttfb.p50) }, { name: 'p95', values: line((d) => d.ttfb.p95) }]} />
-            <p class="muted small">Percentiles to two significant digits (1,234 ms reads 1,200 ms), over {int(l.latency.count)} requests.</p>
+            <p class="muted small">Percentiles to two significant digits (1,234 ms reads 1,200 ms), over {int(l.latency.count)} requests{l.sampled ? ', a sample of every hour of the range (it holds over 50,000)' : ''}.</p>
           </>
         );
       }}
