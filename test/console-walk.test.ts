@@ -112,14 +112,34 @@ describe('the console walk of issue 35', { timeout: 60_000 }, () => {
     await expectAccessible(page, 'keys-renamed');
   });
 
+  it('shows the key form\'s examples from the catalogue and its field errors in words; each provider once on Models', async () => {
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const models = page.getByLabel(/^Allowed models/);
+    const examples = (await models.getAttribute('placeholder')) ?? '';
+    expect(examples).toMatch(/^e\.g\. [\w.-]+, [\w.-]+$/);
+    const catalogue = (await (await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${demoKey}` } })).json()) as { data: Array<{ id: string }> };
+    for (const id of examples.slice(5).split(', ')) expect(catalogue.data.map((m) => m.id)).toContain(id);
+    await models.fill('no-such-model');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const error = page.locator('.field-error');
+    await error.waitFor();
+    expect(await error.textContent()).toBe('No provider serves a model "no-such-model"');
+    // The browser logs the refused request (400) as a console error: that one is expected.
+    expect(c.browser.takeProblems().errors).toEqual([expect.stringContaining('status of 400')]);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await visit('Models');
+    const claude = page.getByRole('row').filter({ hasText: 'claude-haiku-4-5' }).first();
+    expect(await claude.textContent()).not.toMatch(/anthropic, anthropic/);
+  });
+
   it('keeps the theme chosen in the header across a reload, and is accessible in it', async () => {
     await page.getByLabel('Theme').selectOption('dark');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
     await page.reload();
-    await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Models' }).waitFor();
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
     expect(await page.getByLabel('Theme').inputValue()).toBe('dark');
-    expect(await axeViolations(page), 'keys (dark, chosen)').toEqual([]);
+    expect(await axeViolations(page), 'models (dark, chosen)').toEqual([]);
     await page.getByLabel('Theme').selectOption('system');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBeUndefined();
   });

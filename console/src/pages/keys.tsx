@@ -165,7 +165,7 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
   const form = useFocusInvalid(error);
   const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement }) => setF({ ...f, [k]: e.currentTarget.value });
   const param = error instanceof ApiError ? error.param ?? '' : '';
-  const msg = (p: string): string | undefined => (param === p || param.startsWith(`${p}[`) ? fieldMessage((error as Error).message) : undefined);
+  const msg = (p: string): string | undefined => (param === p || param.startsWith(`${p}[`) ? (error as Error).message : undefined);
   const catalogue = useLoad((signal) => get<ListOf<ModelRecord>>(`/orgs/${props.orgId}/models`, undefined, signal), [props.orgId]);
   const examples = (catalogue.data?.data ?? []).filter((m) => m.modality === 'chat' && !m.deactivated_at).slice(0, 2).map((m) => m.id);
   const shownAtField = limitFieldOf(error) !== undefined || ['name', 'expires_at', 'allowed_models'].some((p) => msg(p) !== undefined);
@@ -243,12 +243,6 @@ function RotateKey(props: { orgId: string; apiKey: ApiKey; onRotated: (k: ApiKey
   );
 }
 
-/** An API error's message as a form shows it under its field: without the leading `"allowed_models[0]":` the API names fields by. */
-export function fieldMessage(message: string): string {
-  const text = message.replace(/^"[^"]+":?\s*/, '');
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
 /** Renames a key: its label only, the key itself is unchanged (PATCH, audited). */
 function RenameKey(props: { orgId: string; apiKey: ApiKey; onRenamed: () => void; onCancel: () => void }): JSX.Element {
   const [name, setName] = useState(props.apiKey.name);
@@ -266,7 +260,7 @@ function RenameKey(props: { orgId: string; apiKey: ApiKey; onRenamed: () => void
   return (
     <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="rename-key-title">
       <h2 id="rename-key-title">Rename key <code>{props.apiKey.prefix}…</code></h2>
-      <Field label="New name" error={error instanceof ApiError && error.param === 'name' ? fieldMessage(error.message) : undefined}>
+      <Field label="New name" error={error instanceof ApiError && error.param === 'name' ? error.message : undefined}>
         <input value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
       </Field>
       {error instanceof ApiError && error.param === 'name' ? null : <ErrorBox error={error} />}
