@@ -61,18 +61,21 @@ export async function issueKey(
 }
 
 /** Replaces a key's limits and evicts it from every instance's cache; undefined when the org has no such key. */
-/** A change of a key's limits and response-cache setting; what is left out keeps its value, null clears the cache setting. */
+/** A change of a key's name, limits and response-cache setting; what is left out keeps its value, null clears the cache setting. */
 export interface KeyChange {
+  /** A new label (the key itself is unchanged). */
+  name?: string | undefined;
   limits?: LimitSpec;
   cache?: CacheSetting | null;
 }
 
-/** Changes a key's limits and cache setting, then evicts the key from every instance's cache; undefined when the key is not the org's. */
+/** Changes a key's limits, cache setting and name, then evicts the key from every instance's cache; undefined when the key is not the org's. */
 export async function changeKey(
   store: Store, invalidation: Invalidator | undefined, key: Pick<ApiKeyRecord, 'orgId' | 'id' | 'prefix'>, change: KeyChange,
 ): Promise<Announced | undefined> {
   if (change.limits && !(await store.limits.setKeyLimits(key.orgId, key.id, change.limits))) return undefined;
   if (change.cache !== undefined && !(await store.tenancy.setCacheSetting(key.orgId, 'key', key.id, change.cache))) return undefined;
+  if (change.name !== undefined && !(await store.tenancy.renameKey(key.orgId, key.id, change.name))) return undefined;
   return announce(invalidation, 'api_key', key.prefix);
 }
 
@@ -230,7 +233,7 @@ const BOOTSTRAP_EMAIL = 'admin@localhost';
 export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org; login: { email: string; password: string } | undefined } | undefined> {
   if ((await store.countOrgs()) > 0) return undefined;
   const created = await store.createOrg(org, credits, 'standard');
-  const { key } = await createKey(store, created.name);
+  const { key } = await createKey(store, created.name, { name: 'demo key (first start)' });
   let login: { email: string; password: string } | undefined;
   if ((await store.accounts.countUsers()) === 0) {
     login = { email: BOOTSTRAP_EMAIL, password: randomBase62(20) };

@@ -45,7 +45,7 @@ describe('music in the console', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('cache-control')).toBe('no-store');
     expect(rows(r)).toEqual([expect.objectContaining({
-      id: track.id, object: 'music.generation', prompt: 'a console song', expired: false, error: false,
+      id: track.id, object: 'music.generation', model: 'tune-3-clip-preview', prompt: 'a console song', expired: false, error: false,
       audio: { mime_type: 'audio/mpeg', storage: 's3', url: `/api/v1/orgs/${alice.orgId}/music/${track.id}/content` },
     })]);
     expect(rows(await bobApi.get(`/api/v1/orgs/${bob.orgId}/music`))).toEqual([]);

@@ -115,7 +115,7 @@ describe('GET /v1/music history', () => {
     expect(h.body.object).toBe('list');
     expect(h.body.data.map((i) => i.id).slice(0, 2)).toEqual([second.id, first.id]);
     expect(h.body.data[0]).toEqual({
-      id: second.id, object: 'music.generation', prompt: 'second', created: Math.floor(clock / 1000),
+      id: second.id, object: 'music.generation', model: 'tune-3-pro-preview', prompt: 'second', created: Math.floor(clock / 1000),
       audio: { url: `/v1/music/${second.id}/content`, mime_type: 'audio/mpeg', storage: 's3' },
       usage: { cost_usd: 0.08 }, metadata: { used_model: 'lyria-3-pro-preview', used_provider: 'google', response_format: 'mp3' },
       expired: false, error: false,

@@ -3,7 +3,7 @@
 // Each store gets a database filled in SQL (one org with `rows` rows over 30 days, plus
 // another org with a tenth as many, so every query is scoped for real), then a real
 // `gateway serve` on it, signed in as an operator over HTTP like the console.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -112,6 +112,16 @@ function queries(org, ids, end) {
     list('filter: status 429', '&status=429', { status: 429 }),
     list('filter: one day', `&from=${new Date(dayStart).toISOString()}&to=${new Date(dayStart + DAY).toISOString()}`, { from: dayStart, to: dayStart + DAY }),
     list('filter: project + model + errors', `&project=${ids.web}&model=gpt-4o&status=error`, { projectId: ids.web, model: 'gpt-4o', status: 'error' }),
+    // Search (docs/management.md, "Search"): each term an indexed query, merged. The store call is given the terms the route resolves.
+    list('search: model text', '&q=claude-3-5-haiku', { search: { models: ['claude-3-5-haiku'], keyIds: [], errorCodes: [] } }),
+    list('search: error words', '&q=upstream', { search: { models: ['upstream'], keyIds: [], errorCodes: ['upstream_rate_limited', 'upstream_error'] } }),
+    list('search: key prefix', `&q=${ids.webKeyPrefix}`, { search: { models: [ids.webKeyPrefix], keyIds: [ids.webKey], errorCodes: [] } }),
+    list('search: req_ id prefix', '&q=req_b00000000000000123', { search: { models: ['req_b00000000000000123'], keyIds: [], errorCodes: [], requestIdPrefix: 'req_b00000000000000123' } }),
+    list('search + one day', `&q=upstream&from=${new Date(dayStart).toISOString()}&to=${new Date(dayStart + DAY).toISOString()}`,
+      { from: dayStart, to: dayStart + DAY, search: { models: ['upstream'], keyIds: [], errorCodes: ['upstream_rate_limited', 'upstream_error'] } }),
+    list('search + 7 days + project', `&q=gpt-4o&project=${ids.web}&from=${new Date(end - 7 * DAY).toISOString()}&to=${new Date(end).toISOString()}`,
+      { projectId: ids.web, from: end - 7 * DAY, to: end, search: { models: ['gpt-4o', 'gpt-4o-mini'], keyIds: [], errorCodes: [] } }),
+    { name: 'latency p50/p95 by day, 30 days', path: `/api/v1/orgs/${org}/latency?${last30}`, n: 10 },
     { name: 'usage by day, 30 days', path: `/api/v1/orgs/${org}/usage?group_by=day&${last30}`, n: 10, usage: ['day'], filter: { orgId: org, from: from30, to: end + 1000 } },
     { name: 'usage by model and project, 30 days', path: `/api/v1/orgs/${org}/usage?group_by=model,project&${last30}`, n: 10, usage: ['model', 'project'], filter: { orgId: org, from: from30, to: end + 1000 } },
     { name: 'overview', path: `/api/v1/orgs/${org}/overview`, n: 10 },
@@ -196,6 +206,7 @@ async function oneStore({ name, dbUrl, tmp, providers, gatewayCli, rows, say }) 
         const sql = m.store ? `; the store call alone p50 ${m.store.p50.toFixed(2)} ms, p99 ${m.store.p99.toFixed(2)} ms` : '';
         say(`logs ${name.padEnd(8)} ${q.name.padEnd(38)} HTTP p50 ${m.p50.toFixed(1).padStart(7)} ms, p99 ${m.p99.toFixed(1).padStart(7)} ms${sql}`);
       }
+      result.export = await measureExport(gw, cookie, ids.bench, say, name);
     } finally {
       await store.close();
     }
@@ -205,9 +216,40 @@ async function oneStore({ name, dbUrl, tmp, providers, gatewayCli, rows, say }) 
   }
 }
 
+/**
+ * The whole log as CSV (`GET …/logs/export`): rows and bytes received, the time, and the
+ * gateway's resident memory before and at its highest while streaming (read from /proc
+ * every 100 ms): the export holds a page, not the rows.
+ */
+async function measureExport(gw, cookie, org, say, name) {
+  const rss = () => {
+    try {
+      return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${gw.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
+    } catch {
+      return NaN;
+    }
+  };
+  const before = rss();
+  let peak = before;
+  const timer = setInterval(() => { peak = Math.max(peak, rss()); }, 100);
+  const t0 = performance.now();
+  const res = await fetch(`${gw.url}/api/v1/orgs/${org}/logs/export?format=csv`, { headers: { cookie } });
+  let bytes = 0;
+  let lines = 0;
+  for await (const chunk of res.body) {
+    bytes += chunk.length;
+    for (const b of chunk) if (b === 10) lines++;
+  }
+  clearInterval(timer);
+  const s = (performance.now() - t0) / 1000;
+  const out = { rows: lines - 1, bytes, s, rssBeforeMB: before / 2 ** 20, rssPeakMB: peak / 2 ** 20 };
+  say(`logs ${name.padEnd(8)} export CSV: ${out.rows.toLocaleString('en-US')} rows, ${(bytes / 2 ** 20).toFixed(1)} MB in ${s.toFixed(1)} s; gateway RSS ${out.rssBeforeMB.toFixed(0)} → peak ${out.rssPeakMB.toFixed(0)} MB`);
+  return out;
+}
+
 /** The ids the CLI made, read back from the database. */
 async function idsOf(dbUrl) {
-  const sql = `SELECT o.name AS org_name, o.id AS org_id, p.name AS project, p.id AS project_id, k.id AS key_id
+  const sql = `SELECT o.name AS org_name, o.id AS org_id, p.name AS project, p.id AS project_id, k.id AS key_id, k.prefix AS key_prefix
     FROM orgs o JOIN projects p ON p.org_id = o.id LEFT JOIN api_keys k ON k.project_id = p.id`;
   let rows;
   if (dbUrl.startsWith('sqlite:')) {
@@ -223,7 +265,7 @@ async function idsOf(dbUrl) {
   const find = (org, project) => rows.find((r) => r.org_name === org && r.project === project);
   return {
     bench: find('bench', 'default').org_id, dflt: find('bench', 'default').project_id, web: find('bench', 'web').project_id,
-    dfltKey: find('bench', 'default').key_id, webKey: find('bench', 'web').key_id,
+    dfltKey: find('bench', 'default').key_id, webKey: find('bench', 'web').key_id, webKeyPrefix: find('bench', 'web').key_prefix,
     neighbour: find('neighbour', 'default').org_id, neighbourProject: find('neighbour', 'default').project_id,
   };
 }
@@ -262,6 +304,10 @@ export function logsMarkdown(logs) {
     `|---|${stores.map(() => '---:|---:|---:|---:').join('|')}|`,
     ...names.map((n) => `| ${n} | ${stores.map((s) => cells(logs[s].queries[n])).join(' | ')} |`),
   ];
+  const exports = stores.filter((s) => logs[s].export).map((s) => {
+    const e = logs[s].export;
+    return `\n\nExport (${s}): ${e.rows.toLocaleString('en-US')} rows as CSV, ${f(e.bytes / 2 ** 20)} MB in ${f(e.s)} s; the gateway's RSS ${f(e.rssBeforeMB)} MB before, ${f(e.rssPeakMB)} MB at most while streaming.`;
+  }).join('');
   const skipped = Object.entries(logs).filter(([, v]) => v.reason).map(([s, v]) => `\n\n${s}: not measured (${v.reason})`).join('');
-  return lines.join('\n') + skipped;
+  return lines.join('\n') + exports + skipped;
 }

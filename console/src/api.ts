@@ -135,14 +135,18 @@ export interface Deployments {
 }
 export interface Sums { requests: number; errors: number; cost_usd: number; prompt_tokens: number; completion_tokens: number }
 export interface Totals extends Sums { error_rate: number }
-export interface Bucket extends Sums { day?: string; model?: string | null; project_id?: string | null; project_name?: string | null; key_id?: string | null; key_prefix?: string | null; key_name?: string | null }
+export interface Bucket extends Sums { day?: string; model?: string | null; project_id?: string | null; project_name?: string | null; key_id?: string | null; key_prefix?: string | null; key_name?: string | null; user_id?: string | null; user_email?: string | null }
 export interface Usage { from: string; to: string; group_by: string[]; totals: Totals; data: Bucket[] }
 export interface Overview {
   balance_usd: number; last_7_days: Totals; last_30_days: Totals;
   top_models: Array<{ model: string | null; requests: number; cost_usd: number }>;
   top_projects: Array<{ project_id: string | null; project_name: string | null; requests: number; cost_usd: number }>;
   daily: Array<{ day: string; requests: number; errors: number; cost_usd: number }>;
+  /** The 30 days' errors by kind: the gateway's limit refusals are deliberate, not failures. */
+  errors_30_days: { limit_refusals: number; upstream: number; other: number; failure_rate: number };
 }
+export interface Percentiles { p50: number | null; p95: number | null; count: number }
+export interface Latency { from: string; to: string; latency: Percentiles; ttfb: Percentiles; sampled: boolean; data: Array<{ day: string; latency: Percentiles; ttfb: Percentiles }> }
 export interface Credit { id: number; amount_usd: number; note: string | null; created_at: string; created_by: { id: string; email: string } | null }
 export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
 export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }
@@ -151,7 +155,7 @@ export interface Invitation { id: string; org_id: string; org_name: string; emai
 /** What adding a member answers: the member (an operator's direct add) or the invitation sent (an owner's). */
 export interface MemberAdded { member: Member | null; invitation: Invitation | null }
 export interface Track {
-  id: string; prompt: string; created: number; audio: { mime_type: string; storage: string; url?: string } | null;
+  id: string; model?: string; prompt: string; created: number; audio: { mime_type: string; storage: string; url?: string } | null;
   usage: { cost_usd: number }; metadata: { used_model: string; used_provider: string; response_format: string }; expired: boolean; error: boolean;
 }
 export interface ModelRecord {

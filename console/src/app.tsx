@@ -41,6 +41,39 @@ const NAV: NavItem[] = [
   { page: 'account', label: 'Account', show: () => true },
 ];
 
+type Theme = 'system' | 'light' | 'dark';
+const THEME_KEY = 'tollgate-theme';
+
+/** Sets the theme on <html> (no attribute: the system's); styles.css reads it. */
+export function applyTheme(theme: Theme): void {
+  if (theme === 'system') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = theme;
+}
+
+/** The stored choice, read when the console starts (main.tsx) and by the switch. */
+export function storedTheme(): Theme {
+  const t = localStorage.getItem(THEME_KEY);
+  return t === 'light' || t === 'dark' ? t : 'system';
+}
+
+/** Light, dark or the system's: kept in this browser (localStorage), applied at once. */
+function ThemeSwitch(): JSX.Element {
+  const [theme, setTheme] = useState<Theme>(storedTheme);
+  const choose = (t: Theme): void => {
+    if (t === 'system') localStorage.removeItem(THEME_KEY);
+    else localStorage.setItem(THEME_KEY, t);
+    applyTheme(t);
+    setTheme(t);
+  };
+  return (
+    <Field label="Theme" class="theme-switch">
+      <select value={theme} onChange={(e) => choose(e.currentTarget.value as Theme)}>
+        <option value="system">System</option><option value="light">Light</option><option value="dark">Dark</option>
+      </select>
+    </Field>
+  );
+}
+
 /** The console: the session decides between the sign-in form and the pages. */
 export function App(): JSX.Element {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
@@ -62,16 +95,18 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
   const [orgs, setOrgs] = useState<Org[] | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [version, setVersion] = useState(0);
+  const [loaded, setLoaded] = useState(-1);
   useEffect(() => {
-    get<ListOf<Org>>('/orgs').then((r) => setOrgs(r.data), setError);
+    get<ListOf<Org>>('/orgs').then((r) => { setOrgs(r.data); setLoaded(version); }, setError);
   }, [version]);
   const parts = loc.path.split('/').filter(Boolean);
   const orgId = parts[0] === 'orgs' ? parts[1] : undefined;
   const pageName = parts[2] ?? 'overview';
   const org = orgs?.find((o) => o.id === orgId);
   useEffect(() => {
-    if (orgs && orgs[0] && !org) navigate(`/orgs/${orgs[0].id}/overview`, true);
-  }, [orgs, org]);
+    // Not while the list reloads: a page may have just made the org it shows (an operator's new org).
+    if (orgs && orgs[0] && !org && loaded === version) navigate(`/orgs/${orgs[0].id}/overview`, true);
+  }, [orgs, org, loaded, version]);
   const signOut = async (): Promise<void> => {
     try {
       await del('/session');
@@ -95,6 +130,7 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
           </Field>
         ) : org ? <span class="org-name">{org.name}</span> : null}
         <span class="who">{me.email}{me.operator ? ' · operator' : org ? ` · ${org.role}` : ''}</span>
+        <ThemeSwitch />
         <button type="button" class="secondary" onClick={() => void signOut()}>Sign out</button>
       </header>
       {org ? (
@@ -132,6 +168,6 @@ function PageFor({ name, props, onOrgChanged }: { name: string; props: PageProps
     case 'audit': return <AuditPage {...props} />;
     case 'deployments': return <DeploymentsPage {...props} />;
     case 'account': return <AccountPage {...props} />;
-    default: return <OverviewPage {...props} />;
+    default: return <OverviewPage {...props} onOrgChanged={onOrgChanged} />;
   }
 }

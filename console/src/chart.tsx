@@ -1,4 +1,5 @@
 import type { JSX } from 'preact';
+import { niceTicks } from './format';
 
 /** Colours for series, distinguishable in light and dark themes. */
 const PALETTE = ['#2563eb', '#db2777', '#16a34a', '#ea580c', '#7c3aed', '#0891b2', '#ca8a04', '#64748b'];
@@ -15,13 +16,14 @@ export function StackedBars(props: { label: string; days: string[]; series: Seri
   const { days, series } = props;
   const W = 720, H = 200, left = 64, bottom = 24, top = 8;
   const totals = days.map((_, i) => series.reduce((a, s) => a + (s.values[i] ?? 0), 0));
-  const max = Math.max(...totals, 0);
+  const largest = Math.max(...totals, 0);
+  const ticks = niceTicks(largest);
+  const max = ticks[ticks.length - 1] as number;
   const scale = max > 0 ? (H - bottom - top) / max : 0;
   const bw = days.length > 0 ? (W - left) / days.length : 0;
-  const ticks = max > 0 ? [0, max / 2, max] : [0];
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.label}: ${days.length} days, largest day ${props.format(max)}`}>
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.label}: ${days.length} days, largest day ${props.format(largest)}`}>
         <title>{props.label}</title>
         {ticks.map((t) => {
           const y = H - bottom - t * scale;
@@ -41,11 +43,57 @@ export function StackedBars(props: { label: string; days: string[]; series: Seri
                 y -= h;
                 return h > 0 ? <rect key={s.name} x={left + i * bw + 1} y={y} width={Math.max(bw - 2, 1)} height={h} fill={colourOf(j)}><title>{`${day} · ${s.name}: ${props.format(s.values[i] ?? 0)}`}</title></rect> : null;
               })}
-              {(i === 0 || i === days.length - 1 || i % Math.ceil(days.length / 6) === 0)
-                ? <text x={left + i * bw + bw / 2} y={H - 6} text-anchor={i === days.length - 1 ? 'end' : i === 0 ? 'start' : 'middle'} class="axis">{day.slice(5)}</text> : null}
+              {dayLabel(day, i, days.length, left + i * bw + bw / 2, H - 6)}
             </g>
           );
         })}
+      </svg>
+      <figcaption>
+        <ul class="legend">
+          {series.map((s, j) => <li key={s.name}><span class="swatch" style={{ background: colourOf(j) }} aria-hidden="true" />{s.name}</li>)}
+        </ul>
+      </figcaption>
+    </figure>
+  );
+}
+
+/** A day's axis label: the first, the last and about four between (each a month-day). */
+function dayLabel(day: string, i: number, n: number, x: number, y: number): JSX.Element | null {
+  if (!(i === 0 || i === n - 1 || (i % Math.ceil(n / 4) === 0 && n - 1 - i >= Math.ceil(n / 8)))) return null;
+  return <text x={x} y={y} text-anchor={i === n - 1 ? 'end' : i === 0 ? 'start' : 'middle'} class="axis">{day.slice(5)}</text>;
+}
+
+/**
+ * Lines per day (e.g. p50 and p95 latency), in SVG: one polyline a series, a dot a day
+ * with a value, round ticks from 0. Days without a value break nothing: the line skips them.
+ */
+export function Lines(props: { label: string; days: string[]; series: Array<{ name: string; values: Array<number | null> }>; format: (n: number) => string }): JSX.Element {
+  const { days, series } = props;
+  const W = 720, H = 200, left = 64, bottom = 24, top = 8;
+  const ticks = niceTicks(Math.max(0, ...series.flatMap((s) => s.values.map((v) => v ?? 0))));
+  const max = ticks[ticks.length - 1] as number;
+  const scale = max > 0 ? (H - bottom - top) / max : 0;
+  const step = days.length > 1 ? (W - left - 8) / (days.length - 1) : 0;
+  const x = (i: number): number => left + 4 + i * step;
+  const y = (v: number): number => H - bottom - v * scale;
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.label}: ${series.map((s) => `${s.name} up to ${props.format(Math.max(0, ...s.values.map((v) => v ?? 0)))}`).join(', ')}`}>
+        <title>{props.label}</title>
+        {ticks.map((t) => (
+          <g key={t}>
+            <line x1={left} x2={W} y1={y(t)} y2={y(t)} class="grid" />
+            <text x={left - 6} y={y(t) + 4} text-anchor="end" class="axis">{props.format(t)}</text>
+          </g>
+        ))}
+        {series.map((s, j) => (
+          <g key={s.name}>
+            <polyline fill="none" stroke={colourOf(j)} stroke-width="2"
+              points={s.values.map((v, i) => (v === null ? null : `${x(i)},${y(v)}`)).filter((p) => p !== null).join(' ')} />
+            {s.values.map((v, i) => (v === null ? null : <circle key={i} cx={x(i)} cy={y(v)} r="3" fill={colourOf(j)}><title>{`${days[i]} · ${s.name}: ${props.format(v)}`}</title></circle>))}
+          </g>
+        ))}
+        {days.map((day, i) => <g key={day}>{dayLabel(day, i, days.length, x(i), H - 6)}</g>)}
       </svg>
       <figcaption>
         <ul class="legend">

@@ -1,5 +1,6 @@
 import { render } from 'preact';
-import { App } from './app';
+import { App, applyTheme, storedTheme } from './app';
 import './styles.css';
 
+applyTheme(storedTheme());
 render(<App />, document.getElementById('app') as HTMLElement);

@@ -33,9 +33,18 @@ export function Field({ label, class: className, error, children }: { label: str
     <div class={className ? `field ${className}` : 'field'}>
       <label for={id}>{label}</label>
       {control}
-      {error ? <p class="field-error" id={`${id}-error`}>{error}</p> : null}
+      {error ? <p class="field-error" id={`${id}-error`}>{fieldMessage(error)}</p> : null}
     </div>
   );
+}
+
+/**
+ * An API error's message as shown under its field: without the leading field path the API
+ * names fields by (`"allowed_models[0]": `, `"limits.rpm" `), which the field's label says better.
+ */
+export function fieldMessage(message: string): string {
+  const text = message.replace(/^"[^"]+":?\s*/, '');
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 export function errorText(e: unknown): string {

@@ -27,6 +27,7 @@ export function historyItem(r: MediaRecord, contentUrl: ContentUrl = bearerUrl):
   return {
     id: r.requestId,
     object: 'music.generation',
+    model: r.model,
     prompt: r.prompt ?? '',
     created: Math.floor(r.createdAt / 1000),
     audio,

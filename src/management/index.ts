@@ -17,6 +17,7 @@ import { accountRoutes } from './routes-account.js';
 import { ssoRoutes } from './routes-sso.js';
 import { auditRoutes } from './routes-audit.js';
 import { logRoutes } from './routes-logs.js';
+import { logExportRoutes } from './routes-logs-export.js';
 import { orgAdminRoutes } from './routes-org-admin.js';
 import { lifecycleRoutes } from './routes-lifecycle.js';
 import { limitRoutes } from './routes-limits.js';
@@ -68,7 +69,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps), ...routingRoutes(opts.routing)],
+    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...logExportRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps), ...routingRoutes(opts.routing)],
     orgRoutes: opts.orgRoutes,
     store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),

@@ -63,6 +63,8 @@ export const ROUTE_ACCESS = {
   'GET /api/v1/orgs/:org/usage': 'member',
   'GET /api/v1/orgs/:org/cache': 'member',
   'GET /api/v1/orgs/:org/overview': 'member',
+  'GET /api/v1/orgs/:org/logs/export': 'member',
+  'GET /api/v1/orgs/:org/latency': 'member',
   'GET /api/v1/orgs/:org/credits': 'member',
   'POST /api/v1/orgs/:org/credits': 'operator',
   'GET /api/v1/orgs/:org/provider-keys': 'admin',

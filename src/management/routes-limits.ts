@@ -21,7 +21,10 @@ const withUsage = (view: JsonSchema): JsonSchema => ({
 });
 const KEY_DETAIL = withUsage(API_KEY);
 const PROJECT_DETAIL = withUsage(PROJECT);
-const PATCH_BODY: JsonSchema = { ...input({ limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }), minProperties: 1 };
+const PATCH_BODY: JsonSchema = {
+  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }),
+  minProperties: 1,
+};
 const PROJECT_PATCH_BODY: JsonSchema = {
   ...input({
     limits: LIMITS_INPUT,
@@ -71,14 +74,16 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
-      summary: 'Changes the key\'s limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
+      summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
         const key = await keyOf(orgId, (request.params as { key: string }).key);
-        const body = request.body as { limits?: LimitsBody; cache?: CacheSetting | null };
+        const body = request.body as { name?: string; limits?: LimitsBody; cache?: CacheSetting | null };
+        // Everything is checked before anything is written: a bad limit leaves the name as it was.
         const limits = body.limits === undefined ? undefined : patched(key.limits, body);
-        if (!(await changeKey(store, d.invalidation, key, { ...(limits ? { limits } : {}), cache: body.cache }))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
+        const change = { ...(limits ? { limits } : {}), cache: body.cache, name: body.name?.trim() };
+        if (!(await changeKey(store, d.invalidation, key, change))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
         return keyDetail(orgId, key.id);
       },
     },

@@ -2,6 +2,8 @@ import { GatewayError, invalidField } from '../errors.js';
 import { microsToUsd } from '../money.js';
 import type { LogCursor, LogFilter, UsageBucket, UsageDimension } from '../store/log-query.js';
 import { scopeOf } from './authn.js';
+import { REFUSAL_CODES, resolveSearch } from './log-search.js';
+import { byUser, emailsOf } from './usage-users.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
 import { decodeCursor, encodeCursor, input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
@@ -10,7 +12,8 @@ import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js
 const DAY_MS = 86_400_000;
 const DEFAULT_RANGE_MS = 30 * DAY_MS;
 
-const FILTERS = {
+export const FILTERS = {
+  q: str('Search text: a model, a key\'s name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search")', { minLength: 1, maxLength: 200 }),
   project: str('Project id (prj_…)'), key: str('API key id (key_…)'), model: str('Model id as requested'),
   from: time('From this time (inclusive); default: 30 days before `to`'), to: time('Until this time (exclusive); default: now'),
 };
@@ -18,9 +21,17 @@ const FILTERS = {
 /** `cursor`: the page's last (created_at, request id). */
 const logCursor = (c: { at: number; id: string }): LogCursor => ({ createdAt: c.at, requestId: c.id });
 
-interface FilterQuery { project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
+const { q: _search, ...USAGE_FILTERS } = FILTERS;
 
-function filterOf(orgId: string, q: FilterQuery, now: number, defaultRange: boolean): LogFilter {
+export interface FilterQuery { q?: string; project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
+
+/** The filter of a log list or export, its search text resolved to indexed terms. */
+export async function searchFilterOf(d: ManagementDeps, orgId: string, q: FilterQuery): Promise<LogFilter> {
+  const filter = filterOf(orgId, q, d.now(), false);
+  return q.q === undefined ? filter : { ...filter, search: await resolveSearch(d, orgId, q.q) };
+}
+
+export function filterOf(orgId: string, q: FilterQuery, now: number, defaultRange: boolean): LogFilter {
   const to = q.to === undefined ? (defaultRange ? now : undefined) : Date.parse(q.to);
   const from = q.from === undefined ? (defaultRange && to !== undefined ? to - DEFAULT_RANGE_MS : undefined) : Date.parse(q.from);
   if (from !== undefined && to !== undefined && from >= to) throw invalidField('from', '"from" must be before "to"');
@@ -35,8 +46,9 @@ const USAGE_SUMS = {
 const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') });
 const BUCKET = obj({
   day: str('UTC day, YYYY-MM-DD'), model: maybe(str()), project_id: maybe(str()), project_name: maybe(str()),
-  key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()), ...USAGE_SUMS,
-}, { optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name'] });
+  key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()),
+  user_id: maybe(str('The user who created the keys; null: keys made by the command line or the first start')), user_email: maybe(str()), ...USAGE_SUMS,
+}, { optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name', 'user_id', 'user_email'] });
 
 /** Exact integer sums of buckets, converted to USD once. */
 function totals(buckets: readonly UsageBucket[]) {
@@ -58,8 +70,9 @@ async function labels(d: ManagementDeps, orgId: string) {
   return { projects: new Map(projects.map((p) => [p.id, p.name])), keys: new Map(keys.map((k) => [k.id, k])) };
 }
 
-function bucketView(b: UsageBucket, l: Awaited<ReturnType<typeof labels>>): Record<string, unknown> {
+function bucketView(b: UsageBucket & { userId?: string | null }, l: Awaited<ReturnType<typeof labels>>, emails: ReadonlyMap<string, string>): Record<string, unknown> {
   return {
+    ...(b.userId !== undefined ? { user_id: b.userId, user_email: b.userId === null ? null : emails.get(b.userId) ?? null } : {}),
     ...(b.day !== undefined ? { day: dayText(b.day) } : {}),
     ...(b.model !== undefined ? { model: b.model } : {}),
     ...(b.projectId !== undefined ? { project_id: b.projectId, project_name: b.projectId === null ? null : l.projects.get(b.projectId) ?? null } : {}),
@@ -71,9 +84,12 @@ function bucketView(b: UsageBucket, l: Awaited<ReturnType<typeof labels>>): Reco
   };
 }
 
-function parseGroupBy(text: string): UsageDimension[] {
-  const dims = text.split(',') as UsageDimension[];
+type GroupBy = UsageDimension | 'user';
+
+function parseGroupBy(text: string): GroupBy[] {
+  const dims = text.split(',') as GroupBy[];
   if (new Set(dims).size !== dims.length) throw invalidField('group_by', '"group_by" names a dimension twice');
+  if (dims.includes('user') && dims.includes('key')) throw invalidField('group_by', '"group_by" may name key or user, not both');
   return dims;
 }
 
@@ -90,7 +106,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const q = request.query as FilterQuery & { limit: number; cursor?: string };
-        const filter = filterOf(scopeOf(request).org.id, q, d.now(), false);
+        const filter = await searchFilterOf(d, scopeOf(request).org.id, q);
         const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : logCursor(decodeCursor(q.cursor)));
         const page = rows.slice(0, q.limit);
         const last = page[page.length - 1];
@@ -110,10 +126,10 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     {
       method: 'GET', url: '/api/v1/orgs/:org/usage', tag: 'usage',
-      summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project or key (one or two, comma-separated); the sums equal the logs exactly.',
+      summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys\' creator; one or two, comma-separated); the sums equal the logs exactly.',
       schema: {
         params: params('org'),
-        querystring: input({ ...FILTERS, group_by: str('', { pattern: '^(day|model|project|key)(,(day|model|project|key))?$', default: 'day' }) }),
+        querystring: input({ ...USAGE_FILTERS, group_by: str('', { pattern: '^(day|model|project|key|user)(,(day|model|project|key|user))?$', default: 'day' }) }),
         response: { 200: obj({ from: time(), to: time(), group_by: { type: 'array', items: str() }, totals: TOTALS, data: { type: 'array', items: BUCKET } }) },
       },
       async handler(request) {
@@ -121,11 +137,14 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
         const q = request.query as FilterQuery & { group_by: string };
         const filter = filterOf(org.id, q, d.now(), true);
         const groupBy = parseGroupBy(q.group_by);
-        const [buckets, l] = await Promise.all([d.store.logQuery.usage(filter, groupBy), labels(d, org.id)]);
+        const dims = groupBy.map((g) => (g === 'user' ? 'key' : g));
+        const [raw, l] = await Promise.all([d.store.logQuery.usage(filter, dims), labels(d, org.id)]);
+        const buckets: Array<UsageBucket & { userId?: string | null }> = groupBy.includes('user') ? byUser(raw, l.keys) : raw;
+        const emails = await emailsOf(d, buckets.map((b) => b.userId ?? null));
         buckets.sort((a, b) => (a.day ?? 0) - (b.day ?? 0) || b.costMicros - a.costMicros || b.requests - a.requests);
         return {
           from: new Date(filter.from as number).toISOString(), to: new Date(filter.to as number).toISOString(), group_by: groupBy,
-          totals: totals(buckets), data: buckets.map((b) => bucketView(b, l)),
+          totals: totals(buckets), data: buckets.map((b) => bucketView(b, l, emails)),
         };
       },
     },
@@ -147,6 +166,11 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
           balance_usd: usd('Credit balance'), last_7_days: TOTALS, last_30_days: TOTALS,
           top_models: TOP({ model: maybe(str()) }), top_projects: TOP({ project_id: maybe(str()), project_name: maybe(str()) }),
           daily: { type: 'array', items: obj({ day: str(), requests: int(), errors: int(), cost_usd: usd('Cost') }) },
+          errors_30_days: obj({
+            limit_refusals: int('The gateway\'s own limit refusals (rate_limit_exceeded, budget_exceeded, insufficient_credits): deliberate, not failures'),
+            upstream: int('Errors of the upstream providers (upstream_… codes)'), other: int('Every other error: the request\'s own (4xx) and the gateway\'s'),
+            failure_rate: num('(upstream + other) ÷ requests, the limit refusals left out (0 when none)'),
+          }),
         }),
       },
     },
@@ -156,10 +180,15 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
       const today = Math.floor(now / DAY_MS) * DAY_MS;
       const from30 = today - 29 * DAY_MS;
       const from7 = today - 6 * DAY_MS;
-      const [buckets, l] = await Promise.all([
+      const [buckets, l, codes] = await Promise.all([
         d.store.logQuery.usage({ orgId: org.id, from: from30, to: today + DAY_MS }, ['day', 'model', 'project']),
         labels(d, org.id),
+        d.store.logQuery.errorCodes({ orgId: org.id, from: from30, to: today + DAY_MS }),
       ]);
+      const count = (pick: (code: string | null) => boolean): number => codes.filter((c) => pick(c.code)).reduce((n, c) => n + c.requests, 0);
+      const refusals = count((c) => c !== null && REFUSAL_CODES.has(c));
+      const upstream = count((c) => c !== null && c.startsWith('upstream_'));
+      const all30 = totals(buckets);
       const top = (key: (b: UsageBucket) => string | null) => {
         const by = new Map<string | null, { requests: number; costMicros: number }>();
         for (const b of buckets) {
@@ -180,6 +209,10 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
           project_id: id, project_name: id === null ? null : l.projects.get(id) ?? null, requests: v.requests, cost_usd: microsToUsd(v.costMicros),
         })),
         daily,
+        errors_30_days: {
+          limit_refusals: refusals, upstream, other: all30.errors - refusals - upstream,
+          failure_rate: all30.requests === 0 ? 0 : (all30.errors - refusals) / all30.requests,
+        },
       };
     },
   };

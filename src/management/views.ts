@@ -76,7 +76,7 @@ const LOG_ITEM_FIELDS = {
 export const LOG_ITEM = obj(LOG_ITEM_FIELDS);
 
 type LogBase = Omit<LogRow, 'prompt' | 'attempts' | 'extra'> & { keyPrefix: string | null; keyName?: string | null; projectName: string | null };
-const logItemView = (r: LogBase) => ({
+export const logItemView = (r: LogBase) => ({
   id: r.requestId, created_at: iso(r.createdAt), modality: r.modality, project_id: r.projectId, project_name: r.projectName,
   key_id: r.apiKeyId, key_prefix: r.keyPrefix, key_name: r.keyName ?? null, model: r.requestedModel, used_model: r.usedModel,
   provider: r.usedProvider, deployment: r.deployment ?? null, status: r.status, error_code: r.errorCode, prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens,

@@ -3,6 +3,9 @@ import type { Micros } from '../money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
 import type { LogRow } from './model.js';
+import { errorCodeCounts, EXACT_LATENCY_ROWS, latencyStats, sampledStats, type LatencyStats } from './log-stats.js';
+
+export type { LatencyStats } from './log-stats.js';
 
 /** Which rows of one org's request log: every field but `orgId` narrows. Times are ms, `from` inclusive, `to` exclusive. */
 export interface LogFilter {
@@ -15,6 +18,20 @@ export interface LogFilter {
   status?: number | 'ok' | 'error';
   from?: number;
   to?: number;
+  /** Free text, resolved to indexed terms: a row matches when any term does. */
+  search?: LogSearch;
+}
+
+/**
+ * What a search text matches, each term an indexed lookup (the route resolves the text:
+ * catalogue models, key names, error codes, a request-id prefix). No term: no row.
+ */
+export interface LogSearch {
+  models: readonly string[];
+  keyIds: readonly string[];
+  errorCodes: readonly string[];
+  /** A `req_…` prefix: rows whose request id starts with it. */
+  requestIdPrefix?: string;
 }
 
 /** Where a page ends: the (created_at, request_id) of its last row. The next page starts strictly after it. */
@@ -50,6 +67,10 @@ export interface LogQueryStore {
   usage(filter: LogFilter, groupBy: readonly UsageDimension[]): Promise<UsageBucket[]>;
   /** The response cache's hits, misses, bypasses and savings per project and UTC day (cache-stats.ts). */
   cacheDays(orgId: string, from: number, to: number): Promise<CacheDay[]>;
+  /** Latency and time-to-first-byte percentiles per UTC day and overall (log-stats.ts). */
+  latency(filter: LogFilter): Promise<LatencyStats>;
+  /** Error rows counted by error code (the partial index of errors: they are few). */
+  errorCodes(filter: LogFilter): Promise<Array<{ code: string | null; requests: number }>>;
 }
 
 const DAY_MS = 86_400_000;
@@ -112,6 +133,15 @@ function where(f: LogFilter, c: Columns = RAW): { sql: string; params: SqlParam[
   return { sql: parts.join(' AND '), params };
 }
 
+/**
+ * Ids starting with `prefix`: a range of the request_id index (up to the prefix with its
+ * last character incremented), then the exact test, so a collation's order cannot widen it.
+ */
+function prefixTerm(prefix: string): { sql: string; params: SqlParam[] } {
+  const upper = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+  return { sql: 'l.request_id >= ? AND l.request_id < ? AND substr(l.request_id, 1, ?) = ?', params: [prefix, upper, prefix.length, prefix] };
+}
+
 type ListRow = Omit<StoredLogRow, 'prompt' | 'attempts' | 'extra' | 'id'> & { key_prefix: string | null; key_name: string | null; project_name: string | null };
 
 export class SqlLogQueryStore implements LogQueryStore {
@@ -121,8 +151,44 @@ export class SqlLogQueryStore implements LogQueryStore {
     return cacheDays(this.db, orgId, from, to);
   }
 
+  /**
+   * With a search, one query per term (each an index range in time order, as without
+   * one), merged newest first: an OR of the terms would make either database read every
+   * match to sort it.
+   */
   async list(filter: LogFilter, limit: number, cursor?: LogCursor): Promise<LogListItem[]> {
+    if (!filter.search) return this.page(filter, limit, cursor);
+    const { search, ...base } = filter;
+    const terms: Array<{ sql: string; params: SqlParam[] }> = [
+      ...search.models.map((m) => ({ sql: 'l.requested_model = ?', params: [m] })),
+      ...search.keyIds.map((k) => ({ sql: 'l.api_key_id = ?', params: [k] })),
+      ...(search.errorCodes.length ? [{ sql: `l.status >= 400 AND l.error_code IN (${search.errorCodes.map(() => '?').join(', ')})`, params: [...search.errorCodes] }] : []),
+      ...(search.requestIdPrefix ? [prefixTerm(search.requestIdPrefix)] : []),
+    ];
+    const pages = await Promise.all(terms.map((t) => this.page(base, limit, cursor, t)));
+    const seen = new Set<string>();
+    return pages.flat()
+      .sort((a, b) => b.createdAt - a.createdAt || (a.requestId < b.requestId ? 1 : a.requestId > b.requestId ? -1 : 0))
+      .filter((r) => !seen.has(r.requestId) && seen.add(r.requestId) !== undefined)
+      .slice(0, limit);
+  }
+
+  /** Exact over up to EXACT_LATENCY_ROWS rows (counted from the hourly sums), else from a sample of every hour. */
+  async latency(filter: LogFilter): Promise<LatencyStats> {
     const w = where(filter);
+    const rows = (await this.usage(filter, [])).reduce((n, b) => n + b.requests, 0);
+    if (rows <= EXACT_LATENCY_ROWS || filter.from === undefined || filter.to === undefined) return latencyStats(this.db, w.sql, w.params);
+    return sampledStats(this.db, w.sql, w.params, filter.from, filter.to);
+  }
+
+  errorCodes(filter: LogFilter): Promise<Array<{ code: string | null; requests: number }>> {
+    const w = where({ ...filter, status: 'error' });
+    return errorCodeCounts(this.db, w.sql, w.params);
+  }
+
+  private async page(filter: LogFilter, limit: number, cursor?: LogCursor, term?: { sql: string; params: SqlParam[] }): Promise<LogListItem[]> {
+    const base = where(filter);
+    const w = term ? { sql: `${base.sql} AND ${term.sql}`, params: [...base.params, ...term.params] } : base;
     // A row-value comparison: both databases turn it into one index range, so page N costs what page 1 does.
     const after = cursor ? ' AND (l.created_at, l.request_id) < (?, ?)' : '';
     const params = cursor ? [...w.params, cursor.createdAt, cursor.requestId, limit] : [...w.params, limit];

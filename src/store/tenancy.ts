@@ -98,6 +98,8 @@ export interface TenancyStore {
   getKey(orgId: string, keyId: string): Promise<KeyListItem | undefined>;
   /** Revokes the org's key (a revoked key keeps its first revocation time); undefined for another org's. */
   revokeKey(orgId: string, keyId: string): Promise<KeyListItem | undefined>;
+  /** Sets a key's name (a label: the key itself is unchanged); false for another org's or no key. */
+  renameKey(orgId: string, keyId: string, name: string): Promise<boolean>;
   /** Records when keys were last used (the newest time wins); called with each request-log batch. */
   touchKeys(lastUsed: ReadonlyMap<string, number>): Promise<void>;
 
@@ -213,6 +215,10 @@ export class SqlTenancyStore implements TenancyStore {
   async revokeKey(orgId: string, keyId: string): Promise<KeyListItem | undefined> {
     await this.db.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL', [this.now(), keyId, orgId]);
     return this.getKey(orgId, keyId);
+  }
+
+  async renameKey(orgId: string, keyId: string, name: string): Promise<boolean> {
+    return (await this.db.run('UPDATE api_keys SET name = ? WHERE id = ? AND org_id = ?', [name, keyId, orgId])) > 0;
   }
 
   async touchKeys(lastUsed: ReadonlyMap<string, number>): Promise<void> {

@@ -122,7 +122,7 @@ export function CachePage({ org, loc }: PageProps): JSX.Element {
       <Show value={stats}>
         {(s) => (
           <>
-            <p>Saved <strong data-testid="cache-saved">{usd(s.saved_usd, 6)}</strong> from {s.from} to {s.to} (UTC).</p>
+            <p>Saved <strong data-testid="cache-saved">{usd(s.saved_usd)}</strong> from {s.from} to {s.to} (UTC).</p>
             <div class="scroll">
               <table>
                 <caption class="sr-only">Response cache per project and day</caption>
@@ -132,7 +132,7 @@ export function CachePage({ org, loc }: PageProps): JSX.Element {
                   {s.data.map((r) => (
                     <tr key={`${r.day}-${r.project_id ?? ''}`}>
                       <td>{r.day}</td><td>{r.project_name ?? '—'}</td><td class="num">{int(r.hits)}</td><td class="num">{int(r.misses)}</td>
-                      <td class="num">{int(r.bypasses)}</td><td class="num">{pct(r.hit_rate)}</td><td class="num">{usd(r.saved_usd, 6)}</td><td class="num">{usd(r.charged_usd, 6)}</td>
+                      <td class="num">{int(r.bypasses)}</td><td class="num">{pct(r.hit_rate)}</td><td class="num">{usd(r.saved_usd)}</td><td class="num">{usd(r.charged_usd)}</td>
                     </tr>
                   ))}
                 </tbody>

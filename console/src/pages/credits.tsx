@@ -36,7 +36,7 @@ export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () 
           <thead><tr><th scope="col">When</th><th scope="col" class="num">Amount</th><th scope="col">Note</th><th scope="col">By</th></tr></thead>
           <tbody>
             {rows.length === 0 ? <tr><td colSpan={4} class="muted">No credit entries.</td></tr> : null}
-            {rows.map((c) => <tr key={c.id}><td>{when(c.created_at)}</td><td class="num">{usd(c.amount_usd)}</td><td>{c.note ?? ''}</td><td>{c.created_by?.email ?? 'command line'}</td></tr>)}
+            {rows.map((c) => <tr key={c.id}><td>{when(c.created_at)}</td><td class="num">{usd(c.amount_usd)}</td><td>{c.note ?? ''}</td><td>{c.created_by?.email ?? 'the gateway (command line or first start)'}</td></tr>)}
           </tbody>
         </table>
       </div>

@@ -1,9 +1,9 @@
 import { cacheSummary, EditCache } from './cache';
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, del, get, post, type ApiKey, type Limits, type ListOf, type Project } from '../api';
+import { ApiError, del, get, patch, post, type ApiKey, type Limits, type ListOf, type ModelRecord, type Project } from '../api';
 import type { PageProps } from '../app';
-import { ago, when } from '../format';
+import { ago, fromUtcInput, when } from '../format';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 import { ProjectGuardrails } from './guardrails';
@@ -25,6 +25,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string; previous_expires_at?: string }) | undefined>(undefined);
   const [rotating, setRotating] = useState<ApiKey | undefined>(undefined);
+  const [renaming, setRenaming] = useState<ApiKey | undefined>(undefined);
   const [revoking, setRevoking] = useState<ApiKey | undefined>(undefined);
   const [caching, setCaching] = useState<ApiKey | undefined>(undefined);
   const [editing, setEditing] = useState<{ key: ApiKey; limits: Limits } | undefined>(undefined);
@@ -68,6 +69,10 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
           <p><CopyButton text={created.key} label="Copy key" /> <button type="button" class="secondary" onClick={() => setCreated(undefined)}>Done</button></p>
         </div>
       ) : null}
+      {renaming ? (
+        <RenameKey key={renaming.id} orgId={org.id} apiKey={renaming} onCancel={() => setRenaming(undefined)}
+          onRenamed={() => { setRenaming(undefined); keys.reload(); }} />
+      ) : null}
       {rotating ? (
         <RotateKey orgId={org.id} apiKey={rotating} onCancel={() => setRotating(undefined)}
           onRotated={(k) => { setRotating(undefined); setCreated(k); keys.reload(); }} />
@@ -108,6 +113,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                       <td>
                         {x.status === 'active' ? (
                           <div class="actions">
+                            <button type="button" class="secondary small" onClick={() => setRenaming(x)} aria-label={`Rename key ${x.name || x.prefix}`}>Rename</button>
                             <button type="button" class="secondary small" onClick={() => setEditing({ key: x, limits: x.limits })} aria-label={`Edit limits of key ${x.name || x.prefix}`}>Edit limits</button>
                             <button type="button" class="secondary small" onClick={() => setCaching(x)} aria-label={`Edit response cache of key ${x.name || x.prefix}`}>Cache</button>
                             <button type="button" class="secondary small" onClick={() => { setCreated(undefined); setRotating(x); }} aria-label={`Rotate key ${x.name || x.prefix}`}>Rotate</button>
@@ -168,13 +174,15 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
   const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement }) => setF({ ...f, [k]: e.currentTarget.value });
   const param = error instanceof ApiError ? error.param ?? '' : '';
   const msg = (p: string): string | undefined => (param === p || param.startsWith(`${p}[`) ? (error as Error).message : undefined);
+  const catalogue = useLoad((signal) => get<ListOf<ModelRecord>>(`/orgs/${props.orgId}/models`, undefined, signal), [props.orgId]);
+  const examples = (catalogue.data?.data ?? []).filter((m) => m.modality === 'chat' && !m.deactivated_at).slice(0, 2).map((m) => m.id);
   const shownAtField = limitFieldOf(error) !== undefined || ['name', 'expires_at', 'allowed_models'].some((p) => msg(p) !== undefined);
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setError(undefined);
     setBusy(true);
     const body: Record<string, unknown> = { name: f.name.trim() };
-    if (f.expires) body.expires_at = new Date(f.expires).toISOString();
+    if (f.expires) body.expires_at = fromUtcInput(f.expires);
     const models = f.models.split(/[\s,]+/).filter(Boolean);
     if (models.length > 0) body.allowed_models = models;
     const l = createLimits(limits);
@@ -192,8 +200,8 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
       <h2 id="create-key-title">Create key</h2>
       <div class="grid">
         <Field label="Name" error={msg('name')}><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
-        <Field label="Expires (optional, local time)" error={msg('expires_at')}><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
-        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide" error={msg('allowed_models')}><input value={f.models} placeholder="gpt-4o-mini, claude-3-5-haiku" onInput={set('models')} /></Field>
+        <Field label="Expires (optional, UTC)" error={msg('expires_at')}><input type="datetime-local" value={f.expires} onInput={set('expires')} /></Field>
+        <Field label="Allowed models (optional; comma-separated, empty: every model)" class="wide" error={msg('allowed_models')}><input value={f.models} placeholder={examples.length ? `e.g. ${examples.join(', ')}` : ''} onInput={set('models')} /></Field>
       </div>
       <fieldset>
         <legend>Limits (optional; empty: no limit)</legend>
@@ -237,6 +245,35 @@ function RotateKey(props: { orgId: string; apiKey: ApiKey; onRotated: (k: ApiKey
       <ErrorBox error={error} />
       <div class="actions">
         <button type="submit" disabled={busy}>Rotate key</button>
+        <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+/** Renames a key: its label only, the key itself is unchanged (PATCH, audited). */
+function RenameKey(props: { orgId: string; apiKey: ApiKey; onRenamed: () => void; onCancel: () => void }): JSX.Element {
+  const [name, setName] = useState(props.apiKey.name);
+  const [error, setError] = useState<unknown>(undefined);
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      await patch(`/orgs/${props.orgId}/keys/${props.apiKey.id}`, { name: name.trim() });
+      props.onRenamed();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="rename-key-title">
+      <h2 id="rename-key-title">Rename key <code>{props.apiKey.prefix}…</code></h2>
+      <Field label="New name" error={error instanceof ApiError && error.param === 'name' ? error.message : undefined}>
+        <input value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
+      </Field>
+      {error instanceof ApiError && error.param === 'name' ? null : <ErrorBox error={error} />}
+      <div class="actions">
+        <button type="submit">Save name</button>
         <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
       </div>
     </form>

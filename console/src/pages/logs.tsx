@@ -2,30 +2,34 @@ import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Project } from '../api';
 import type { PageProps } from '../app';
-import { int, ms, usd, when } from '../format';
+import { fromUtcInput, int, ms, usd, utcInput, when } from '../format';
 import { Link, navigate } from '../router';
 import { Bodies, Verdicts } from './guardrails';
 import { Page, Pager, Show, Status, useLoad, Field } from '../ui';
 
-const FILTERS = ['project', 'key', 'model', 'status', 'from', 'to'] as const;
+const FILTERS = ['q', 'project', 'key', 'model', 'status', 'from', 'to'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
+/** How often the first page reloads while "Live" is on. */
+const LIVE_MS = 3000;
 
-/** datetime-local value ↔ ISO 8601 (the API's `from`/`to`). */
-const toIso = (local: string): string => (local ? new Date(local).toISOString() : '');
-const toLocal = (iso: string): string => {
-  if (!iso) return '';
-  const d = new Date(iso);
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-};
-
-/** The request log, newest first: filters in the address (shareable), cursor paging, search by req_ id. */
+/**
+ * The request log, newest first: search and filters in the address (shareable), cursor
+ * paging, export of what matches (CSV or JSON lines, streamed by the gateway), and "Live":
+ * the first page reloads every few seconds, so new requests appear without a reload.
+ */
 export function LogsPage({ org, loc }: PageProps): JSX.Element {
   const filters = Object.fromEntries(FILTERS.map((k) => [k, loc.query.get(k) ?? ''])) as Filters;
   const cursor = loc.query.get('cursor') ?? '';
   const [previous, setPrevious] = useState<string[]>([]);
   const [draft, setDraft] = useState<Filters>(filters);
   const [search, setSearch] = useState('');
+  const [live, setLive] = useState(false);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (!live || cursor) return undefined;
+    const timer = setInterval(() => setTick((n) => n + 1), LIVE_MS);
+    return () => clearInterval(timer);
+  }, [live, cursor]);
   // The form follows the address (back, forward, the Logs link): what it shows is what is applied.
   const applied = FILTERS.map((k) => filters[k]).join('\n');
   useEffect(() => setDraft(filters), [applied]);
@@ -33,8 +37,10 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
   const keys = useLoad((signal) => get<ListOf<ApiKey>>(`/orgs/${org.id}/keys`, undefined, signal), [org.id]);
   const page = useLoad(
     (signal) => get<{ data: LogItem[]; next_cursor: string | null }>(`/orgs/${org.id}/logs`, { ...filters, cursor, limit: 50 }, signal),
-    [org.id, loc.query.toString()],
+    [org.id, loc.query.toString(), tick],
   );
+  const exportQuery = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
+  const exportHref = (format: string): string => `/api/v1/orgs/${org.id}/logs/export?${new URLSearchParams([...exportQuery, ['format', format]]).toString()}`;
   const go = (f: Filters, c = ''): void => {
     const q = new URLSearchParams();
     for (const k of FILTERS) if (f[k]) q.set(k, f[k]);
@@ -60,6 +66,7 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
         <button type="submit" class="secondary">Find</button>
       </form>
       <form class="filters" onSubmit={apply} aria-label="Filter the log">
+        <Field label="Search" class="wide-search"><input type="search" value={draft.q} placeholder="model, key name, error, req_…" onInput={setD('q')} /></Field>
         <Field label="Project">
           <select value={draft.project} onChange={setD('project')}>
             <option value="">All projects</option>
@@ -82,22 +89,27 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
         {['', 'ok', 'error'].includes(draft.status) ? null : (
           <Field label="Status code"><input type="number" min="100" max="599" value={draft.status} onInput={setD('status')} /></Field>
         )}
-        <Field label="From"><input type="datetime-local" value={toLocal(draft.from)} onInput={(e) => setDraft({ ...draft, from: toIso(e.currentTarget.value) })} /></Field>
-        <Field label="To"><input type="datetime-local" value={toLocal(draft.to)} onInput={(e) => setDraft({ ...draft, to: toIso(e.currentTarget.value) })} /></Field>
+        <Field label="From (UTC)"><input type="datetime-local" value={utcInput(draft.from)} onInput={(e) => setDraft({ ...draft, from: fromUtcInput(e.currentTarget.value) })} /></Field>
+        <Field label="To (UTC)"><input type="datetime-local" value={utcInput(draft.to)} onInput={(e) => setDraft({ ...draft, to: fromUtcInput(e.currentTarget.value) })} /></Field>
         <div class="actions">
           <button type="submit">Apply filters</button>
-          <button type="button" class="secondary" onClick={() => { const none = { project: '', key: '', model: '', status: '', from: '', to: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>
+          <button type="button" class="secondary" onClick={() => { const none = { q: '', project: '', key: '', model: '', status: '', from: '', to: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>
         </div>
       </form>
+      <div class="toolbar">
+        <label class="live"><input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} /> Live: show new requests as they arrive</label>
+        <span>Export what matches: <a href={exportHref('csv')} download>CSV</a> · <a href={exportHref('jsonl')} download>JSON lines</a></span>
+      </div>
       <Show value={page}>
         {(p) => (
           <>
-            <div class="scroll">
+            <p class="scroll-hint muted small" aria-hidden="true">Scroll the table sideways for every column →</p>
+            <div class="scroll" tabIndex={0} role="region" aria-label="Requests (scrolls sideways)">
               <table class="logs">
                 <caption class="sr-only">Requests, newest first</caption>
                 <thead>
                   <tr>
-                    <th scope="col">Time (UTC)</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Model</th>
+                    <th scope="col">Time</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Model</th>
                     <th scope="col">Project</th><th scope="col">Key</th><th scope="col" class="num">Tokens in / out</th>
                     <th scope="col" class="num">Cost</th><th scope="col" class="num">Latency</th>
                   </tr>
@@ -106,12 +118,12 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
                   {p.data.length === 0 ? <tr><td colSpan={9} class="muted">No requests match.</td></tr> : null}
                   {p.data.map((r) => (
                     <tr key={r.id}>
-                      <td class="nowrap">{r.created_at.slice(0, 19).replace('T', ' ')}</td>
+                      <td class="nowrap">{when(r.created_at)}</td>
                       <td><Link to={`/orgs/${org.id}/logs/${r.id}`}><code>{r.id}</code></Link></td>
                       <td><Status code={r.status} />{r.error_code ? <span class="muted small"> {r.error_code}</span> : null}</td>
                       <td>{r.model ?? '—'}</td>
                       <td>{r.project_name ?? '—'}</td>
-                      <td>{r.key_prefix ? <code>{r.key_prefix}…</code> : '—'}</td>
+                      <td>{r.key_prefix ? <><code>{r.key_prefix}…</code>{r.key_name ? <div class="small">{r.key_name}</div> : null}</> : '—'}</td>
                       <td class="num">{r.prompt_tokens === null ? '—' : int(r.prompt_tokens)} / {r.completion_tokens === null ? '—' : int(r.completion_tokens)}</td>
                       <td class="num">{usd(r.cost_usd)}{r.byok ? ' (own key)' : ''}</td>
                       <td class="num">{ms(r.duration_ms)}</td>
@@ -150,11 +162,11 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
               <dt>Key</dt><dd>{d.key_prefix ? <code>{d.key_prefix}…</code> : '—'} {d.key_name ?? ''}</dd>
               <dt>Prompt tokens</dt><dd>{d.prompt_tokens === null ? '—' : int(d.prompt_tokens)}</dd>
               <dt>Completion tokens</dt><dd>{d.completion_tokens === null ? '—' : int(d.completion_tokens)}</dd>
-              <dt>Cost</dt><dd data-testid="cost">{usd(d.cost_usd, 6)}{d.cost_estimated ? ' (estimated)' : ''}{d.byok ? ' (organization’s own provider key: not debited)' : ''}</dd>
+              <dt>Cost</dt><dd data-testid="cost">{usd(d.cost_usd)}{d.cost_estimated ? ' (estimated)' : ''}{d.byok ? ' (organization’s own provider key: not debited)' : ''}</dd>
               <dt>Latency</dt><dd>{ms(d.duration_ms)}</dd>
               <dt>Time to first byte</dt><dd>{ms(d.ttfb_ms)}</dd>
               <dt>Provider cache tokens</dt><dd data-testid="cache-tokens">{cacheTokens(d.extra)}</dd>
-              <dt>Response cache</dt><dd data-testid="response-cache">{d.cache === null ? 'off' : d.cache}{d.cache === 'hit' ? ` (stored ${ms(d.cache_age_ms)} before; saved ${usd(d.saved_usd ?? 0, 6)})` : ''}</dd>
+              <dt>Response cache</dt><dd data-testid="response-cache">{d.cache === null ? 'off' : d.cache}{d.cache === 'hit' ? ` (stored ${ms(d.cache_age_ms)} before; saved ${usd(d.saved_usd ?? 0)})` : ''}</dd>
             </dl>
             <h2>Upstream attempts</h2>
             <div class="scroll">
@@ -166,6 +178,13 @@ export function LogDetailPage({ org, id }: PageProps & { id: string }): JSX.Elem
                 </tbody>
               </table>
             </div>
+            <h2>Response</h2>
+            <p class="muted" data-testid="response-note">The request log does not keep the reply text. What it keeps of the response:</p>
+            <ul class="response-kept">
+              <li>Status {d.status}{d.error_code ? `, error ${d.error_code}` : ''}</li>
+              <li>{d.completion_tokens === null ? 'No output tokens counted' : `${int(d.completion_tokens)} output tokens`}, cost {usd(d.cost_usd)}</li>
+              <li>Upstream error: {d.attempts.map((a) => a.error).filter(Boolean).join('; ') || 'none'}</li>
+            </ul>
             <h2>Prompt</h2>
             {d.prompt_retained ? (d.prompt ? <pre class="prompt">{d.prompt}</pre> : <p class="muted">No prompt text kept for this request.</p>)
               : <p class="muted">This organization keeps no prompt text (retention: none).</p>}

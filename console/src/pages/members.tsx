@@ -34,7 +34,7 @@ export function MembersPage({ org, me }: PageProps): JSX.Element {
               <caption class="sr-only">Members of {org.name}</caption>
               <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th><th scope="col">Status</th>{owner ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr></thead>
               <tbody>
-                {m.data.length === 0 ? <tr><td colSpan={5} class="muted">No members.</td></tr> : null}
+                {m.data.length === 0 ? <tr><td colSpan={5} class="muted">{me.operator ? 'No members yet: you see this organization as an operator, without being one of its members. Add its first owner above.' : 'No members yet.'}</td></tr> : null}
                 {m.data.map((x) => (
                   <MemberRow key={x.user_id} member={x} you={x.user_id === me.id} owner={owner} operator={me.operator}
                     onRole={(role) => void act(() => patch(`/orgs/${org.id}/members/${x.user_id}`, { role }))} onRemove={() => setRemoving(x)}

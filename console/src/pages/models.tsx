@@ -44,7 +44,7 @@ export function ModelsPage({ org }: PageProps): JSX.Element {
                     <tr key={m.id}>
                       <td><code>{m.id}</code><div class="muted small">{m.name}{m.deprecated_at ? ` · deprecated ${m.deprecated_at.slice(0, 10)}` : ''}</div></td>
                       <td>{m.modality}</td>
-                      <td>{m.providers.map((p) => p.providerId).join(', ')}</td>
+                      <td>{[...new Set(m.providers.map((p) => p.providerId))].join(', ')}</td>
                       <td class="num">{m.context_length > 0 ? int(m.context_length) : '—'}</td>
                       <td>{prices(m).map((p) => <div key={p}>{p}</div>)}</td>
                     </tr>

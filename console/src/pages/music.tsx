@@ -37,7 +37,7 @@ function TrackItem({ track }: { track: Track }): JSX.Element {
     <li class="track">
       <div class="track-head">
         <strong class="track-title">{title}</strong>
-        <span class="muted small">{when(new Date(track.created * 1000).toISOString())} · {track.metadata.used_model || 'unknown model'} · {usd(track.usage.cost_usd)}</span>
+        <span class="muted small">{when(new Date(track.created * 1000).toISOString())} · {track.model || track.metadata.used_model || 'unknown model'} · {usd(track.usage.cost_usd)}</span>
       </div>
       {track.error ? <p class="badge bad">Failed: no audio</p>
         : track.expired ? <p class="badge bad" data-state="expired">Expired: deleted after the retention period</p>

@@ -1,13 +1,14 @@
 import type { JSX } from 'preact';
-import { get, type Overview } from '../api';
+import { useState } from 'preact/hooks';
+import { get, post, type Org, type Overview } from '../api';
 import type { PageProps } from '../app';
 import { StackedBars } from '../chart';
 import { int, pct, usd } from '../format';
-import { Link } from '../router';
-import { Page, Show, Stat, useLoad } from '../ui';
+import { Link, navigate } from '../router';
+import { ErrorBox, Field, Page, Show, Stat, useLoad } from '../ui';
 
 /** Balance, the last 7 and 30 days, error rate, top models and projects (GET …/overview, one request). */
-export function OverviewPage({ org }: PageProps): JSX.Element {
+export function OverviewPage({ org, me, onOrgChanged }: PageProps & { onOrgChanged: () => void }): JSX.Element {
   const o = useLoad((signal) => get<Overview>(`/orgs/${org.id}/overview`, undefined, signal), [org.id]);
   return (
     <Page title="Overview">
@@ -18,7 +19,9 @@ export function OverviewPage({ org }: PageProps): JSX.Element {
               <Stat label="Balance" value={usd(d.balance_usd)} hint={org.name} />
               <Stat label="Spend, last 7 days" value={usd(d.last_7_days.cost_usd)} hint={`${int(d.last_7_days.requests)} requests`} />
               <Stat label="Spend, last 30 days" value={usd(d.last_30_days.cost_usd)} hint={`${int(d.last_30_days.requests)} requests`} />
-              <Stat label="Error rate, 30 days" value={pct(d.last_30_days.error_rate)} hint={`${int(d.last_30_days.errors)} errors; 7 days: ${pct(d.last_7_days.error_rate)}`} />
+              <Stat label="Failure rate, 30 days" value={pct(d.errors_30_days.failure_rate)}
+                hint={`${int(d.errors_30_days.upstream)} upstream, ${int(d.errors_30_days.other)} other errors; limit refusals not counted`} />
+              <Stat label="Limit refusals, 30 days" value={int(d.errors_30_days.limit_refusals)} hint="Rate limits, budgets and credits the gateway enforced" />
             </div>
             <h2>Spend per day, last 30 days</h2>
             <StackedBars label="Spend per day in USD" days={d.daily.map((x) => x.day)} series={[{ name: 'Cost (USD)', values: d.daily.map((x) => x.cost_usd) }]} format={(n) => usd(n)} />
@@ -48,6 +51,37 @@ export function OverviewPage({ org }: PageProps): JSX.Element {
           </>
         )}
       </Show>
+      {me.operator ? <CreateOrg onCreated={onOrgChanged} /> : null}
     </Page>
+  );
+}
+
+/** An operator's form for a new organization (with its default project and optional starting credits). */
+function CreateOrg({ onCreated }: { onCreated: () => void }): JSX.Element {
+  const [f, setF] = useState({ name: '', credits: '' });
+  const [error, setError] = useState<unknown>(undefined);
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const org = await post<Org>('/orgs', { name: f.name.trim(), ...(f.credits.trim() ? { credits_usd: f.credits.trim() } : {}) });
+      setF({ name: '', credits: '' });
+      onCreated();
+      navigate(`/orgs/${org.id}/overview`);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <form class="card" onSubmit={(e) => void submit(e)} aria-label="New org">
+      <h2>Create an organization</h2>
+      <p class="muted small">As an operator. It starts with a project named default; add its owner on its Members page.</p>
+      <div class="grid">
+        <Field label="Name"><input value={f.name} required maxLength={100} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} /></Field>
+        <Field label="Starting credits, USD (optional)"><input value={f.credits} inputMode="decimal" placeholder="0.00" onInput={(e) => setF({ ...f, credits: e.currentTarget.value })} /></Field>
+      </div>
+      <ErrorBox error={error} />
+      <div class="actions"><button type="submit">Create organization</button></div>
+    </form>
   );
 }
