@@ -3,12 +3,12 @@ import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, re
 import { ConfigError } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
-import { formatUsd, microsToUsd } from '../src/money.js';
+import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
 import { startSimulator } from '../simulator/server.js';
 import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import type { Retention } from '../src/store/types.js';
-import { configOption, loadAll, loadConfig, withStore } from './common.js';
+import { configOption, loadAll, loadConfig, usdAmount, withStore } from './common.js';
 import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 import { addKeyRotateCommand } from './lifecycle.js';
@@ -20,13 +20,14 @@ function port(value: string): number {
 }
 
 async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
-  const { config, url: simUrl } = await startConfiguredSimulator(loadConfig(opts.config), opts.simulatorPort);
+  // Every provider file is checked before anything starts: a refused file never leaves a simulator behind it.
+  const { config, url: simUrl } = await startConfiguredSimulator(loadAll(opts.config).config, opts.simulatorPort);
   if (simUrl) console.log(`provider simulator listening on ${simUrl}`);
   const gateway = await createGateway({ config, plugins: selectPlugins(config) });
   if (config.bootstrap) {
     const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
     if (demo) {
-      console.log(`First start: created organization "${demo.org.name}" with $${formatUsd(demo.org.balanceMicros)} of credits.`);
+      console.log(`First start: created organization "${demo.org.name}" with ${displayUsd(demo.org.balanceMicros)} of credits.`);
       if (demo.login) {
         console.log(`Console login (an operator; shown once): ${demo.login.email} / ${demo.login.password}`);
         console.log('  sign in to the web console (its address is printed below); add users with `gateway users create`');
@@ -122,21 +123,21 @@ export function buildProgram(): Command {
 
   const orgs = program.command('orgs').description('Manage organizations (prepaid credit balance, retention mode).');
   orgs.command('create <name>').description('Create an organization with a starting credit balance.')
-    .requiredOption('--credits <usd>', 'starting balance in USD, e.g. 25 or 10.50')
+    .requiredOption('--credits <usd>', 'starting balance in USD, e.g. 25 or 10.50', usdAmount)
     .addOption(new Option('--retention <mode>', 'keep generated media (standard) or never store it (none)').choices(['standard', 'none']).default('standard'))
     .addOption(configOption())
     .action(async (name: string, opts: { credits: string; retention: Retention; config: string }) => {
       const org = await withStore(opts.config, async (s) => {
-        const created = await createOrg(s, name, opts.credits, opts.retention);
+        const created = await createOrg(s, name, opts.credits, opts.retention, 'initial credits (gateway orgs create)');
         await recordCommand(s, 'orgs create', { orgId: created.id, targetId: created.id, after: { name: created.name, balance_usd: microsToUsd(created.balanceMicros), retention: created.retention } });
         return created;
       });
-      console.log(`created organization "${org.name}" (${org.id}) with $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+      console.log(`created organization "${org.name}" (${org.id}) with ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
   orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
     .action(async (name: string, opts: { config: string }) => {
       const org = await withStore(opts.config, (s) => requireOrg(s, name));
-      console.log(`${org.name} (${org.id}): balance $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+      console.log(`${org.name} (${org.id}): balance ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
@@ -154,14 +155,15 @@ export function buildProgram(): Command {
     });
 
   program.command('credits').description('Manage prepaid credits.')
-    .command('add <usd>').description('Add USD credits to an organization.')
+    .command('add').description('Add USD credits to an organization.')
+    .argument('<usd>', 'amount in USD, e.g. 25 or 10.50', usdAmount)
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (usd: string, opts: { org: string; config: string }) => {
       const balance = await withStore(opts.config, async (s) => {
         const org = await requireOrg(s, opts.org);
         return changing(s, 'credits add', org.id, org.id, () => addCredits(s, opts.org, usd));
       });
-      console.log(`added $${usd} to "${opts.org}"; balance is now $${balance}`);
+      console.log(`added ${displayUsd(parseUsdToMicros(usd))} to "${opts.org}"; balance is now ${displayUsd(balance)}`);
     });
 
   const providerKeys = program.command('provider-keys').description("Manage an organization's own provider keys (bring your own key).");

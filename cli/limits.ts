@@ -3,7 +3,7 @@ import { requireOrg, requireProject } from '../src/admin.js';
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
 import type { BudgetPeriod, LimitSpec } from '../src/limits/types.js';
-import { formatUsd, parseUsdToMicros } from '../src/money.js';
+import { displayUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
 import { configOption, withStore } from './common.js';
@@ -61,9 +61,6 @@ const patchOf = (f: LimitFlags): LimitsPatch => ({
   rpm: value(f.rpm), tpm: value(f.tpm), maxConcurrent: value(f.maxConcurrent), budgetMicros: value(f.budgetUsd), budgetPeriod: f.budgetPeriod,
 });
 
-/** A budget as people write it: `1.5`, `0.01`, `25` (the exact micro-USD, without trailing zeros past the cents). */
-const usdShort = (micros: number): string => formatUsd(micros).replace(/(\.\d\d\d*?)0+$/, '$1');
-
 const given = (f: LimitFlags): boolean => Object.values(patchOf(f)).some((v) => v !== undefined);
 
 /** The limits after the flags (from `current`); a bad combination names its flag. */
@@ -81,7 +78,7 @@ export function describeLimits(l: LimitSpec): string {
   const parts = [
     l.rpm !== undefined ? `rpm ${l.rpm}` : '', l.tpm !== undefined ? `tpm ${l.tpm}` : '',
     l.maxConcurrent !== undefined ? `max concurrent ${l.maxConcurrent}` : '',
-    l.budget ? `budget $${usdShort(l.budget.micros)} ${l.budget.period === 'total' ? 'in total' : `per ${l.budget.period}`}` : '',
+    l.budget ? `budget ${displayUsd(l.budget.micros)} ${l.budget.period === 'total' ? 'in total' : `per ${l.budget.period}`}` : '',
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'none';
 }
@@ -93,7 +90,7 @@ async function budgetLine(store: Store, scopeId: string, l: LimitSpec, now: numb
   const spent = await store.limits.spentSince(scopeId, start);
   const left = Math.max(0, l.budget.micros - spent);
   const reset = end === null ? 'a total budget never resets' : `resets ${new Date(end).toISOString()}`;
-  return `spent $${formatUsd(spent)} of $${usdShort(l.budget.micros)} this ${l.budget.period === 'total' ? 'budget (total)' : `${l.budget.period} (since ${new Date(start).toISOString()})`}, $${formatUsd(left)} left; ${reset}`;
+  return `spent ${displayUsd(spent)} of ${displayUsd(l.budget.micros)} this ${l.budget.period === 'total' ? 'budget (total)' : `${l.budget.period} (since ${new Date(start).toISOString()})`}, ${displayUsd(left)} left; ${reset}`;
 }
 
 async function keyByPrefix(store: Store, prefix: string) {

@@ -3,7 +3,7 @@ import { createKey, createProject, createUser, requireOrg, requireProject } from
 import { randomBase62 } from '../src/ids.js';
 import { MAX_DEFAULT_MAX_TOKENS } from '../src/management/routes-limits.js';
 import { allowedModels } from '../src/management/routes-orgs.js';
-import { formatUsd } from '../src/money.js';
+import { displayUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
@@ -148,11 +148,11 @@ export function addLogsCommand(program: Command): void {
         console.log('no requests logged yet');
         return;
       }
-      console.log(['time (UTC)              ', 'request id                  ', 'project     ', 'key        ', 'model                 ', 'status', 'cost USD   ', 'ms'].join('  '));
+      console.log(['time (UTC)              ', 'request id                  ', 'project     ', 'key        ', 'model                 ', 'status', 'cost       ', 'ms'].join('  '));
       for (const r of rows) {
         console.log([
           new Date(r.createdAt).toISOString(), pad(r.requestId, 28), pad(r.projectName ?? '-', 12), pad(r.keyPrefix ?? '-', 11),
-          pad(r.requestedModel ?? '-', 22), pad(String(r.status), 6), pad(formatUsd(r.costMicros), 11), String(r.durationMs),
+          pad(r.requestedModel ?? '-', 22), pad(String(r.status), 6), pad(displayUsd(r.costMicros), 11), String(r.durationMs),
         ].join('  ') + (r.errorCode ? `  ${r.errorCode}` : ''));
       }
     });

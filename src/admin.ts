@@ -3,16 +3,17 @@ import { randomBase62 } from './ids.js';
 import type { Invalidator } from './invalidation.js';
 import type { LimitSpec } from './limits/types.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
-import { formatUsd, parseUsdToMicros } from './money.js';
+import { parseUsdToMicros, type Micros } from './money.js';
 import type { OrgRole, User } from './store/accounts.js';
 import { DEFAULT_PROJECT, type Project } from './store/tenancy.js';
 import type { ApiKeyRecord, Org, Retention, Store } from './store/types.js';
 
 /** Administrative operations shared by the CLI and tests; each returns what it did, for printing. */
 
-export async function createOrg(store: Store, name: string, creditsUsd: string, retention: Retention): Promise<Org> {
+/** `note`: the first credit's ledger note, what made it. */
+export async function createOrg(store: Store, name: string, creditsUsd: string, retention: Retention, note?: string): Promise<Org> {
   if (!name.trim()) throw new Error('the organization name must not be empty');
-  return store.createOrg(name.trim(), parseUsdToMicros(creditsUsd), retention);
+  return store.createOrg(name.trim(), parseUsdToMicros(creditsUsd), retention, note);
 }
 
 export async function requireOrg(store: Store, name: string): Promise<Org> {
@@ -87,10 +88,10 @@ export async function deleteProviderKey(store: Store, orgName: string, provider:
   return { pushed: (await invalidation?.invalidate('provider_key', org.id)) ?? false };
 }
 
-export async function addCredits(store: Store, orgName: string, usd: string): Promise<string> {
+/** Returns the new balance, micro-USD. */
+export async function addCredits(store: Store, orgName: string, usd: string): Promise<Micros> {
   const org = await requireOrg(store, orgName);
-  const balance = await store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');
-  return formatUsd(balance);
+  return store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');
 }
 
 export interface NewUser {
@@ -116,6 +117,10 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
   return { user, org };
 }
 
+/** What the first start's demo key and credit are called (gateway.yaml's `bootstrap`). */
+export const DEMO_KEY_NAME = 'demo key (first start)';
+export const DEMO_CREDITS_NOTE = 'demo credits: first start (gateway.yaml bootstrap)';
+
 /** The operator login the embedded default creates on its first start. */
 export const BOOTSTRAP_EMAIL = 'admin@localhost';
 
@@ -125,8 +130,8 @@ export const BOOTSTRAP_EMAIL = 'admin@localhost';
  */
 export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org; login: { email: string; password: string } | undefined } | undefined> {
   if ((await store.countOrgs()) > 0) return undefined;
-  const created = await store.createOrg(org, credits, 'standard');
-  const { key } = await createKey(store, created.name);
+  const created = await store.createOrg(org, credits, 'standard', DEMO_CREDITS_NOTE);
+  const { key } = await createKey(store, created.name, { name: DEMO_KEY_NAME });
   let login: { email: string; password: string } | undefined;
   if ((await store.accounts.countUsers()) === 0) {
     login = { email: BOOTSTRAP_EMAIL, password: randomBase62(20) };

@@ -67,7 +67,7 @@ describe('gateway.yaml loading', () => {
     ['a bad database url', 'database:\n  url: mysql://x\n', ['F:2: /database/url: must match pattern "^(sqlite:.+|postgres(ql)?://.+)$"']],
     ['a missing required field', 'storage:\n  s3:\n    region: eu\n', ['F:3: /storage/s3: must have the field "bucket"']],
     ['an enum', 'log:\n  level: loud\n', ['F:2: /log/level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"']],
-    ['YAML syntax', 'server: [\n', ['F:2: (root): YAML syntax: Flow sequence in block collection must be sufficiently indented and end with a ]']],
+    ['YAML syntax', 'server: [\n', ['F:2: YAML syntax: Flow sequence in block collection must be sufficiently indented and end with a ]']],
   ])('refuses %s with file, line, path and what was expected', (_name, text, expected) => {
     const got = problems(text);
     expect(got[0]).toBe(expected[0]);
@@ -124,7 +124,7 @@ describe('gateway.yaml loading', () => {
     writeFileSync(join(root, 'b.yaml'), 'log: { level: warn }\nextends: ./a.yaml\n');
     expect(() => loadGatewayConfig(join(root, 'a.yaml'), schemas, {})).toThrow(`${join(root, 'b.yaml')}:2: /extends: ./a.yaml extends this file again (a cycle)`);
     writeFileSync(join(root, 'c.yaml'), 'extends: ./nope.yaml\n');
-    expect(() => loadGatewayConfig(join(root, 'c.yaml'), schemas, {})).toThrow(`${join(root, 'nope.yaml')}: (root): cannot read file: ENOENT`);
+    expect(() => loadGatewayConfig(join(root, 'c.yaml'), schemas, {})).toThrow(`${join(root, 'nope.yaml')}: file not found (pass the right one with --config, or run from the directory that holds it)`);
     writeFileSync(join(root, 'd.yaml'), 'extends: ./e.yaml\n');
     writeFileSync(join(root, 'e.yaml'), 'server: { port: "x" }\n');
     expect(() => loadGatewayConfig(join(root, 'd.yaml'), schemas, {})).toThrow(`${join(root, 'e.yaml')}:1: /server/port: must be integer`);

@@ -20,7 +20,7 @@ export class ConfigError extends Error {
 
 export function formatProblem(p: ConfigProblem): string {
   const where = p.line !== undefined ? `${p.file}:${p.line}` : p.file;
-  return `${where}: ${p.path || '(root)'}: ${p.message}`;
+  return p.path ? `${where}: ${p.path}: ${p.message}` : `${where}: ${p.message}`;
 }
 
 export interface YamlFile {
@@ -42,14 +42,14 @@ export function readYamlFile(file: string, env: NodeJS.ProcessEnv = process.env)
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError([{ file, line: undefined, path: '', message: `cannot read file: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }]);
+    throw new ConfigError([{ file, line: undefined, path: '', message: unreadable(err as NodeJS.ErrnoException) }]);
   }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(doc.errors.map((e) => ({
-      file, line: lineCounter.linePos(e.pos[0]).line, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`,
-    })));
+  const first = doc.errors[0];
+  if (first) {
+    // Only the first: the parser's later errors follow from it (one bad indent gives one per sibling below it).
+    throw new ConfigError([{ file, line: lineCounter.linePos(first.pos[0]).line, path: '', message: syntaxMessage(first.code, first.message) }]);
   }
   const problems: ConfigProblem[] = [];
   visit(doc, {
@@ -69,6 +69,32 @@ export function readYamlFile(file: string, env: NodeJS.ProcessEnv = process.env)
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return { file, data: doc.toJS() as unknown, lineOf: (pointer) => lineOfPointer(doc, lineCounter, pointer) };
+}
+
+/** Why a file cannot be read, in words: `does not exist`, not `ENOENT`. */
+function unreadable(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ENOENT':
+      return 'file not found (pass the right one with --config, or run from the directory that holds it)';
+    case 'EACCES':
+    case 'EPERM':
+      return 'file cannot be read: permission denied';
+    case 'EISDIR':
+      return 'is a directory, not a YAML file';
+    default:
+      return `file cannot be read: ${err.code ?? err.message}`;
+  }
+}
+
+/** YAML errors that come from indentation, said as such. */
+const INDENT_ERRORS = new Set(['BAD_INDENT', 'MULTILINE_IMPLICIT_KEY', 'UNEXPECTED_TOKEN', 'BLOCK_AS_IMPLICIT_KEY']);
+
+function syntaxMessage(code: string, message: string): string {
+  const first = message.split('\n')[0] ?? message;
+  if (INDENT_ERRORS.has(code) || /column|compact mappings|single line/.test(first)) {
+    return `YAML syntax: bad indentation (${first.replace(/\.$/, '')}); a key must line up with the keys beside it`;
+  }
+  return `YAML syntax: ${first}`;
 }
 
 function pointerOf(path: readonly unknown[]): string {

@@ -8,6 +8,9 @@ import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import type { RecordStore } from './records.js';
 import type { ProviderKeyStore } from './provider-key-store.js';
+
+/** The ledger note of an org's first credit when its creator names none. */
+export const INITIAL_CREDITS_NOTE = 'initial credits';
 import type { SqlWebhookStore } from './webhook-store.js';
 import type { TenancyStore } from './tenancy.js';
 
@@ -139,8 +142,11 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 
-  /** Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS. */
-  createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
+  /**
+   * Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS.
+   * `note`: the first credit's ledger note, what made it (default `initial credits`).
+   */
+  createOrg(name: string, credits: Micros, retention: Retention, note?: string): Promise<Org>;
   getOrg(id: string): Promise<Org | undefined>;
   findOrgByName(name: string): Promise<Org | undefined>;
   countOrgs(): Promise<number>;
