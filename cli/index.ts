@@ -12,6 +12,7 @@ import { configOption, loadAll, loadConfig, usdAmount, withStore } from './commo
 import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 import { addKeyRotateCommand } from './lifecycle.js';
+import { addKeysList, addOrgsList } from './lists.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -134,6 +135,7 @@ export function buildProgram(): Command {
       });
       console.log(`created organization "${org.name}" (${org.id}) with ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
+  addOrgsList(orgs);
   orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
     .action(async (name: string, opts: { config: string }) => {
       const org = await withStore(opts.config, (s) => requireOrg(s, name));
@@ -142,6 +144,7 @@ export function buildProgram(): Command {
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
   addKeyCommands(keys);
+  addKeysList(keys);
   addKeyRotateCommand(keys);
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())

@@ -9,6 +9,7 @@ import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
+import { addProjectsList, addUsersList } from './lists.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
 
 function positiveInt(max: number) {
@@ -70,6 +71,7 @@ export function addProjectCommands(program: Command): void {
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
     });
   addProjectLimitCommand(projects);
+  addProjectsList(projects);
   projects.command('update <name>')
     .description('Change a project\'s settings; options left out keep their value. Running instances are told at once.')
     .requiredOption('--org <name>', 'organization name')
@@ -106,6 +108,7 @@ function maxTokensOrNone(value: string): number | 'none' {
 export function addUserCommands(program: Command): void {
   const users = program.command('users').description('Manage console users (sign in to the management API and the web console).');
   addUserLifecycleCommands(users);
+  addUsersList(users);
   users.command('create').description('Create a console user; with --org and --role, also a member of that organization.')
     .requiredOption('--email <email>', 'their email address, used to sign in')
     .option('--password-stdin', 'read the password from standard input (else a random one is generated and printed once)')
