@@ -44,9 +44,12 @@ export class ProviderCatalog {
       // A cloud whose auth scheme found no credentials (Vertex without a service account) is no
       // route for an unpinned id: a fallback would end on its refusal. Pinned, it says what is missing.
       const into = provider.auth.scheme && !provider.auth.scheme.account ? pinnedOnly : routes;
+      // One route object under the id and each alias: allRoutes() tells routes apart by identity,
+      // and a route made per name listed a model with aliases once per name (issue 35).
+      const route: ModelRoute = { provider, endpoint, model };
       for (const name of [model.id, ...model.aliases]) {
         const list = into.get(name) ?? [];
-        list.push({ provider, endpoint, model });
+        list.push(route);
         into.set(name, list);
       }
     }
