@@ -6,6 +6,7 @@ import type { BudgetPeriod, LimitSpec } from '../src/limits/types.js';
 import { displayUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
+import { warnIfBudgetTooSmall } from './budget-warning.js';
 import { configOption, withStore } from './common.js';
 
 /*
@@ -104,14 +105,17 @@ export function addKeyLimitCommands(keys: Command): void {
     .addOption(configOption())
     .action(async (prefix: string, opts: LimitFlags & { config: string }) => {
       if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
-      const limits = await withStore(opts.config, async (s, invalidation) => {
+      const { limits, where } = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
         await changing(s, 'keys limits', key.orgId, key.id, () => s.limits.setKeyLimits(key.orgId, key.id, next));
         await invalidation.invalidate('api_key', key.prefix);
-        return next;
+        const project = await s.tenancy.getProject(key.orgId, key.projectId);
+        const org = await s.getOrg(key.orgId);
+        return { limits: next, where: { org: org?.name ?? key.orgId, project: project?.name ?? key.projectId, projectDefault: project?.defaultMaxTokens ?? null, allowedModels: key.allowedModels } };
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
+      warnIfBudgetTooSmall(opts.config, limits, where);
     });
 
   keys.command('show <prefix>').description('Show the key starting with PREFIX: its project, status, limits (its own and its project\'s), and each budget\'s spend this period and when it resets.')
@@ -145,13 +149,14 @@ export function addProjectLimitCommand(projects: Command): void {
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (name: string, opts: LimitFlags & { org: string; config: string }) => {
       if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
-      const limits = await withStore(opts.config, async (s, invalidation) => {
+      const { limits, projectDefault } = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);
         await changing(s, 'projects limits', project.orgId, project.id, () => s.limits.setProjectLimits(project.orgId, project.id, next));
         await invalidation.invalidate('limits', project.id);
-        return next;
+        return { limits: next, projectDefault: project.defaultMaxTokens };
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);
+      warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
     });
 }

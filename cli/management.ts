@@ -8,6 +8,7 @@ import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../sr
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
+import { warnIfBudgetTooSmall } from './budget-warning.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
 import { addProjectsList, addUsersList } from './lists.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
@@ -53,6 +54,7 @@ export function addKeyCommands(keys: Command): void {
       ].filter(Boolean);
       console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${notes.length ? ` (${notes.join('; ')})` : ''}; store it now, it is not shown again:`);
       console.log(r.key);
+      warnIfBudgetTooSmall(opts.config, limits, { org: r.org.name, project: r.project.name, projectDefault: r.project.defaultMaxTokens, allowedModels: models });
     });
   addKeyLimitCommands(keys);
 }
@@ -69,6 +71,7 @@ export function addProjectCommands(program: Command): void {
         return made;
       });
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
+      warnIfBudgetTooSmall(opts.config, limits, { org: org.name, project: project.name, projectDefault: project.defaultMaxTokens });
     });
   addProjectLimitCommand(projects);
   addProjectsList(projects);
