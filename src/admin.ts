@@ -1,5 +1,6 @@
 import { generateApiKey } from './auth.js';
 import { randomBase62 } from './ids.js';
+import { projectNameProblem } from './project-name.js';
 import type { Invalidator } from './invalidation.js';
 import type { LimitSpec } from './limits/types.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
@@ -29,7 +30,8 @@ export async function requireProject(store: Store, org: Org, name: string): Prom
 }
 
 export async function createProject(store: Store, orgName: string, name: string, limits: LimitSpec = {}): Promise<{ org: Org; project: Project }> {
-  if (!name.trim()) throw new Error('the project name must not be empty');
+  const problem = projectNameProblem(name.trim());
+  if (problem) throw new Error(`${JSON.stringify(name.trim())} cannot be a project name. ${problem}`);
   const org = await requireOrg(store, orgName);
   return { org, project: await store.tenancy.createProject(org.id, name.trim(), limits) };
 }

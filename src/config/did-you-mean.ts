@@ -27,3 +27,22 @@ export function closest(name: string, known: Iterable<string>): string | undefin
   }
   return best?.name;
 }
+
+/**
+ * For ids made of words (`claude-3-5-haiku`): the typo match above, else the known id that
+ * shares the most words with `name`, at least two of them not numbers (`claude-haiku-4-5`:
+ * claude, haiku, 5); ties: the first.
+ */
+export function closestByWords(name: string, known: Iterable<string>): string | undefined {
+  const list = [...known];
+  const typo = closest(name, list);
+  if (typo) return typo;
+  const words = new Set(name.toLowerCase().split(/[-_.:/\s]+/).filter(Boolean));
+  let best: { name: string; shared: number } | undefined;
+  for (const k of list) {
+    const shared = [...new Set(k.toLowerCase().split(/[-_.:/\s]+/))].filter((w) => words.has(w));
+    if (shared.filter((w) => !/^\d+$/.test(w)).length < 2) continue;
+    if (!best || shared.length > best.shared) best = { name: k, shared: shared.length };
+  }
+  return best?.name;
+}

@@ -1,7 +1,10 @@
 import { generateApiKey } from '../auth.js';
 import { GatewayError, invalidField } from '../errors.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
+import { closestByWords } from '../config/did-you-mean.js';
+import { projectNameProblem } from '../project-name.js';
 import { DuplicateError } from '../store/types.js';
+import { fieldLabel } from './field-messages.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -18,7 +21,10 @@ export function allowedModels(catalog: ProviderCatalog, models: readonly string[
   if (models === null || models === undefined) return null;
   const ids = models.map((m, i) => {
     const route = catalog.routesFor(m)[0];
-    if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
+    if (!route) {
+      const near = closestByWords(m, catalog.allRoutes().flatMap((r) => [r.model.id, ...r.model.aliases]));
+      throw invalidField(`${field}[${i}]`, `No provider serves a model "${m}"${near ? `; did you mean ${near}?` : ''} (the Models page lists them)`);
+    }
     return route.model.id;
   });
   return [...new Set(ids)];
@@ -28,8 +34,8 @@ export function allowedModels(catalog: ProviderCatalog, models: readonly string[
 export function futureTime(iso: string | null | undefined, now: number, field: string): number | null {
   if (iso === null || iso === undefined) return null;
   const at = Date.parse(iso);
-  if (Number.isNaN(at)) throw invalidField(field, `"${field}" must be an ISO 8601 date-time`);
-  if (at <= now) throw invalidField(field, `"${field}" must be in the future`);
+  if (Number.isNaN(at)) throw invalidField(field, `${fieldLabel(field)} must be an ISO 8601 date-time, e.g. 2027-01-31T12:00:00Z`);
+  if (at <= now) throw invalidField(field, `${fieldLabel(field)} must be in the future`);
   return at;
 }
 
@@ -104,6 +110,8 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org'), body: input({ name: NAME, limits: LIMITS_INPUT }, ['name']), response: { 201: PROJECT } },
       async handler(request, reply) {
         const b = request.body as { name: string; limits?: LimitsBody };
+        const problem = projectNameProblem(b.name.trim());
+        if (problem) throw invalidField('name', problem);
         const limits = limitsFromBody(b.limits);
         const p = await conflictAs409(() => store.tenancy.createProject(scopeOf(request).org.id, b.name.trim(), limits));
         void reply.code(201);
