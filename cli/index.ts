@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/admin.js';
-import { ConfigError } from '../src/config/yaml-file.js';
+import { ConfigError, FILE_NOT_FOUND } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
 import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/money.js';
@@ -205,7 +205,8 @@ export async function main(argv: string[]): Promise<void> {
     await buildProgram().parseAsync(argv);
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`configuration refused:\n${err.message}`);
+      const missing = err.problems.length === 1 && err.problems[0]?.message === FILE_NOT_FOUND;
+      console.error(`configuration refused:\n${err.message}${missing ? `\n(give the file with --config FILE; without it, gateway.yaml in the current directory, ${process.cwd()})` : ''}`);
       process.exit(2);
     }
     console.error(`gateway: ${(err as Error).message}`);

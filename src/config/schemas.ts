@@ -43,7 +43,8 @@ function toProblem(e: ErrorObject, file: YamlFile, pathPrefix: string): ConfigPr
   } else if (e.keyword === 'required') {
     message = `must have the field "${String(params.missingProperty)}"`;
   }
-  return { file: file.file, line: file.lineOf(path), path, message };
+  const line = e.keyword === 'additionalProperties' ? (file.keyLineOf ?? file.lineOf)(path) : file.lineOf(path);
+  return { file: file.file, line, path, message };
 }
 
 /**
