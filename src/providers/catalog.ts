@@ -44,8 +44,7 @@ export class ProviderCatalog {
       // A cloud whose auth scheme found no credentials (Vertex without a service account) is no
       // route for an unpinned id: a fallback would end on its refusal. Pinned, it says what is missing.
       const into = provider.auth.scheme && !provider.auth.scheme.account ? pinnedOnly : routes;
-      // One route object under the id and each alias: allRoutes() tells routes apart by identity,
-      // and a route made per name listed a model with aliases once per name (issue 35).
+      // One object under the id and each alias: allRoutes() dedups by identity (issue 35).
       const route: ModelRoute = { provider, endpoint, model };
       for (const name of [model.id, ...model.aliases]) {
         const list = into.get(name) ?? [];
@@ -150,8 +149,7 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
   const problems: ConfigProblem[] = [];
   const providers: ProviderDef[] = [];
   const models: Array<{ provider: ProviderDef; model: ModelDef }> = [];
-  // The ids a refused file may declare (its name, and its id when it parsed): gateway.yaml's
-  // settings for them are not also reported as naming no provider, a misleading second error.
+  // Ids a refused file may declare (file name, parsed id): not also "declared by no file" (issue 35).
   const refused = new Set<string>();
   for (const name of files) {
     let declared: unknown;
