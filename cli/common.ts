@@ -1,4 +1,5 @@
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { AmountTooLargeError, parseUsdToMicros } from '../src/money.js';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
 import { selectPlugins } from '../plugins/index.js';
@@ -59,4 +60,16 @@ export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+/** A USD amount argument (credits): refused here, in words, before anything is opened. */
+export function usdAmount(value: string): string {
+  if (/^\s*-/.test(value)) throw new InvalidArgumentError('must not be negative');
+  try {
+    parseUsdToMicros(value);
+  } catch (err) {
+    if (err instanceof AmountTooLargeError) throw new InvalidArgumentError(err.message);
+    throw new InvalidArgumentError('must be a USD amount with at most 6 decimals, e.g. 25 or 10.50');
+  }
+  return value.trim();
 }

@@ -1,19 +1,20 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/admin.js';
-import { ConfigError } from '../src/config/yaml-file.js';
+import { ConfigError, FILE_NOT_FOUND } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { addReloadCommand } from './reload.js';
 import { createGateway } from '../src/gateway.js';
-import { formatUsd, microsToUsd } from '../src/money.js';
+import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/money.js';
 import { packageVersion } from '../src/paths.js';
 import { startSimulator } from '../simulator/server.js';
 import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import type { Retention } from '../src/store/types.js';
-import { configOption, loadAll, loadConfig, withStore } from './common.js';
+import { configOption, loadAll, loadConfig, usdAmount, withStore } from './common.js';
 import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 import { addCacheStatsCommand } from './cache.js';
 import { addKeyRotateCommand } from './lifecycle.js';
+import { addKeysList, addOrgsList } from './lists.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -22,13 +23,14 @@ function port(value: string): number {
 }
 
 async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
-  const { config, url: simUrl } = await startConfiguredSimulator(loadConfig(opts.config), opts.simulatorPort);
+  // Every provider file is checked before anything starts: a refused file never leaves a simulator behind it.
+  const { config, url: simUrl } = await startConfiguredSimulator(loadAll(opts.config).config, opts.simulatorPort);
   if (simUrl) console.log(`provider simulator listening on ${simUrl}`);
   const gateway = await createGateway({ config, plugins: selectPlugins(config) });
   if (config.bootstrap) {
     const demo = await bootstrapDemo(gateway.store, config.bootstrap.org, config.bootstrap.credits);
     if (demo) {
-      console.log(`First start: created organization "${demo.org.name}" with $${formatUsd(demo.org.balanceMicros)} of credits.`);
+      console.log(`First start: created organization "${demo.org.name}" with ${displayUsd(demo.org.balanceMicros)} of credits.`);
       if (demo.login) {
         console.log(`Console login (an operator; shown once): ${demo.login.email} / ${demo.login.password}`);
         console.log('  sign in to the web console (its address is printed below); add users with `gateway users create`');
@@ -127,25 +129,27 @@ export function buildProgram(): Command {
 
   const orgs = program.command('orgs').description('Manage organizations (prepaid credit balance, retention mode).');
   orgs.command('create <name>').description('Create an organization with a starting credit balance.')
-    .requiredOption('--credits <usd>', 'starting balance in USD, e.g. 25 or 10.50')
+    .requiredOption('--credits <usd>', 'starting balance in USD, e.g. 25 or 10.50', usdAmount)
     .addOption(new Option('--retention <mode>', 'keep generated media (standard) or never store it (none)').choices(['standard', 'none']).default('standard'))
     .addOption(configOption())
     .action(async (name: string, opts: { credits: string; retention: Retention; config: string }) => {
       const org = await withStore(opts.config, async (s) => {
-        const created = await createOrg(s, name, opts.credits, opts.retention);
+        const created = await createOrg(s, name, opts.credits, opts.retention, 'initial credits (gateway orgs create)');
         await recordCommand(s, 'orgs create', { orgId: created.id, targetId: created.id, after: { name: created.name, balance_usd: microsToUsd(created.balanceMicros), retention: created.retention } });
         return created;
       });
-      console.log(`created organization "${org.name}" (${org.id}) with $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+      console.log(`created organization "${org.name}" (${org.id}) with ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
+  addOrgsList(orgs);
   orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
     .action(async (name: string, opts: { config: string }) => {
       const org = await withStore(opts.config, (s) => requireOrg(s, name));
-      console.log(`${org.name} (${org.id}): balance $${formatUsd(org.balanceMicros)}, retention ${org.retention}`);
+      console.log(`${org.name} (${org.id}): balance ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
 
   const keys = program.command('keys').description('Manage API keys (stored hashed; the key is shown once).');
   addKeyCommands(keys);
+  addKeysList(keys);
   addKeyRotateCommand(keys);
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())
@@ -159,14 +163,15 @@ export function buildProgram(): Command {
     });
 
   program.command('credits').description('Manage prepaid credits.')
-    .command('add <usd>').description('Add USD credits to an organization.')
+    .command('add').description('Add USD credits to an organization.')
+    .argument('<usd>', 'amount in USD, e.g. 25 or 10.50', usdAmount)
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (usd: string, opts: { org: string; config: string }) => {
       const balance = await withStore(opts.config, async (s) => {
         const org = await requireOrg(s, opts.org);
         return changing(s, 'credits add', org.id, org.id, () => addCredits(s, opts.org, usd));
       });
-      console.log(`added $${usd} to "${opts.org}"; balance is now $${balance}`);
+      console.log(`added ${displayUsd(parseUsdToMicros(usd))} to "${opts.org}"; balance is now ${displayUsd(balance)}`);
     });
 
   const providerKeys = program.command('provider-keys').description("Manage an organization's own provider keys (bring your own key).");
@@ -206,7 +211,8 @@ export async function main(argv: string[]): Promise<void> {
     await buildProgram().parseAsync(argv);
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`configuration refused:\n${err.message}`);
+      const missing = err.problems.length === 1 && err.problems[0]?.message === FILE_NOT_FOUND;
+      console.error(`configuration refused:\n${err.message}${missing ? `\n(give the file with --config FILE; without it, gateway.yaml in the current directory, ${process.cwd()})` : ''}`);
       process.exit(2);
     }
     console.error(`gateway: ${(err as Error).message}`);

@@ -3,9 +3,10 @@ import { changeKey, changeProject, requireOrg, requireProject } from '../src/adm
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
 import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../src/limits/types.js';
-import { formatUsd, parseUsdToMicros } from '../src/money.js';
+import { displayUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
+import { warnIfBudgetTooSmall } from './budget-warning.js';
 import { configOption, withStore } from './common.js';
 
 /*
@@ -61,9 +62,6 @@ const patchOf = (f: LimitFlags): LimitsPatch => ({
   rpm: value(f.rpm), tpm: value(f.tpm), maxConcurrent: value(f.maxConcurrent), budgetMicros: value(f.budgetUsd), budgetPeriod: f.budgetPeriod,
 });
 
-/** A budget as people write it: `1.5`, `0.01`, `25` (the exact micro-USD, without trailing zeros past the cents). */
-const usdShort = (micros: number): string => formatUsd(micros).replace(/(\.\d\d\d*?)0+$/, '$1');
-
 const given = (f: LimitFlags): boolean => Object.values(patchOf(f)).some((v) => v !== undefined);
 
 /** The limits after the flags (from `current`); a bad combination names its flag. */
@@ -81,7 +79,7 @@ export function describeLimits(l: LimitSpec): string {
   const parts = [
     l.rpm !== undefined ? `rpm ${l.rpm}` : '', l.tpm !== undefined ? `tpm ${l.tpm}` : '',
     l.maxConcurrent !== undefined ? `max concurrent ${l.maxConcurrent}` : '',
-    l.budget ? `budget $${usdShort(l.budget.micros)} ${l.budget.period === 'total' ? 'in total' : `per ${l.budget.period}`}` : '',
+    l.budget ? `budget ${displayUsd(l.budget.micros)} ${l.budget.period === 'total' ? 'in total' : `per ${l.budget.period}`}` : '',
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'none';
 }
@@ -93,7 +91,7 @@ async function budgetLine(store: Store, owner: ScopeOwner, l: LimitSpec, now: nu
   const spent = await store.limits.spentSince(owner, start);
   const left = Math.max(0, l.budget.micros - spent);
   const reset = end === null ? 'a total budget never resets' : `resets ${new Date(end).toISOString()}`;
-  return `spent $${formatUsd(spent)} of $${usdShort(l.budget.micros)} this ${l.budget.period === 'total' ? 'budget (total)' : `${l.budget.period} (since ${new Date(start).toISOString()})`}, $${formatUsd(left)} left; ${reset}`;
+  return `spent ${displayUsd(spent)} of ${displayUsd(l.budget.micros)} this ${l.budget.period === 'total' ? 'budget (total)' : `${l.budget.period} (since ${new Date(start).toISOString()})`}, ${displayUsd(left)} left; ${reset}`;
 }
 
 async function keyByPrefix(store: Store, prefix: string) {
@@ -107,13 +105,16 @@ export function addKeyLimitCommands(keys: Command): void {
     .addOption(configOption())
     .action(async (prefix: string, opts: LimitFlags & { config: string }) => {
       if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
-      const limits = await withStore(opts.config, async (s, invalidation) => {
+      const { limits, where } = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
         await changing(s, 'keys limits', key.orgId, key.id, () => changeKey(s, invalidation, key, { limits: next }));
-        return next;
+        const project = await s.tenancy.getProject(key.orgId, key.projectId);
+        const org = await s.getOrg(key.orgId);
+        return { limits: next, where: { org: org?.name ?? key.orgId, project: project?.name ?? key.projectId, projectDefault: project?.defaultMaxTokens ?? null, allowedModels: key.allowedModels } };
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
+      warnIfBudgetTooSmall(opts.config, limits, where);
     });
 
   keys.command('show <prefix>').description('Show the key starting with PREFIX: its project, status, limits (its own and its project\'s), and each budget\'s spend this period and when it resets.')
@@ -147,12 +148,13 @@ export function addProjectLimitCommand(projects: Command): void {
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (name: string, opts: LimitFlags & { org: string; config: string }) => {
       if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
-      const limits = await withStore(opts.config, async (s, invalidation) => {
+      const { limits, projectDefault } = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);
         await changing(s, 'projects limits', project.orgId, project.id, () => changeProject(s, invalidation, project, { limits: next }));
-        return next;
+        return { limits: next, projectDefault: project.defaultMaxTokens };
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);
+      warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
     });
 }

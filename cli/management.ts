@@ -4,13 +4,15 @@ import { randomBase62 } from '../src/ids.js';
 import { readFileSync } from 'node:fs';
 import { bodyLoggingOf, parseGuardrails } from '../src/guardrails/schema.js';
 import type { BodyLogging, GuardrailSpec } from '../src/guardrails/types.js';
-import { formatUsd } from '../src/money.js';
+import { displayUsd } from '../src/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
 import { addKeyCacheCommand, addProjectCacheCommand } from './cache.js';
 import { configOption, loadAll, readStdin, withStore } from './common.js';
+import { warnIfBudgetTooSmall } from './budget-warning.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
+import { addProjectsList, addUsersList } from './lists.js';
 import { addKeyLimitCommands, addProjectLimitCommand, describeLimits, limitOptions, limitsFromFlags, type LimitFlags } from './limits.js';
 
 function positiveInt(max: number) {
@@ -54,6 +56,7 @@ export function addKeyCommands(keys: Command): void {
       ].filter(Boolean);
       console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${notes.length ? ` (${notes.join('; ')})` : ''}; store it now, it is not shown again:`);
       console.log(r.key);
+      warnIfBudgetTooSmall(opts.config, limits, { org: r.org.name, project: r.project.name, projectDefault: r.project.defaultMaxTokens, allowedModels: models });
     });
   addKeyLimitCommands(keys);
   addKeyCacheCommand(keys);
@@ -71,9 +74,11 @@ export function addProjectCommands(program: Command): void {
         return made;
       });
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
+      warnIfBudgetTooSmall(opts.config, limits, { org: org.name, project: project.name, projectDefault: project.defaultMaxTokens });
     });
   addProjectLimitCommand(projects);
   addProjectCacheCommand(projects);
+  addProjectsList(projects);
   projects.command('update <name>')
     .description('Change a project\'s settings; options left out keep their value. Running instances are told at once.')
     .requiredOption('--org <name>', 'organization name')
@@ -125,6 +130,7 @@ function maxTokensOrNone(value: string): number | 'none' {
 export function addUserCommands(program: Command): void {
   const users = program.command('users').description('Manage console users (sign in to the management API and the web console).');
   addUserLifecycleCommands(users);
+  addUsersList(users);
   users.command('create').description('Create a console user; with --org and --role, also a member of that organization.')
     .requiredOption('--email <email>', 'their email address, used to sign in')
     .option('--password-stdin', 'read the password from standard input (else a random one is generated and printed once)')
@@ -167,11 +173,11 @@ export function addLogsCommand(program: Command): void {
         console.log('no requests logged yet');
         return;
       }
-      console.log(['time (UTC)              ', 'request id                  ', 'project     ', 'key        ', 'model                 ', 'status', 'cost USD   ', 'ms'].join('  '));
+      console.log(['time (UTC)              ', 'request id                  ', 'project     ', 'key        ', 'model                 ', 'status', 'cost       ', 'ms'].join('  '));
       for (const r of rows) {
         console.log([
           new Date(r.createdAt).toISOString(), pad(r.requestId, 28), pad(r.projectName ?? '-', 12), pad(r.keyPrefix ?? '-', 11),
-          pad(r.requestedModel ?? '-', 22), pad(String(r.status), 6), pad(formatUsd(r.costMicros), 11), String(r.durationMs),
+          pad(r.requestedModel ?? '-', 22), pad(String(r.status), 6), pad(displayUsd(r.costMicros), 11), String(r.durationMs),
         ].join('  ') + (r.errorCode ? `  ${r.errorCode}` : ''));
       }
     });

@@ -1,12 +1,15 @@
+import { closestByWords } from './config/did-you-mean.js';
+import { fieldLabel } from './management/field-messages.js';
 import type { BodyLogging, GuardrailSpec } from './guardrails/types.js';
 import type { CacheSetting } from './cache/types.js';
 import { generateApiKey } from './auth.js';
 import { invalidField } from './errors.js';
 import { randomBase62 } from './ids.js';
+import { projectNameProblem } from './project-name.js';
 import type { InvalidationKind, Invalidator } from './invalidation.js';
 import type { LimitSpec } from './limits/types.js';
 import { hashPassword, passwordProblem } from './management/passwords.js';
-import { formatUsd, parseUsdToMicros } from './money.js';
+import { formatUsd, parseUsdToMicros, type Micros } from './money.js';
 import type { ProviderCatalog } from './providers/catalog.js';
 import type { UnsupportedParamsPolicy } from './providers/types.js';
 import type { OrgRole, User } from './store/accounts.js';
@@ -30,7 +33,10 @@ export function allowedModels(catalog: ProviderCatalog, models: readonly string[
   const ids = models.map((m, i) => {
     if (catalog.groups.has(m)) return m; // a model group, by its name
     const route = catalog.routesFor(m)[0];
-    if (!route) throw invalidField(`${field}[${i}]`, `"${field}[${i}]": no provider serves a model "${m}"`);
+    if (!route) {
+      const near = closestByWords(m, catalog.allRoutes().flatMap((r) => [r.model.id, ...r.model.aliases]));
+      throw invalidField(`${field}[${i}]`, `No provider serves a model "${m}"${near ? `; did you mean ${near}?` : ''} (the Models page lists them)`);
+    }
     return route.model.id;
   });
   return [...new Set(ids)];
@@ -40,8 +46,8 @@ export function allowedModels(catalog: ProviderCatalog, models: readonly string[
 export function futureTime(iso: string | null | undefined, now: number, field: string): number | null {
   if (iso === null || iso === undefined) return null;
   const at = Date.parse(iso);
-  if (Number.isNaN(at)) throw invalidField(field, `"${field}" must be an ISO 8601 date-time`);
-  if (at <= now) throw invalidField(field, `"${field}" must be in the future`);
+  if (Number.isNaN(at)) throw invalidField(field, `${fieldLabel(field)} must be an ISO 8601 date-time, e.g. 2027-01-31T12:00:00Z`);
+  if (at <= now) throw invalidField(field, `${fieldLabel(field)} must be in the future`);
   return at;
 }
 
@@ -121,9 +127,10 @@ export async function removeProviderKey(store: Store, invalidation: Invalidator 
   return announce(invalidation, 'provider_key', orgId);
 }
 
-export async function createOrg(store: Store, name: string, creditsUsd: string, retention: Retention): Promise<Org> {
+/** `note`: the first credit's ledger note, what made it. */
+export async function createOrg(store: Store, name: string, creditsUsd: string, retention: Retention, note?: string): Promise<Org> {
   if (!name.trim()) throw new Error('the organization name must not be empty');
-  return store.createOrg(name.trim(), parseUsdToMicros(creditsUsd), retention);
+  return store.createOrg(name.trim(), parseUsdToMicros(creditsUsd), retention, note);
 }
 
 export async function requireOrg(store: Store, name: string): Promise<Org> {
@@ -139,7 +146,8 @@ export async function requireProject(store: Store, org: Org, name: string): Prom
 }
 
 export async function createProject(store: Store, orgName: string, name: string, limits: LimitSpec = {}): Promise<{ org: Org; project: Project }> {
-  if (!name.trim()) throw new Error('the project name must not be empty');
+  const problem = projectNameProblem(name.trim());
+  if (problem) throw new Error(`${JSON.stringify(name.trim())} cannot be a project name. ${problem}`);
   const org = await requireOrg(store, orgName);
   return { org, project: await store.tenancy.createProject(org.id, name.trim(), limits) };
 }
@@ -194,10 +202,10 @@ export async function deleteProviderKey(store: Store, orgName: string, provider:
   throw new Error(`"${orgName}" has no own key for provider "${provider}" (${held.length ? `it has keys for: ${held.join(', ')}` : 'it has none'})`);
 }
 
-export async function addCredits(store: Store, orgName: string, usd: string): Promise<string> {
+/** Returns the new balance, micro-USD. */
+export async function addCredits(store: Store, orgName: string, usd: string): Promise<Micros> {
   const org = await requireOrg(store, orgName);
-  const balance = await store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');
-  return formatUsd(balance);
+  return store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');
 }
 
 export interface NewUser {
@@ -223,6 +231,10 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
   return { user, org };
 }
 
+/** What the first start's demo key and credit are called (gateway.yaml's `bootstrap`). */
+export const DEMO_KEY_NAME = 'demo key (first start)';
+export const DEMO_CREDITS_NOTE = 'demo credits: first start (gateway.yaml bootstrap)';
+
 /** The operator login the embedded default creates on its first start. */
 const BOOTSTRAP_EMAIL = 'admin@localhost';
 
@@ -232,8 +244,8 @@ const BOOTSTRAP_EMAIL = 'admin@localhost';
  */
 export async function bootstrapDemo(store: Store, org: string, credits: number): Promise<{ key: string; org: Org; login: { email: string; password: string } | undefined } | undefined> {
   if ((await store.countOrgs()) > 0) return undefined;
-  const created = await store.createOrg(org, credits, 'standard');
-  const { key } = await createKey(store, created.name, { name: 'demo key (first start)' });
+  const created = await store.createOrg(org, credits, 'standard', DEMO_CREDITS_NOTE);
+  const { key } = await createKey(store, created.name, { name: DEMO_KEY_NAME });
   let login: { email: string; password: string } | undefined;
   if ((await store.accounts.countUsers()) === 0) {
     login = { email: BOOTSTRAP_EMAIL, password: randomBase62(20) };

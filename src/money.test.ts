@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatUsd, microsToUsd, parseUsdToMicros, parseUsdToPicos, picosToMicros, picosToMicrosCeil } from './money.js';
+import { displayUsd, formatUsd, microsToUsd, parseUsdToMicros, parseUsdToPicos, picosToMicros, picosToMicrosCeil } from './money.js';
 
 describe('money', () => {
   it.each([
@@ -40,5 +40,18 @@ describe('money', () => {
     expect(formatUsd(-5)).toBe('-0.000005');
     expect(microsToUsd(80_000)).toBe(0.08);
     expect(() => parseUsdToMicros('1.1234567')).toThrow(RangeError);
+  });
+});
+
+describe('displayUsd: money for people, as the console writes it (issue 35)', () => {
+  it.each([
+    [10_000_000, '$10.00'], [0, '$0.00'], [50, '$0.00005'], [6, '$0.000006'], [10_000, '$0.01'], [1_500_000, '$1.50'],
+    [1_234_567_891, '$1,234.567891'], [1_000_000_000_000_000, '$1,000,000,000.00'], [-2_500_000, '-$2.50'], [100, '$0.0001'],
+  ])('%i µUSD → %s', (micros, text) => {
+    expect(displayUsd(micros)).toBe(text);
+  });
+
+  it('never writes $0.00 for an amount that is not zero', () => {
+    for (let micros = 1; micros < 10_000; micros += 37) expect(displayUsd(micros)).not.toBe('$0.00');
   });
 });

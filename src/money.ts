@@ -73,3 +73,16 @@ export function formatUsd(micros: Micros): string {
   const abs = Math.abs(micros);
   return `${sign}${Math.floor(abs / MICROS_PER_USD)}.${String(abs % MICROS_PER_USD).padStart(6, '0')}`;
 }
+
+/**
+ * Micro-USD for people, as the console writes it (docs/cli.md, "Money"): `$`, thousands
+ * separated, at least 2 decimals and up to 6, exact — `$10.00`, `$0.00005`, `$1,234.567891`.
+ * Never rounded, so a non-zero amount never reads `$0.00`.
+ */
+export function displayUsd(micros: Micros): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const whole = String(Math.floor(abs / MICROS_PER_USD)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const fraction = String(abs % MICROS_PER_USD).padStart(6, '0').replace(/0{1,4}$/, '');
+  return `${sign}$${whole}.${fraction}`;
+}

@@ -25,7 +25,7 @@ export { elapsedMs, exchangeSlot, serverCut, type ExchangeSlot, type ExchangeVie
 export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './errors.js';
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
-export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, type Micros } from './money.js';
+export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, picosToMicrosCeil, type Micros } from './money.js';
 export { costPicos, picosAt, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
 export { estimateTokens, tokensForChars } from './tokens.js';
 // Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.

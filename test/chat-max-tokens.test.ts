@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_TOKENS_HINT } from '../plugins/chat/max-tokens-hint.js';
 import type { ErrorBody } from '../src/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
@@ -30,7 +31,7 @@ describe('an Anthropic model without max_tokens', () => {
     expect(r.status).toBe(400);
     const { error } = r.body as ErrorBody;
     expect(error).toEqual({
-      message: expect.stringContaining('max_tokens: Field required') as unknown as string,
+      message: `max_tokens: Field required (${MAX_TOKENS_HINT})`,
       type: 'gateway_error', code: 'gateway_error', param: null, usedProvider: 'anthropic', requestedModel: 'claude-sonnet-4-5',
     });
     const row = await logRow(t, r.headers.get('x-request-id') ?? '');

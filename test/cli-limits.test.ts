@@ -21,7 +21,8 @@ describe('limits from the CLI', { timeout: 60_000 }, () => {
 
   it('keys create takes the limit flags, still prints the key alone on the last line, and the running server enforces them', async () => {
     const r = await cli(['keys', 'create', '--org', 'acme', '--rpm', '2', '--tpm', '100000', '--max-concurrent', '3', '--budget-usd', '1.5', '--budget-period', 'month', '--config', config]);
-    expect(r.stderr).toBe('');
+    // grok-4 without max_tokens reserves $3.84: a $1.50 budget blocks it, and the CLI says so (issue 35)
+    expect(r.stderr).toMatch(/^warning: the budget of \$1\.50 per month is below what one chat request reserves on 1 of \d+ models: .*\(grok-4: 256,000 output tokens, \$3\.84\)/);
     key = lastLine(r.stdout);
     expect(key).toMatch(KEY);
     expect(r.stdout).toBe(`created key ${key.slice(0, 11)}… in "acme" / default (limits rpm 2, tpm 100000, max concurrent 3, budget $1.50 per month); store it now, it is not shown again:\n${key}\n`);
@@ -53,7 +54,7 @@ describe('limits from the CLI', { timeout: 60_000 }, () => {
 
   it('keys limits changes only the flags given; none removes a limit; the server follows within a second', async () => {
     const r = await cli(['keys', 'limits', key.slice(0, 11), '--rpm', 'none', '--budget-period', 'total', '--config', config]);
-    expect(r.stderr).toBe('');
+    expect(r.stderr).toMatch(/^warning: the budget of \$1\.50 in total is below what one chat request reserves on 1 of \d+ models: /);
     expect(r.stdout).toBe(`limits of key ${key.slice(0, 11)}…: tpm 100000, max concurrent 3, budget $1.50 in total\n`);
     expect(limitsOf('api_keys', 'prefix', key.slice(0, 11))).toEqual({ limit_rpm: null, limit_tpm: 100_000, limit_concurrent: 3, budget_micros: 1_500_000, budget_period: 'total' });
     let status = 429;
@@ -66,7 +67,7 @@ describe('limits from the CLI', { timeout: 60_000 }, () => {
 
   it('projects create and projects limits set a project\'s limits, shared by its keys', async () => {
     const r = await cli(['projects', 'create', 'batch', '--org', 'acme', '--rpm', '1', '--budget-usd', '0.5', '--budget-period', 'day', '--config', config]);
-    expect(r.stderr).toBe('');
+    expect(r.stderr).toMatch(/^warning: the budget of \$0\.50 per day is below what one chat request reserves on \d+ of \d+ models: .*--default-max-tokens N\)/);
     expect(r.stdout).toMatch(/^created project "batch" \(prj_\w+\) in "acme" with limits rpm 1, budget \$0\.50 per day\n$/);
     const a = lastLine((await cli(['keys', 'create', '--org', 'acme', '--project', 'batch', '--config', config])).stdout);
     const b = lastLine((await cli(['keys', 'create', '--org', 'acme', '--project', 'batch', '--config', config])).stdout);

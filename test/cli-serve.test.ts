@@ -81,7 +81,7 @@ describe('admin commands against a running server (same SQLite file)', () => {
     expect(refused.status).toBe(402);
     expect((refused.body.error as { code: string }).code).toBe('insufficient_credits');
 
-    expect(await admin('credits', 'add', '1', '--org', 'broke')).toBe('added $1 to "broke"; balance is now $1.000000\n');
+    expect(await admin('credits', 'add', '1', '--org', 'broke')).toBe('added $1.00 to "broke"; balance is now $1.00\n');
     // The server re-reads a stored balance at most once a second: poll, bounded.
     let ok = await chat(server.url, key);
     for (let i = 0; i < 30 && ok.status === 402; i++) {
@@ -201,7 +201,7 @@ describe('first start (bootstrap)', () => {
     const lines = first.stdout().split('\n');
     const keys = lines.filter((l) => KEY.test(l));
     expect(keys).toHaveLength(1);
-    expect(lines).toContain('First start: created organization "demo" with $10.000000 of credits.');
+    expect(lines).toContain('First start: created organization "demo" with $10.00 of credits.');
     const key = keys[0]!;
     const res = await chat(first.url, key, 'Hello from curl');
     expect(res.status).toBe(200);
@@ -213,6 +213,10 @@ describe('first start (bootstrap)', () => {
     expect(second.stdout()).not.toContain('First start');
     expect((await chat(second.url, key)).status).toBe(200); // the first key still works
     expect(query(db, 'SELECT name FROM orgs')).toEqual([{ name: 'demo' }]);
+    // Issue 35: the demo key has a name, and the first credit says what made it (not "command line").
+    expect(query(db, 'SELECT name FROM api_keys')).toEqual([{ name: 'demo key (first start)' }]);
+    expect(query(db, "SELECT amount_micros, note, created_by FROM ledger WHERE kind = 'credit'"))
+      .toEqual([{ amount_micros: 10_000_000, note: 'demo credits: first start (gateway.yaml bootstrap)', created_by: null }]);
     expect(query(db, 'SELECT COUNT(*) AS n FROM api_keys')).toEqual([{ n: 1 }]);
     expect(second.child.kill('SIGTERM')).toBe(true);
     expect(await second.exited).toEqual({ code: 0, signal: null });

@@ -133,7 +133,7 @@ describe('the web console', { timeout: 45_000 }, () => {
     await form.getByRole('button', { name: 'Create', exact: true }).click();
     await expect.poll(() => rpm.getAttribute('aria-invalid')).toBe('true');
     const described = await rpm.getAttribute('aria-describedby');
-    expect(await page.locator(`[id="${described}"]`).textContent()).toMatch(/^Must be <= 1000000000/); // under its field, without the API's field path
+    expect(await page.locator(`[id="${described}"]`).textContent()).toMatch(/^Requests per minute must be at most 1,000,000,000/); // in words, no API path (issue 35)
     expect(await rpm.evaluate((e) => e === document.activeElement)).toBe(true); // focus moved to the refused field
     expect(await form.getByRole('alert').count()).toBe(0); // shown at the field, not as a form-wide error
     await expectAccessible('keys-field-error');

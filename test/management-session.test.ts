@@ -188,15 +188,21 @@ describe('management tokens', () => {
 describe('bad input', () => {
   it('answers 400 naming the field: missing, unknown, wrong type, out of range, bad JSON', async () => {
     const api = await signIn(t.url, 'owner@acme.test');
+    const projectId = ((await api.get(`/api/v1/orgs/${t.orgId}/projects`)).body.data as Array<{ id: string }>)[0]?.id ?? '';
     const cases: Array<[() => ReturnType<Api['post']>, string | null, RegExp]> = [
-      [() => anon().post('/api/v1/session', { email: 'owner@acme.test' }), 'password', /"password" is required/],
+      [() => anon().post('/api/v1/session', { email: 'owner@acme.test' }), 'password', /^Password is required$/],
       [() => api.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'x', colour: 'red' }), 'colour', /"colour" is not a known field/],
-      [() => api.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 42 }), 'name', /"name" must be string/],
-      [() => api.post(`/api/v1/orgs/${t.orgId}/projects/nope/keys`, { allowed_models: ['gpt-4o-mini', ''] }), 'allowed_models[1]', /"allowed_models\[1\]" must NOT have fewer than 1 characters/],
-      [() => api.get(`/api/v1/orgs/${t.orgId}/logs?limit=0`), 'limit', /"limit" must be >= 1/],
-      [() => api.get(`/api/v1/orgs/${t.orgId}/logs?status=teapot`), 'status', /"status" must match pattern/],
+      [() => api.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 42 }), 'name', /^Name must be text$/],
+      [() => api.post(`/api/v1/orgs/${t.orgId}/projects/nope/keys`, { allowed_models: ['gpt-4o-mini', ''] }), 'allowed_models[1]', /^Allowed models, item 2, must not be empty$/],
+      [() => api.get(`/api/v1/orgs/${t.orgId}/logs?limit=0`), 'limit', /^Limit must be at least 1$/],
+      [() => api.get(`/api/v1/orgs/${t.orgId}/logs?status=teapot`), 'status', /^Status must match the pattern/],
       [() => api.get(`/api/v1/orgs/${t.orgId}/projects?sort=name`), 'sort', /"sort" is not a known field of the querystring/],
       [() => api.post(`/api/v1/orgs/${t.orgId}/projects`, '{"name":'), null, /not well-formed JSON/],
+      // Issue 35: project names are slugs, refused in words with the slug they could be.
+      [() => api.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'My Project!' }), 'name',
+        /^A project name is a slug: lowercase letters, digits, "-" and "_", starting with a letter or digit, at most 64 characters, e\.g\. "my-project"$/],
+      [() => api.post(`/api/v1/orgs/${t.orgId}/projects/${projectId}/keys`, { allowed_models: ['claude-3-5-haiku'] }), 'allowed_models[0]',
+        /^No provider serves a model "claude-3-5-haiku"; did you mean claude-haiku-4-5\? \(the Models page lists them\)$/],
     ];
     for (const [call, param, message] of cases) {
       const r = await call();

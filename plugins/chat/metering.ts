@@ -1,4 +1,4 @@
-import { microsToUsd, type ModelDef, picosAt, picosToMicros, type PriceKey, pricesFor, type TokenCounts } from '../../src/sdk.js';
+import { microsToUsd, type ModelDef, picosAt, picosToMicros, picosToMicrosCeil, type PriceKey, pricesFor, type TokenCounts } from '../../src/sdk.js';
 import type { TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 
@@ -55,16 +55,35 @@ export function maxChatCostPicos(req: ChatRequest, model: ModelDef): bigint {
   const prices = pricesFor(model, { promptTokens: req.promptBound });
   const write = prices.input_cache_write ?? 0n;
   const prompt = prices.prompt ?? 0n;
-  // Any output token may be a reasoning one: the bound is held at the dearer of the two output prices.
+  return picosAt(write > prompt ? write : prices.prompt, req.promptBound) + picosAt(dearestOutputPrice(prices), completion);
+}
+
+/** Any output token may be a reasoning one: the bound is held at the dearer of the two output prices. */
+function dearestOutputPrice(prices: Partial<Record<PriceKey, bigint>>): bigint | undefined {
   const output = prices.completion ?? 0n;
   const reasoning = prices.internal_reasoning ?? 0n;
-  return picosAt(write > prompt ? write : prices.prompt, req.promptBound) + picosAt(reasoning > output ? reasoning : prices.completion, completion);
+  return reasoning > output ? reasoning : prices.completion;
+}
+
+/** One choice's output bound: max_tokens, else the model's max_output_tokens, else its context length (0 for a model that requires max_tokens: its provider refuses the request). */
+function completionBound(maxTokens: number | undefined, model: ModelDef): number {
+  return maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
 }
 
 /** The completion bound of `maxChatCostPicos`: max_tokens (else the model's bound) for each of the `n` choices. */
 function maxCompletionTokens(req: ChatRequest, model: ModelDef): number {
-  const perChoice = req.maxTokens ?? (model.requiresMaxTokens ? 0 : model.maxOutputTokens ?? (model.contextLength || DEFAULT_MAX_OUTPUT));
-  return perChoice * (req.choices ?? 1);
+  return completionBound(req.maxTokens, model) * (req.choices ?? 1);
+}
+
+/**
+ * What a one-choice request that names no output bound holds on a model beyond its prompt
+ * (docs/limits.md, "Budgets and the output bound"): `defaultMaxTokens` (the project's or
+ * gateway.yaml's default, sent upstream), else the model's whole output window, at the
+ * dearest output price, rounded up to micro-USD as reservations are.
+ */
+export function outputBoundOf(model: ModelDef, defaultMaxTokens: number | undefined): { tokens: number; micros: number } {
+  const tokens = completionBound(defaultMaxTokens, model);
+  return { tokens, micros: picosToMicrosCeil(picosAt(dearestOutputPrice(model.pricePicos), tokens)) };
 }
 
 /** The most tokens a request can use on a model (prompt bound + completion bound): what a `tpm` limit reserves. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { packageRoot } from '../paths.js';
+import { closest } from './did-you-mean.js';
 import { ConfigError, type ConfigProblem, type YamlFile } from './yaml-file.js';
 
 /** The JSON Schemas in `config/`, compiled once per process use. */
@@ -11,7 +12,8 @@ export interface ConfigSchemas {
 }
 
 export function compileSchemas(): ConfigSchemas {
-  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  // verbose: an error carries its schema, whose property names give an unknown key's did-you-mean.
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
   const dir = join(packageRoot(), 'config');
   const load = (name: string): object => JSON.parse(readFileSync(join(dir, name), 'utf8')) as object;
   return { gateway: ajv.compile(load('gateway.schema.json')), provider: ajv.compile(load('provider.schema.json')) };
@@ -29,8 +31,11 @@ function toProblem(e: ErrorObject, file: YamlFile, pathPrefix: string): ConfigPr
   let message = e.message ?? 'is invalid';
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') {
-    path = `${path}/${String(params.additionalProperty)}`;
-    message = 'is not a known setting';
+    const key = String(params.additionalProperty);
+    path = `${path}/${key}`;
+    const known = (e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties;
+    const near = known ? closest(key, Object.keys(known)) : undefined;
+    message = near ? `is not a known setting; did you mean ${path.slice(0, -key.length)}${near}?` : 'is not a known setting';
   } else if (e.keyword === 'enum') {
     message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
   } else if (e.keyword === 'pattern' && String(params.pattern).includes('[0-9]{1,12}')) {
@@ -38,7 +43,8 @@ function toProblem(e: ErrorObject, file: YamlFile, pathPrefix: string): ConfigPr
   } else if (e.keyword === 'required') {
     message = `must have the field "${String(params.missingProperty)}"`;
   }
-  return { file: file.file, line: file.lineOf(path), path, message };
+  const line = e.keyword === 'additionalProperties' ? (file.keyLineOf ?? file.lineOf)(path) : file.lineOf(path);
+  return { file: file.file, line, path, message };
 }
 
 /**
@@ -49,7 +55,7 @@ function toProblem(e: ErrorObject, file: YamlFile, pathPrefix: string): ConfigPr
 export function validatePluginSettings(
   plugin: string, schema: object, settings: unknown, source: { file: string; lineOf(pointer: string): number | undefined },
 ): unknown {
-  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, allowUnionTypes: true });
+  const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, allowUnionTypes: true, verbose: true });
   const data = structuredClone(settings ?? {});
   const validate = ajv.compile(schema);
   const prefix = `/settings/${plugin}`;

@@ -9,6 +9,7 @@ import { audited, auditedPluginRoute } from './audit-hook.js';
 import { ROUTE_AUDIT, type RouteAudit } from './audit-routes.js';
 import { authorize, scopeOf, callerOf } from './authn.js';
 import { ROUTE_ACCESS, type Access, type RouteKey } from './roles.js';
+import { fieldLabel, ruleMessage } from './field-messages.js';
 import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
 
 /** A management route: its path and method name its entry in ROUTE_ACCESS (the role table). */
@@ -40,10 +41,11 @@ function validationError(errors: FastifySchemaValidationError[], where: string):
   const path = (e?.instancePath ?? '').split('/').filter(Boolean).map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
   const p = (e?.params ?? {}) as { missingProperty?: string; additionalProperty?: string };
   const join = (name: string): string => (path ? `${path}.${name}` : name);
-  if (p.missingProperty) return invalidField(join(p.missingProperty), `"${join(p.missingProperty)}" is required`);
+  if (p.missingProperty) return invalidField(join(p.missingProperty), `${fieldLabel(join(p.missingProperty))} is required`);
+  // The one message that names the field as sent: a field the API does not know has no label.
   if (p.additionalProperty) return invalidField(join(p.additionalProperty), `"${join(p.additionalProperty)}" is not a known field of the ${where}`);
   const field = path || where;
-  return invalidField(path, `"${field}" ${e?.message ?? 'is invalid'}`);
+  return invalidField(path, `${fieldLabel(field)} ${e ? ruleMessage(e) : 'is invalid'}`);
 }
 
 const SECURITY = [{ session: [] }, { token: [] }];

@@ -2,6 +2,7 @@ import { GatewayError, invalidField } from '../errors.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../limits/patch.js';
 import type { BudgetPeriod, Limiter, LimitScope, LimitSpec, ScopeUsage } from '../limits/types.js';
 import { microsToUsd } from '../money.js';
+import { fieldLabel } from './field-messages.js';
 import { usdInput } from './usd.js';
 import { input, int, maybe, obj, str, time, usd, type JsonSchema } from './schemas.js';
 
@@ -54,7 +55,7 @@ export function limitsFromBody(body: LimitsBody | undefined, current: LimitSpec 
   try {
     return applyLimitsPatch(current, patch);
   } catch (err) {
-    if (err instanceof LimitsInputError) throw invalidField(`limits.${err.field satisfies LimitField}`, `"limits.${err.field}": ${err.message}`);
+    if (err instanceof LimitsInputError) throw invalidField(`limits.${err.field satisfies LimitField}`, `${fieldLabel(`limits.${err.field}`)}: ${err.message}`);
     throw err;
   }
 }

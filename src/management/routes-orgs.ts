@@ -1,6 +1,9 @@
 import { allowedModels, futureTime, issueKey } from '../admin.js';
 import { GatewayError, invalidField } from '../errors.js';
+import { closestByWords } from '../config/did-you-mean.js';
+import { projectNameProblem } from '../project-name.js';
 import { DuplicateError } from '../store/types.js';
+import { fieldLabel } from './field-messages.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
@@ -83,6 +86,8 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org'), body: input({ name: NAME, limits: LIMITS_INPUT }, ['name']), response: { 201: PROJECT } },
       async handler(request, reply) {
         const b = request.body as { name: string; limits?: LimitsBody };
+        const problem = projectNameProblem(b.name.trim());
+        if (problem) throw invalidField('name', problem);
         const limits = limitsFromBody(b.limits);
         const p = await conflictAs409(() => store.tenancy.createProject(scopeOf(request).org.id, b.name.trim(), limits));
         void reply.code(201);

@@ -1,4 +1,5 @@
 import { invalidField } from '../errors.js';
+import { fieldLabel } from './field-messages.js';
 import { AmountTooLargeError, parseUsdToMicros, type Micros } from '../money.js';
 
 /** A USD amount from a request (number or decimal string, at most 6 decimals, at most MAX_BALANCE_MICROS either way) as micro-USD. */
@@ -9,7 +10,7 @@ export function usdInput(value: number | string, field: string): Micros {
     const micros = parseUsdToMicros(negative ? text.slice(1) : text);
     return negative ? -micros : micros;
   } catch (err) {
-    if (err instanceof AmountTooLargeError) throw invalidField(field, `"${field}": ${err.message}`);
-    throw invalidField(field, `"${field}" must be a USD amount with at most 6 decimals, e.g. 25 or 10.50`);
+    if (err instanceof AmountTooLargeError) throw invalidField(field, `${fieldLabel(field)}: ${err.message}`);
+    throw invalidField(field, `${fieldLabel(field)} must be a USD amount with at most 6 decimals, e.g. 25 or 10.50`);
   }
 }

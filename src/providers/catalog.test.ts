@@ -70,6 +70,23 @@ describe('provider catalogue', () => {
     expect(refusal({ 'a.yaml': provider(model) }, { ghost: { api_key: 'x' } })).toContain('/providers/ghost: no provider file declares id "ghost"');
   });
 
+  it('a refused provider file is the only error: gateway.yaml\'s settings for it are not also "declared by no file" (issue 35)', () => {
+    const typo = provider(model).replace('models:', 'modles:');
+    expect(refusal({ 'acme.yaml': typo }, { acme: { api_key: 'x' } })).toBe(
+      'acme.yaml:1: must have the field "models"\nacme.yaml:7: /modles: is not a known setting; did you mean /models?',
+    );
+    // Named by its id when the file name differs, and by its file name when the YAML does not even parse.
+    expect(refusal({ 'other.yaml': typo }, { acme: { api_key: 'x' } })).not.toContain('no provider file declares');
+    expect(refusal({ 'acme.yaml': provider(model).replace('name: Acme', 'name: Acme\n  bad: indent') }, { acme: { api_key: 'x' } }))
+      .toBe('acme.yaml:3: YAML syntax: bad indentation: this line is indented more than the key above it, which has a value on its own line; line it up with that key');
+  });
+
+  it('lists a model with aliases once among all routes (/v1/models showed "anthropic, anthropic")', () => {
+    const cat = loadCatalog({ dir: dirWith({ 'a.yaml': provider('  - { id: m, aliases: [m-1, m-2], modality: chat, pricing: { prompt: "0.000001", completion: "0.000002" } }\n') }), schemas, overrides: {}, modalities });
+    expect(cat.allRoutes().map((r) => `${r.provider.id}/${r.model.id}`)).toEqual(['acme/m']);
+    expect(cat.routesFor('m-2')[0]).toBe(cat.routesFor('m')[0]);
+  });
+
   it('refuses an auth with neither a key header nor a scheme, and a scheme with a key header', () => {
     const noHeader = provider(model).replace('auth: { header: Authorization, format: "Bearer {key}" }', 'auth: { format: "Bearer {key}" }');
     expect(refusal({ 'acme.yaml': noHeader })).toMatch(/auth needs header and format \(or a scheme\)/);

@@ -41,9 +41,11 @@ export class ProviderCatalog {
       // A cloud whose auth scheme found no credentials (Vertex without a service account) is no
       // route for an unpinned id: a fallback would end on its refusal. Pinned, it says what is missing.
       const into = provider.auth.scheme && !provider.auth.scheme.account ? pinnedOnly : routes;
+      // One object under the id and each alias: allRoutes() dedups by identity (issue 35).
+      const route: ModelRoute = { provider, endpoint, model };
       for (const name of [model.id, ...model.aliases]) {
         const list = into.get(name) ?? [];
-        list.push({ provider, endpoint, model });
+        list.push(route);
         into.set(name, list);
       }
     }
@@ -177,11 +179,16 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
   const problems: ConfigProblem[] = [];
   const providers: ProviderDef[] = [];
   const models: Array<{ provider: ProviderDef; model: ModelDef }> = [];
+  // Ids a refused file may declare (file name, parsed id): not also "declared by no file" (issue 35).
+  const refused = new Set<string>();
   for (const name of files) {
+    let declared: unknown;
     try {
       const file = readYamlFile(join(opts.dir, name), opts.env);
+      declared = (file.data as { id?: unknown } | null)?.id;
       assertValid(opts.schemas.provider, file);
       const loaded = buildProvider(file, opts, problems);
+      if (!loaded && typeof declared === 'string') refused.add(declared);
       if (!loaded || !enabled((file.data as RawProvider).enabled, opts.overrides[loaded.provider.id])) continue;
       if (providers.some((p) => p.id === loaded.provider.id)) {
         problems.push({ file: file.file, line: file.lineOf('/id'), path: '/id', message: `provider id "${loaded.provider.id}" is declared twice` });
@@ -190,12 +197,14 @@ export function loadCatalog(opts: LoadCatalogOptions): ProviderCatalog {
       providers.push(loaded.provider);
       for (const model of loaded.models) models.push({ provider: loaded.provider, model });
     } catch (err) {
-      if (err instanceof ConfigError) problems.push(...err.problems);
-      else throw err;
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      refused.add(name.replace(/\.ya?ml$/, ''));
+      if (typeof declared === 'string') refused.add(declared);
     }
   }
   for (const id of Object.keys(opts.overrides)) {
-    if (!providers.some((p) => p.id === id) && opts.overrides[id]?.enabled !== false) {
+    if (!providers.some((p) => p.id === id) && !refused.has(id) && opts.overrides[id]?.enabled !== false) {
       const path = `/providers/${id}`;
       problems.push({ file: opts.overridesSource?.file ?? 'gateway.yaml', line: opts.overridesSource?.lineOf(path), path, message: `no provider file declares id "${id}"` });
     }

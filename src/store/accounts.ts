@@ -65,6 +65,8 @@ export interface AccountStore {
   /** With the password hash, for sign-in. */
   findUserByEmail(email: string): Promise<(User & { passwordHash: string }) | undefined>;
   countUsers(): Promise<number>;
+  /** Every user, by email (`gateway users list`). */
+  listUsers(): Promise<User[]>;
 
   /** The user's orgs with their role there, by org name. */
   membershipsOf(userId: string): Promise<Array<{ orgId: string; orgName: string; role: OrgRole }>>;
@@ -154,6 +156,10 @@ export class SqlAccountStore implements AccountStore {
   async countUsers(): Promise<number> {
     const [row] = await this.db.all<{ n: number }>('SELECT COUNT(*) AS n FROM users');
     return Number(row?.n ?? 0);
+  }
+
+  async listUsers(): Promise<User[]> {
+    return (await this.db.all<UserRow>('SELECT * FROM users ORDER BY email')).map(toUser);
   }
 
   async membershipsOf(userId: string): Promise<Array<{ orgId: string; orgName: string; role: OrgRole }>> {

@@ -12,6 +12,9 @@ import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
 
 export type Retention = 'standard' | 'none';
 
+/** The ledger note of an org's first credits, when its creator gives none. */
+export const INITIAL_CREDITS_NOTE = 'initial credits';
+
 export interface Org {
   id: string;
   name: string;

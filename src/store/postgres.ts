@@ -9,7 +9,7 @@ import { PgConnection, storable, type Param, type Scalar } from './postgres-conn
 import { SqlStoreBase } from './sql-store.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
-import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
 import type { Store } from './types.js';
 
 /*
@@ -85,14 +85,14 @@ export class PostgresStore extends SqlStoreBase implements Store {
     await this.closed;
   }
 
-  async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+  async createOrg(name: string, credits: Micros, retention: Retention, note = INITIAL_CREDITS_NOTE): Promise<Org> {
     if (credits > MAX_BALANCE_MICROS) throw creditRefused(credits, 0);
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
       await this.query(`WITH o AS (INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id),
         p AS (INSERT INTO projects (id, org_id, name, created_at) SELECT $6, id, $7, $5 FROM o)
-        INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $3, 'initial credits', $5 FROM o WHERE $3::bigint > 0`,
-      [org.id, name, credits, retention, org.createdAt, newId('prj'), DEFAULT_PROJECT]);
+        INSERT INTO ledger (org_id, kind, amount_micros, note, created_at) SELECT id, 'credit', $3, $8, $5 FROM o WHERE $3::bigint > 0`,
+      [org.id, name, credits, retention, org.createdAt, newId('prj'), DEFAULT_PROJECT, note]);
     } catch (err) {
       if (err instanceof this.conn.pg.DatabaseError && err.code === '23505' && err.constraint === 'orgs_name_key') {
         throw new DuplicateError(`an organization named "${name}" already exists`);

@@ -15,7 +15,7 @@ import { sqliteDb } from './sql.js';
 import { SqlStoreBase } from './sql-store.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { creditRefused, debitRefused, DuplicateError, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
 import type { Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */
@@ -120,7 +120,7 @@ export class SqliteStore extends SqlStoreBase implements Store {
     return this.closing;
   }
 
-  async createOrg(name: string, credits: Micros, retention: Retention): Promise<Org> {
+  async createOrg(name: string, credits: Micros, retention: Retention, note = INITIAL_CREDITS_NOTE): Promise<Org> {
     if (credits > MAX_BALANCE_MICROS) throw creditRefused(credits, 0);
     const org: Org = { id: newId('org'), name, balanceMicros: credits, retention, createdAt: this.now() };
     try {
@@ -128,7 +128,7 @@ export class SqliteStore extends SqlStoreBase implements Store {
         this.db.prepare('INSERT INTO orgs (id, name, balance_micros, retention, created_at) VALUES (?, ?, ?, ?, ?)')
           .run(org.id, name, credits, retention, org.createdAt);
         this.db.prepare('INSERT INTO projects (id, org_id, name, created_at) VALUES (?, ?, ?, ?)').run(newId('prj'), org.id, DEFAULT_PROJECT, org.createdAt);
-        if (credits > 0) this.stmt.ledger.run(org.id, null, 'credit', credits, 'initial credits', org.createdAt, null);
+        if (credits > 0) this.stmt.ledger.run(org.id, null, 'credit', credits, note, org.createdAt, null);
       })();
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new DuplicateError(`an organization named "${name}" already exists`);

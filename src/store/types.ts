@@ -8,6 +8,8 @@ import type { LogQueryStore } from './log-query.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import type { RecordStore } from './records.js';
 import type { ProviderKeyStore } from './provider-key-store.js';
+
+/** The ledger note of an org's first credit when its creator names none. */
 import type { SqlWebhookStore } from './webhook-store.js';
 import type { TenancyStore } from './tenancy.js';
 import type { LedgerAudit, LogRow, Org, ApiKeyRecord, Retention, Settlement } from './model.js';
@@ -47,8 +49,11 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 
-  /** Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS. */
-  createOrg(name: string, credits: Micros, retention: Retention): Promise<Org>;
+  /**
+   * Creates an org and its `default` project; CreditRefusedError for credits past MAX_BALANCE_MICROS.
+   * `note`: the first credit's ledger note, what made it (default `initial credits`).
+   */
+  createOrg(name: string, credits: Micros, retention: Retention, note?: string): Promise<Org>;
   getOrg(id: string): Promise<Org | undefined>;
   findOrgByName(name: string): Promise<Org | undefined>;
   countOrgs(): Promise<number>;

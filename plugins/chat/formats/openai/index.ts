@@ -1,5 +1,6 @@
 import { formatSse } from '../../../../src/sdk.js';
 import { completionText } from '../../dialects/types.js';
+import { formatWithMaxTokensHint } from '../../max-tokens-hint.js';
 import { usageObject } from '../../metering.js';
 import type { ClientFormat, StreamStep } from '../types.js';
 import { openaiPassthrough, withModel } from './passthrough.js';
@@ -16,6 +17,7 @@ export const openaiFormat: ClientFormat = {
   name: 'openai',
   urls: ['/v1/chat/completions'],
   nativeDialect: 'openai',
+  formatError: formatWithMaxTokensHint,
   parse: (input) => parseChatRequest(input.body, input.text),
   codec(dialect, req, ctx) {
     return {

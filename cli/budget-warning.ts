@@ -1,0 +1,70 @@
+import { outputBoundOf } from '../plugins/chat/metering.js';
+import type { LimitSpec } from '../src/limits/types.js';
+import { displayUsd } from '../src/money.js';
+import type { ProviderCatalog } from '../src/providers/catalog.js';
+import type { GatewayConfig } from '../src/config/gateway-config.js';
+import { loadAll } from './common.js';
+
+/*
+ * The CLI's warning when a budget is below what one chat request holds before it is sent
+ * (issue 35, docs/limits.md "Budgets and the output bound"): a request that names no
+ * max_tokens reserves the model's whole output window unless a default max_tokens applies,
+ * and a budget below that refuses every such request, however little it would cost.
+ */
+
+/** gateway.yaml's `settings.chat.default_max_tokens`, if set. */
+export function configDefaultMaxTokens(config: GatewayConfig): number | undefined {
+  const chat = config.settings.chat as { default_max_tokens?: unknown } | undefined;
+  return typeof chat?.default_max_tokens === 'number' ? chat.default_max_tokens : undefined;
+}
+
+export interface BudgetContext {
+  catalog: ProviderCatalog;
+  /** The default max_tokens in force for the project (its own, else gateway.yaml's). */
+  defaultMaxTokens: number | undefined;
+  /** The key's model allow-list; null: every model. */
+  allowedModels: readonly string[] | null;
+  /** What to run to set a project default, e.g. `gateway projects update default --org acme --default-max-tokens N`. */
+  fix: string;
+}
+
+/** The warning for `limits`' budget, or undefined when one request fits in it on every chat model the key may call. */
+export function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefined {
+  const budget = limits.budget;
+  if (!budget) return undefined;
+  const bounds = new Map<string, { tokens: number; micros: number }>();
+  for (const r of ctx.catalog.allRoutes()) {
+    if (r.model.modality !== 'chat') continue;
+    if (ctx.allowedModels && !ctx.allowedModels.includes(r.model.id) && !r.model.aliases.some((a) => ctx.allowedModels?.includes(a))) continue;
+    const bound = outputBoundOf(r.model, ctx.defaultMaxTokens);
+    const known = bounds.get(r.model.id);
+    if (!known || bound.micros > known.micros) bounds.set(r.model.id, bound);
+  }
+  const over = [...bounds].filter(([, b]) => b.micros > budget.micros).sort((a, b) => b[1].micros - a[1].micros || a[0].localeCompare(b[0]));
+  const [dearest] = over;
+  if (!dearest) return undefined;
+  const per = budget.period === 'total' ? 'in total' : `per ${budget.period}`;
+  const [id, bound] = dearest;
+  const source = ctx.defaultMaxTokens === undefined ? 'its whole output window' : `the default max_tokens ${ctx.defaultMaxTokens}`;
+  return `warning: the budget of ${displayUsd(budget.micros)} ${per} is below what one chat request reserves on ${over.length} of ${bounds.size} models: `
+    + `a request without max_tokens reserves ${source} (${id}: ${bound.tokens.toLocaleString('en-US')} output tokens, ${displayUsd(bound.micros)}) and is refused (429 budget_exceeded) however little it would cost. `
+    + `Give the project a smaller default max_tokens, sent upstream so the bound is honest (${ctx.fix}), or have clients send max_tokens (docs/limits.md, "Budgets and the output bound").`;
+}
+
+const arg = (s: string): string => (/^[\w.@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/** Prints the budget warning to stderr for a key or project of `project`; nothing when the provider files cannot be read (the change itself is made). */
+export function warnIfBudgetTooSmall(configFile: string, limits: LimitSpec, where: { org: string; project: string; projectDefault: number | null; allowedModels?: readonly string[] | null }): void {
+  if (!limits.budget) return;
+  let loaded: { config: GatewayConfig; catalog: ProviderCatalog };
+  try {
+    loaded = loadAll(configFile);
+  } catch {
+    return;
+  }
+  const warning = budgetWarning(limits, {
+    catalog: loaded.catalog, defaultMaxTokens: where.projectDefault ?? configDefaultMaxTokens(loaded.config), allowedModels: where.allowedModels ?? null,
+    fix: `gateway projects update ${arg(where.project)} --org ${arg(where.org)} --default-max-tokens N`,
+  });
+  if (warning) console.error(warning);
+}
