@@ -20,11 +20,13 @@ import { COMMON, WINDOWS } from './redis-scripts.js';
  * A marker key makes a return run once, whatever retries follow a lost reply.
  *
  * ARGV (one argument, joined by newlines): 1 clock override, 2 instance id, 3 instances
- * key, 4 window ms, 5 hold TTL ms, 6 lease TTL ms, 7 scope count; then per scope 19
+ * key, 4 window ms, 5 hold TTL ms, 6 lease TTL ms, 7 scope count; then per scope 21
  * fields: base, rpm, tpm, conc, budget micros, period, mode ('' auto | 'lease'),
  * grant '1'|'0', new lease id, old lease id ('' none), old grant time, old requests
  * granted, requests used, tokens granted, tokens settled, slots granted, micro-USD
- * granted, micro-USD settled, old spend key; then the in-flight count m and m × 4:
+ * granted, micro-USD settled, old spend key, at least these tokens and micro-USD (the
+ * bounds of the request that asked: a share below one request would never serve one);
+ * then the in-flight count m and m × 4:
  * hold id, tokens, slot '1'|'', cost ('' = none).
  * Returns {instances, then per scope LEASE_FIELDS numbers}: status (1 granted, 0 none
  * left, 2 auto chose exact, 3 budget spend not seeded, 4 not asked), now, requests,
@@ -71,8 +73,9 @@ for i = 1, count do
   local tk_granted, tk_settled = tonumber(ARGV[a + 13]) or 0, tonumber(ARGV[a + 14]) or 0
   local cc_granted = tonumber(ARGV[a + 15]) or 0
   local b_granted, b_spent, spend_key = tonumber(ARGV[a + 16]) or 0, tonumber(ARGV[a + 17]) or 0, ARGV[a + 18]
-  local m = tonumber(ARGV[a + 19])
-  local flights = a + 20
+  local min_tk, min_b = tonumber(ARGV[a + 19]) or 0, tonumber(ARGV[a + 20]) or 0
+  local m = tonumber(ARGV[a + 21])
+  local flights = a + 22
   a = flights + m * 4
 
   -- 1. Return the previous lease, once.
@@ -121,7 +124,7 @@ for i = 1, count do
     if status == 1 and tpm then
       local z = base .. ':tk'
       local used = pruned_total(z, z .. ':sum', now - window, window_ttl)
-      want.tk = math.min(share(tpm), tpm - used)
+      want.tk = math.min(math.max(share(tpm), min_tk), tpm - used)
       r[7], r[8] = used + math.max(want.tk, 0), oldest(z)
       if want.tk <= 0 then status = 0 end
     end
@@ -138,7 +141,7 @@ for i = 1, count do
       r[11] = ps
       local spent = redis.call('GET', base .. ':sp:' .. period .. ':' .. ps)
       if not spent then status = 3 else
-        want.b = math.min(share(budget), budget - tonumber(spent) - held)
+        want.b = math.min(math.max(share(budget), min_b), budget - tonumber(spent) - held)
         if want.b <= 0 then status = 0 end
       end
     end

@@ -141,12 +141,12 @@ export class LeaseBook {
     this.counts.local++;
     const first = leases[0]!;
     const headers = limitHeaders(req, readings, { now: first.at + (now - first.receivedAt), windowMs: this.opts.windowMs }, true);
-    this.consider(req.scopes);
+    this.consider(req.scopes, req);
     return { parts, headers };
   }
 
   /** Starts a lease for each lease-capable scope that has none usable or whose lease runs low. Never waits. */
-  consider(scopes: readonly LimitScope[]): void {
+  consider(scopes: readonly LimitScope[], need: { tokens: number; costMicros: number }): void {
     if (this.closed) return;
     // A request is admitted locally only when every scope of it is: a lease of one scope beside an exact one would only hold capacity.
     if (!scopes.every((s) => wantsLease(s.limits, this.instances))) return;
@@ -157,7 +157,7 @@ export class LeaseBook {
       if (slot.busy || now < slot.quietUntil) continue;
       const lease = slot.lease;
       if (lease && lease.open && now < lease.until && sameLimits(lease.limits, scope.limits) && !low(lease)) continue;
-      this.track(this.renew(scope, slot));
+      this.track(this.renew(scope, slot, need));
     }
   }
 
@@ -206,12 +206,12 @@ export class LeaseBook {
   }
 
   /** Asks for a new lease; the one it replaces goes on admitting until the answer, then is returned. */
-  private async renew(scope: LimitScope, slot: Slot): Promise<void> {
+  private async renew(scope: LimitScope, slot: Slot, need: Need): Promise<void> {
     slot.busy = true;
     const id = this.ids.next('L', 12);
     const base = `${this.opts.prefix}${scope.id}`;
     try {
-      const reply = await this.run([this.scopeArgs(scope, base, id, undefined)]);
+      const reply = await this.run([this.scopeArgs(scope, base, id, undefined, need)]);
       const now = Date.now();
       const v = reply.slice(1, 1 + LEASE_FIELDS);
       const old = slot.lease;
@@ -245,7 +245,7 @@ export class LeaseBook {
   private expire(scope: LimitScope, slot: Slot, lease: Lease): void {
     if (slot.lease !== lease) return;
     if (lease.admits > 0 && !this.closed && !slot.busy) {
-      this.track(this.renew(scope, slot));
+      this.track(this.renew(scope, slot, NO_NEED));
       return;
     }
     if (slot.busy) return; // the renewal in flight retires it
@@ -258,7 +258,7 @@ export class LeaseBook {
     lease.open = false;
     for (;;) {
       try {
-        await this.run([this.scopeArgs(lease.scope, lease.base, '', lease)]);
+        await this.run([this.scopeArgs(lease.scope, lease.base, '', lease, NO_NEED)]);
         return;
       } catch {
         if (++lease.returnAttempts >= MAX_RETURN_ATTEMPTS || this.closed) return; // its slots and budget expire after the lease TTL
@@ -267,14 +267,15 @@ export class LeaseBook {
     }
   }
 
-  private scopeArgs(scope: LimitScope, base: string, newId: string, ret: Lease | undefined): Array<string | number> {
+  private scopeArgs(scope: LimitScope, base: string, newId: string, ret: Lease | undefined, need: Need): Array<string | number> {
     const { rpm, tpm, maxConcurrent, budget, mode } = ret?.limits ?? scope.limits;
     const args: Array<string | number> = [base, rpm ?? '', tpm ?? '', maxConcurrent ?? '', budget?.micros ?? '', budget?.period ?? '', mode === 'lease' ? 'lease' : '', ret ? '0' : '1', newId];
     if (!ret) {
-      args.push('', '', '', '', '', '', '', '', '', '', 0);
+      const { tpm: t } = scope.limits;
+      args.push('', '', '', '', '', '', '', '', '', '', t === undefined ? 0 : tokenReservation(need.tokens, t), need.costMicros, 0);
       return args;
     }
-    args.push(ret.id, ret.at, ret.g.rq, ret.rqUsed, ret.g.tk, ret.tkSettled, ret.g.cc, ret.g.b, ret.bSpent, ret.spendKey ?? '', ret.flights.size);
+    args.push(ret.id, ret.at, ret.g.rq, ret.rqUsed, ret.g.tk, ret.tkSettled, ret.g.cc, ret.g.b, ret.bSpent, ret.spendKey ?? '', 0, 0, ret.flights.size);
     for (const [holdId, f] of ret.flights) args.push(holdId, f.tokens ?? '', f.slot ? '1' : '', f.cost ?? '');
     return args;
   }
@@ -303,6 +304,12 @@ export function wantsLease(l: LimitSpec, instances: number): boolean {
   if (l.rpm === undefined && l.maxConcurrent === undefined) return false;
   return (l.rpm === undefined || l.rpm >= AUTO_FACTOR * instances) && (l.maxConcurrent === undefined || l.maxConcurrent >= AUTO_FACTOR * instances);
 }
+
+interface Need {
+  tokens: number;
+  costMicros: number;
+}
+const NO_NEED: Need = { tokens: 0, costMicros: 0 };
 
 const opt = (x: number | undefined): number | null => (x === undefined || x === -1 ? null : x);
 

@@ -97,7 +97,7 @@ export class RedisLimiter implements Limiter {
     if (this.leases) {
       const local = this.leases.tryAdmit(req, holdId);
       if (local) return { ok: true, hold: new RedisHold(req.requestId, holdId, [], local.parts), headers: local.headers, degraded: [] };
-      this.leases.consider(scopes); // the exact path decides this one; the lease (sent in the same pipeline) the next ones
+      this.leases.consider(scopes, req); // the exact path decides this one; the lease (sent in the same pipeline) the next ones
     }
     let seeds: Seeds = NO_SEEDS;
     try {
