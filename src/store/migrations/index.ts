@@ -15,6 +15,7 @@ import { auditLog } from './013-audit-log.js';
 import { webhooks } from './014-webhooks.js';
 import { accountLifecycle } from './015-account-lifecycle.js';
 import { balanceAlert } from './016-balance-alert.js';
+import { limitMode } from './017-limit-mode.js';
 
 /**
  * One step of the database schema. Versions start at 1 and go up by one; a database
@@ -36,7 +37,7 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
-  projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert];
+  projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert, limitMode];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
