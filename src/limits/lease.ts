@@ -83,6 +83,8 @@ export interface LeaseBookOptions {
   leaseTtlMs?: number | undefined;
   /** Tests only: Redis clock override (as the exact scripts). */
   clock?: (() => number) | undefined;
+  /** Whether the Redis client is connected: a lease admits only then, so a Redis known to be down gets exact mode's failure modes at once. */
+  connected: () => boolean;
 }
 
 /** Left to the rule, a scope is leased when its rpm and max_concurrent are at least this × the instances (leases are 1 % of a limit per instance). */
@@ -115,6 +117,7 @@ export class LeaseBook {
 
   /** Admits the request against the leases of all its scopes, or returns undefined (take the exact path). Synchronous. */
   tryAdmit(req: AdmitRequest, holdId: string): { parts: LeasePart[]; headers: LimitHeaders } | undefined {
+    if (!this.opts.connected()) return undefined;
     const now = Date.now();
     const leases: Lease[] = [];
     for (const scope of req.scopes) {

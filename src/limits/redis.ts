@@ -84,7 +84,7 @@ export class RedisLimiter implements Limiter {
     if (opts.leases !== false) {
       this.leases = new LeaseBook({
         call: (script, args) => this.call(script, args), prefix: this.prefix, windowMs: this.windowMs, holdTtlMs: this.holdTtlMs,
-        leaseMs: opts.leaseMs, leaseTtlMs: opts.leaseTtlMs, clock: opts.clock,
+        leaseMs: opts.leaseMs, leaseTtlMs: opts.leaseTtlMs, clock: opts.clock, connected: () => opts.redis.status === 'ready',
       });
     }
   }
