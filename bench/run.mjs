@@ -70,7 +70,12 @@ function providerOverrides(simUrl) {
 }
 
 function gatewayCli(...args) {
-  return execFileSync(process.execPath, [join(ROOT, 'bin', 'gateway.js'), ...args], { cwd: ROOT, encoding: 'utf8' });
+  return gatewayCliOf(ROOT, ...args);
+}
+
+/** The CLI of a checkout: the --compare baseline's database is made by its own CLI, so its schema is the one it knows. */
+function gatewayCliOf(root, ...args) {
+  return execFileSync(process.execPath, [join(root, 'bin', 'gateway.js'), ...args], { cwd: root, encoding: 'utf8' });
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -348,9 +353,9 @@ async function trafficScenarios(tmp, children, results, date) {
   const musicConfigFile = join(tmp, 'gateway-music.yaml');
   const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
   writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
-  const keyFor = (file, limitFlags = []) => {
-    gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
-    return gatewayCli('keys', 'create', '--org', 'bench', ...limitFlags, '--config', file).trim().split('\n').pop();
+  const keyFor = (file, limitFlags = [], root = ROOT) => {
+    gatewayCliOf(root, 'orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
+    return gatewayCliOf(root, 'keys', 'create', '--org', 'bench', ...limitFlags, '--config', file).trim().split('\n').pop();
   };
   // The measured gateway runs as in production (metrics and limits on); --costs adds the variants without them.
   const redis = await redisAnswers();
@@ -384,7 +389,7 @@ async function trafficScenarios(tmp, children, results, date) {
     const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
     const production = JSON.parse(readFileSync(variants[0].file, 'utf8'));
     writeFileSync(compareConfigFile, JSON.stringify({ ...production, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
-    const compareKey = keyFor(compareConfigFile, variants[0].limitFlags);
+    const compareKey = keyFor(compareConfigFile, variants[0].limitFlags, opt.compare);
     const child = await Child.start({ name: 'baseline', args: gatewayArgs(opt.compare, compareConfigFile), cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
     allChildren.push(child);

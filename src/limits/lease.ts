@@ -224,8 +224,11 @@ export class LeaseBook {
         const g: Grant = { rq: v[2]!, rqUsed: v[3]!, rqOldest: opt(v[4]), tk: v[5]!, tkUsed: v[6]!, tkOldest: opt(v[7]), cc: v[8]!, b: v[9]! };
         const spendKey = budget ? `${base}:${spendCounterName(budget.period, v[10]!)}` : undefined;
         const lease = new Lease(id, scope, base, { ...scope.limits }, at, now, now + this.leaseMs, g, spendKey);
-        slot.lease = lease;
-        setTimeout(() => this.expire(scope, slot, lease), this.leaseMs).unref();
+        if (this.closed) this.track(this.retire(lease)); // granted while closing: straight back
+        else {
+          slot.lease = lease;
+          setTimeout(() => this.expire(scope, slot, lease), this.leaseMs).unref();
+        }
       } else {
         slot.lease = undefined;
         slot.quietUntil = now + (v[0] === 2 ? QUIET_EXACT_MS : QUIET_FULL_MS);
@@ -253,6 +256,7 @@ export class LeaseBook {
     }
     if (slot.busy) return; // the renewal in flight retires it
     slot.lease = undefined;
+    if (this.slots.get(scope.id) === slot) this.slots.delete(scope.id); // idle: nothing kept for it
     this.track(this.retire(lease));
   }
 
