@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summariseProfile } from './lib/cpuprofile.mjs';
 import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
-import { Child, CpuMeter, gatewayArgs, killAll, RssSampler } from './lib/procs.mjs';
+import { Child, CpuMeter, cpuMsOfCommand, gatewayArgs, killAll, RssSampler } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
 import { telemetryScenario } from './lib/telemetry.mjs';
 import { validateLyria, validateMusic } from './lib/checks.mjs';
@@ -73,7 +73,12 @@ function providerOverrides(simUrl) {
 }
 
 function gatewayCli(...args) {
-  return execFileSync(process.execPath, [join(ROOT, 'bin', 'gateway.js'), ...args], { cwd: ROOT, encoding: 'utf8' });
+  return gatewayCliOf(ROOT, ...args);
+}
+
+/** The CLI of a checkout: the --compare baseline's database is made by its own CLI, so its schema is the one it knows. */
+function gatewayCliOf(root, ...args) {
+  return execFileSync(process.execPath, [join(root, 'bin', 'gateway.js'), ...args], { cwd: root, encoding: 'utf8' });
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -100,13 +105,16 @@ async function chatRun(target, connections, durationS) {
   child.resetPeak();
   const sampler = new RssSampler([child], 100);
   const cpu = new CpuMeter(allChildren, child);
+  const redisBefore = cpuMsOfCommand('redis-server'); // every redis-server on the machine: the limits' share, plus other users' noise
   const result = await runAutocannon({ url: target.url + target.path, headers: target.headers, body: CHAT_JSON, connections, durationS });
+  const redisMs = cpuMsOfCommand('redis-server') - redisBefore;
   const usage = cpu.stop();
   const sampled = sampler.stop().get(child.name);
   const { hwmMb } = child.memory();
   const serverMs = usage.cpuMsByChild[child.name];
   delete usage.cpuMsByChild;
-  return { ...result, cpuUsPerReq: result.requests > 0 ? (serverMs * 1000) / result.requests : NaN, cpu: usage, peakRssMb: Math.max(hwmMb || 0, sampled) };
+  const perReq = (ms) => (result.requests > 0 ? (ms * 1000) / result.requests : NaN);
+  return { ...result, cpuUsPerReq: perReq(serverMs), redisUsPerReq: perReq(redisMs), cpu: usage, peakRssMb: Math.max(hwmMb || 0, sampled) };
 }
 
 const cpuLine = (cpu, server) => `CPU% ${server} ${cpu[server]}, sim ${cpu.simulator}, loadgen ${cpu.loadgen}, others ${cpu.others}, run-queue wait ${cpu.serverRunqueueWaitPct}`;
@@ -129,7 +137,7 @@ async function chatScenario(targets, results) {
         const r = await chatRun(t, c, DURATION_S);
         runs[t.name].push(r);
         const bad = r.non2xx + r.errors > 0 ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors ${JSON.stringify(r.statusCodes)}` : '';
-        say(`chat  c=${String(c).padStart(3)} ${t.name.padEnd(7)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${fmt(r.latency.p50)} ms  p99 ${fmt(r.latency.p99)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req  peak RSS ${fmt(r.peakRssMb, 0)} MB  (${cpuLine(r.cpu, t.name)})${bad}`);
+        say(`chat  c=${String(c).padStart(3)} ${t.name.padEnd(7)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${fmt(r.latency.p50)} ms  p99 ${fmt(r.latency.p99)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req  Redis ${fmt(r.redisUsPerReq, 0)} µs/req  peak RSS ${fmt(r.peakRssMb, 0)} MB  (${cpuLine(r.cpu, t.name)})${bad}`);
       }
     }
     results.chat[c] = Object.fromEntries(targets.map((t) => [t.name, best(runs[t.name], (a, b) => a.rps > b.rps)]));
@@ -351,9 +359,9 @@ async function trafficScenarios(tmp, children, results, date) {
   const musicConfigFile = join(tmp, 'gateway-music.yaml');
   const storage = s3 ? { s3: { bucket: 'tollgate-music', endpoint: s3.url, region: 'us-east-1', access_key_id: 'S3RVER', secret_access_key: 'S3RVER', force_path_style: true } } : undefined;
   writeFileSync(musicConfigFile, JSON.stringify({ ...config, database: { url: `sqlite:${join(tmp, 'gateway-music.db')}` }, ...(storage ? { storage } : {}) }, null, 2));
-  const keyFor = (file, limitFlags = []) => {
-    gatewayCli('orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
-    return gatewayCli('keys', 'create', '--org', 'bench', ...limitFlags, '--config', file).trim().split('\n').pop();
+  const keyFor = (file, limitFlags = [], root = ROOT) => {
+    gatewayCliOf(root, 'orgs', 'create', 'bench', '--credits', '1000000', '--config', file);
+    return gatewayCliOf(root, 'keys', 'create', '--org', 'bench', ...limitFlags, '--config', file).trim().split('\n').pop();
   };
   // The measured gateway runs as in production (metrics and limits on); --costs adds the variants without them.
   const redis = await redisAnswers();
@@ -387,7 +395,7 @@ async function trafficScenarios(tmp, children, results, date) {
     const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
     const production = JSON.parse(readFileSync(variants[0].file, 'utf8'));
     writeFileSync(compareConfigFile, JSON.stringify({ ...production, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
-    const compareKey = keyFor(compareConfigFile, variants[0].limitFlags);
+    const compareKey = keyFor(compareConfigFile, variants[0].limitFlags, opt.compare);
     const child = await Child.start({ name: 'baseline', args: gatewayArgs(opt.compare, compareConfigFile), cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
     allChildren.push(child);

@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { changeKey, changeProject, requireOrg, requireProject } from '../src/admin.js';
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
-import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../src/limits/types.js';
+import type { BudgetPeriod, LimitMode, LimitSpec, ScopeOwner } from '../src/limits/types.js';
 import { displayUsd, parseUsdToMicros } from '../src/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
@@ -24,10 +24,12 @@ export interface LimitFlags {
   maxConcurrent?: number | None;
   budgetUsd?: number | None;
   budgetPeriod?: BudgetPeriod;
+  /** `exact`, `lease`, or `auto` (back to the rule: docs/limits.md "Exact and lease mode"). */
+  mode?: LimitMode | 'auto';
 }
 
 const FLAG: Record<LimitField, string> = {
-  rpm: '--rpm', tpm: '--tpm', max_concurrent: '--max-concurrent', budget_usd: '--budget-usd', budget_period: '--budget-period',
+  rpm: '--rpm', tpm: '--tpm', max_concurrent: '--max-concurrent', budget_usd: '--budget-usd', budget_period: '--budget-period', mode: '--mode',
 };
 
 function count(value: string): number | None {
@@ -54,12 +56,14 @@ export function limitOptions(cmd: Command, change = false): Command {
     .option('--tpm <n>', `tokens per minute, input + output (sliding 60 s window)${none}`, count)
     .option('--max-concurrent <n>', `requests in flight at once${none}`, count)
     .option('--budget-usd <usd>', `USD budget per --budget-period, e.g. 0.01 or 25${change ? '; none removes the budget' : ''}`, usd)
-    .addOption(new Option('--budget-period <period>', `when the budget starts again from 0: each UTC day, each UTC month, or never (total)${change ? '' : '; needed with --budget-usd'}`).choices(['day', 'month', 'total']));
+    .addOption(new Option('--budget-period <period>', `when the budget starts again from 0: each UTC day, each UTC month, or never (total)${change ? '' : '; needed with --budget-usd'}`).choices(['day', 'month', 'total']))
+    .addOption(new Option('--mode <mode>', 'how the limits are counted across instances: exact (one Redis call per request), lease (each instance leases a share), or auto (lease where the limits are large enough, docs/limits.md)').choices(['exact', 'lease', 'auto']));
 }
 
 const value = (v: number | None | undefined): number | null | undefined => (v === 'none' ? null : v);
 const patchOf = (f: LimitFlags): LimitsPatch => ({
   rpm: value(f.rpm), tpm: value(f.tpm), maxConcurrent: value(f.maxConcurrent), budgetMicros: value(f.budgetUsd), budgetPeriod: f.budgetPeriod,
+  mode: f.mode === 'auto' ? null : f.mode,
 });
 
 const given = (f: LimitFlags): boolean => Object.values(patchOf(f)).some((v) => v !== undefined);
@@ -69,7 +73,7 @@ export function limitsFromFlags(flags: LimitFlags, current: LimitSpec = {}): Lim
   try {
     return applyLimitsPatch(current, patchOf(flags));
   } catch (err) {
-    if (err instanceof LimitsInputError) throw new Error(`${FLAG[err.field]}: ${err.message.replace(/\b(rpm|tpm|max_concurrent|budget_usd|budget_period)\b/g, (f) => FLAG[f as LimitField])}`);
+    if (err instanceof LimitsInputError) throw new Error(`${FLAG[err.field]}: ${err.message.replace(/\b(rpm|tpm|max_concurrent|budget_usd|budget_period|mode)\b/g, (f) => FLAG[f as LimitField])}`);
     throw err;
   }
 }
@@ -80,6 +84,7 @@ export function describeLimits(l: LimitSpec): string {
     l.rpm !== undefined ? `rpm ${l.rpm}` : '', l.tpm !== undefined ? `tpm ${l.tpm}` : '',
     l.maxConcurrent !== undefined ? `max concurrent ${l.maxConcurrent}` : '',
     l.budget ? `budget ${displayUsd(l.budget.micros)} ${l.budget.period === 'total' ? 'in total' : `per ${l.budget.period}`}` : '',
+    l.mode ? `mode ${l.mode}` : '',
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'none';
 }
@@ -104,7 +109,7 @@ export function addKeyLimitCommands(keys: Command): void {
   limitOptions(keys.command('limits <prefix>').description('Change the limits of the key starting with PREFIX (tg_XXXXXXXX); flags left out keep their value. Running instances are told at once.'), true)
     .addOption(configOption())
     .action(async (prefix: string, opts: LimitFlags & { config: string }) => {
-      if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
+      if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period, --mode');
       const { limits, where } = await withStore(opts.config, async (s, invalidation) => {
         const key = await keyByPrefix(s, prefix);
         const next = limitsFromFlags(opts, key.limits);
@@ -147,7 +152,7 @@ export function addProjectLimitCommand(projects: Command): void {
   limitOptions(projects.command('limits <name>').description('Change the limits of a project (shared by all its keys); flags left out keep their value. Running instances are told at once.'), true)
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (name: string, opts: LimitFlags & { org: string; config: string }) => {
-      if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period');
+      if (!given(opts)) throw new Error('give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period, --mode');
       const { limits, projectDefault } = await withStore(opts.config, async (s, invalidation) => {
         const project = await requireProject(s, await requireOrg(s, opts.org), name);
         const next = limitsFromFlags(opts, project.limits);

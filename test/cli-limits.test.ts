@@ -57,6 +57,11 @@ describe('limits from the CLI', { timeout: 60_000 }, () => {
     expect(r.stderr).toMatch(/^warning: the budget of \$1\.50 in total is below what one chat request reserves on 1 of \d+ models: /);
     expect(r.stdout).toBe(`limits of key ${key.slice(0, 11)}…: tpm 100000, max concurrent 3, budget $1.50 in total\n`);
     expect(limitsOf('api_keys', 'prefix', key.slice(0, 11))).toEqual({ limit_rpm: null, limit_tpm: 100_000, limit_concurrent: 3, budget_micros: 1_500_000, budget_period: 'total' });
+    // --mode sets how the limits are counted across instances; auto is back to the rule (docs/limits.md).
+    const leased = await cli(['keys', 'limits', key.slice(0, 11), '--mode', 'lease', '--config', config]);
+    expect(leased.stdout).toBe(`limits of key ${key.slice(0, 11)}…: tpm 100000, max concurrent 3, budget $1.50 in total, mode lease\n`);
+    const auto = await cli(['keys', 'limits', key.slice(0, 11), '--mode', 'auto', '--config', config]);
+    expect(auto.stdout).toBe(`limits of key ${key.slice(0, 11)}…: tpm 100000, max concurrent 3, budget $1.50 in total\n`);
     let status = 429;
     for (let i = 0; i < 40 && status === 429; i++) {
       await new Promise((res) => setTimeout(res, 100));
@@ -99,7 +104,7 @@ describe('limits from the CLI', { timeout: 60_000 }, () => {
     failed(period!, 'gateway: --budget-period: a budget needs its period: --budget-period day, month or total\n');
     failed(choice!, /argument 'week' is invalid\. Allowed choices are day, month, total/);
     expect(query(db, 'SELECT COUNT(*) AS n FROM api_keys')).toEqual(before);
-    failed(noFlag!, 'gateway: give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period\n');
+    failed(noFlag!, 'gateway: give at least one of --rpm, --tpm, --max-concurrent, --budget-usd, --budget-period, --mode\n');
     failed(noKey!, 'gateway: no API key with prefix "tg_nothere"\n');
     failed(noProject!, 'gateway: organization "acme" has no project named "nope"\n');
   });

@@ -33,13 +33,13 @@ describe('limits in the management API', () => {
   });
 
   it('takes limits on project and key creation (budget_usd as a number or a decimal string) and shows them in lists', async () => {
-    expect(project.limits).toEqual({ rpm: 100, tpm: null, max_concurrent: null, budget_usd: 5, budget_period: 'month' });
-    expect(key.limits).toEqual({ rpm: 3, tpm: 50_000, max_concurrent: 2, budget_usd: 0.01, budget_period: 'day' });
+    expect(project.limits).toEqual({ rpm: 100, tpm: null, max_concurrent: null, budget_usd: 5, budget_period: 'month', mode: null });
+    expect(key.limits).toEqual({ rpm: 3, tpm: 50_000, max_concurrent: 2, budget_usd: 0.01, budget_period: 'day', mode: null });
     const listed = rows(await member.get(`${org()}/keys`)).find((k) => k.id === key.id);
     expect(listed?.limits).toEqual(key.limits);
     expect(rows(await member.get(`${org()}/projects`)).find((p) => p.id === project.id)?.limits).toEqual(project.limits);
     expect(rows(await member.get(`${org()}/projects`)).find((p) => p.name === 'default')?.limits)
-      .toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null });
+      .toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null, mode: null });
   });
 
   it('GET shows the current window, slots and the budget spent this period with when it resets', async () => {
@@ -92,17 +92,23 @@ describe('limits in the management API', () => {
     expect((await chat(key.key as string)).status).toBe(429); // rpm 3 reached
     const r = await owner.patch(`${org()}/keys/${key.id as string}`, { limits: { rpm: null, budget_usd: '0.02' } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.limits).toEqual({ rpm: null, tpm: 50_000, max_concurrent: 2, budget_usd: 0.02, budget_period: 'day' });
+    expect(r.body.limits).toEqual({ rpm: null, tpm: 50_000, max_concurrent: 2, budget_usd: 0.02, budget_period: 'day', mode: null });
     expect((r.body.usage as Obj).rpm).toBeNull();
     clock += 1_001; // the auth cache's second
     const after = await chat(key.key as string);
     expect(after.status).toBe(200);
     expect(after.headers.get('x-ratelimit-limit-requests')).toBe('100'); // now only the project's rpm applies
-    const p = await owner.patch(`${org()}/projects/${project.id as string}`, { limits: { budget_period: 'total' } });
-    expect(p.body.limits).toMatchObject({ rpm: 100, budget_usd: 5, budget_period: 'total' });
+    // The mode is set, kept by later changes, and back to the rule with null (docs/limits.md "Exact and lease mode").
+    const leased = await owner.patch(`${org()}/keys/${key.id as string}`, { limits: { mode: 'lease' } });
+    expect(leased.body.limits).toMatchObject({ tpm: 50_000, mode: 'lease' });
+    expect((await owner.patch(`${org()}/keys/${key.id as string}`, { limits: { tpm: 60_000 } })).body.limits).toMatchObject({ tpm: 60_000, mode: 'lease' });
+    const back = await owner.patch(`${org()}/keys/${key.id as string}`, { limits: { mode: null, tpm: 50_000 } });
+    expect(back.body.limits, JSON.stringify(back.body)).toMatchObject({ tpm: 50_000, mode: null });
+    const p = await owner.patch(`${org()}/projects/${project.id as string}`, { limits: { budget_period: 'total', mode: 'exact' } });
+    expect(p.body.limits).toMatchObject({ rpm: 100, budget_usd: 5, budget_period: 'total', mode: 'exact' });
     expect((p.body.usage as Obj).budget).toMatchObject({ period: 'total', period_start: null, resets_at: null });
-    const cleared = await owner.patch(`${org()}/projects/${project.id as string}`, { limits: { rpm: null, budget_usd: null } });
-    expect(cleared.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null });
+    const cleared = await owner.patch(`${org()}/projects/${project.id as string}`, { limits: { rpm: null, budget_usd: null, mode: null } });
+    expect(cleared.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null, mode: null });
   });
 
   it('refuses bad limits with a 400 naming the field, and members may read but not change them', async () => {
@@ -112,6 +118,7 @@ describe('limits in the management API', () => {
       [{ rpm: 1.5 }, 'limits.rpm'],
       [{ budget_usd: '1.0000001' }, 'limits.budget_usd'],
       [{ budget_period: 'week' }, 'limits.budget_period'],
+      [{ mode: 'sometimes' }, 'limits.mode'],
       [{ budget_usd: null, budget_period: 'day' }, 'limits.budget_period'],
       [{ burst: 4 }, 'limits.burst'],
     ];

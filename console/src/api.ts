@@ -68,7 +68,8 @@ export interface MeSelf extends Me { has_password: boolean }
 export interface Org { id: string; name: string; balance_usd: number; retention: string; role: Role | 'operator' }
 export type BudgetPeriod = 'day' | 'month' | 'total';
 /** The limits of a key or project (docs/limits.md): null where that kind is not limited. */
-export interface Limits { rpm: number | null; tpm: number | null; max_concurrent: number | null; budget_usd: number | null; budget_period: BudgetPeriod | null }
+export type LimitMode = 'exact' | 'lease';
+export interface Limits { rpm: number | null; tpm: number | null; max_concurrent: number | null; budget_usd: number | null; budget_period: BudgetPeriod | null; mode?: LimitMode | null }
 export interface WindowUsage { limit: number; used: number; remaining: number; resets_at: string | null }
 /** What the limits count now (GET of one key or project); null when the limits store does not answer. */
 export interface LimitUsage {

@@ -27,12 +27,14 @@ export interface LimiterOptions {
   timeoutMs?: number;
   /** Called for each limit kind decided without the store: rpm/tpm/concurrency failed open, budget refused with 503. */
   onDegraded?: (kind: LimitKind, err: Error) => void;
+  /** Redis driver: false makes every scope exact whatever its `mode` (docs/limits.md, "Exact and lease mode"). Default true. */
+  leases?: boolean;
 }
 
 /** The limits engine: the Redis driver when a client is given, else the in-process one. */
 export function createLimiter(opts: LimiterOptions): Limiter {
-  const { redis, seed, now, holdTtlMs, keyPrefix, timeoutMs, onDegraded } = opts;
-  if (redis) return new RedisLimiter({ redis, seed, holdTtlMs, keyPrefix, timeoutMs, onDegraded });
+  const { redis, seed, now, holdTtlMs, keyPrefix, timeoutMs, onDegraded, leases } = opts;
+  if (redis) return new RedisLimiter({ redis, seed, holdTtlMs, keyPrefix, timeoutMs, onDegraded, leases });
   return new MemoryLimiter({ seed, now, holdTtlMs, onDegraded });
 }
 

@@ -1,9 +1,9 @@
 import { formatUsd, MAX_BALANCE_MICROS } from '../money.js';
 import { validateLimitSpec } from './spec.js';
-import type { BudgetPeriod, LimitSpec } from './types.js';
+import type { BudgetPeriod, LimitMode, LimitSpec } from './types.js';
 
 /** The fields of a limits change, as the CLI flags and the management API's `limits` object name them. */
-export type LimitField = 'rpm' | 'tpm' | 'max_concurrent' | 'budget_usd' | 'budget_period';
+export type LimitField = 'rpm' | 'tpm' | 'max_concurrent' | 'budget_usd' | 'budget_period' | 'mode';
 
 /**
  * A change to a scope's limits: a field left out keeps its value, `null` removes that
@@ -17,6 +17,8 @@ export interface LimitsPatch {
   maxConcurrent?: number | null;
   budgetMicros?: number | null;
   budgetPeriod?: BudgetPeriod | null;
+  /** `exact` or `lease`; `null`: back to the rule (docs/limits.md). */
+  mode?: LimitMode | null;
 }
 
 /** A change that cannot be applied; `field` names the flag or property at fault. */
@@ -62,6 +64,11 @@ export function applyLimitsPatch(current: LimitSpec, patch: LimitsPatch): LimitS
   } else if (period !== undefined) {
     if (!next.budget) throw new LimitsInputError('budget_usd', 'budget_period needs a budget: give budget_usd too');
     next.budget.period = period;
+  }
+  if (patch.mode === null) delete next.mode;
+  else if (patch.mode !== undefined) {
+    if (patch.mode !== 'exact' && patch.mode !== 'lease') throw new LimitsInputError('mode', `mode must be exact or lease, got ${JSON.stringify(patch.mode)}`);
+    next.mode = patch.mode;
   }
   validateLimitSpec(next);
   return next;

@@ -11,6 +11,8 @@
  *   <base>:bh          ZSET budget holds: member "<hold id>:<micro-USD>", score expiry
  *   <base>:bh:sum      running total of the amounts in <base>:bh
  *   <base>:sp:<period>:<period start ms>   settled spend of that budget period (micro-USD)
+ *   <base>:rql, <base>:ccl (+ :sum)  requests and slots leased by instances (lease-scripts.ts):
+ *                      member "<lease id>:<amount>", score grant time (rql) or expiry (ccl)
  * Windows are pruned from their old end on each use; a running total is decreased by the
  * entries that leave, so no call re-sums a window. Every key has a TTL.
  *
@@ -20,7 +22,7 @@
  * a single Redis server (or a primary with replicas), not a Redis Cluster.
  */
 
-const COMMON = `
+export const COMMON = `
 -- The arguments come as one, joined by newlines (empty values kept): split into the ARGV the script reads.
 local function split_args(s)
   local out, from = {}, 1
@@ -51,17 +53,8 @@ local function amount(member)
 end
 `;
 
-/**
- * Admit (or, with mode "peek", only read) a request against every scope.
- * ARGV: 1 clock override ('' = TIME), 2 mode 'admit'|'peek', 3 hold id, 4 tokens,
- * 5 cost (micro-USD), 6 window ms, 7 hold TTL ms, 8 TTL of a 'total' spend counter ms,
- * 9 scope count; then 7 per scope: base, rpm, tpm, max concurrent, budget micro-USD,
- * budget period, spend seed ('' = absent for each).
- * Returns {status, now, then 13 numbers per scope (see READING_FIELDS in redis.ts)};
- * status 1 admitted, 0 refused, 2 a budget's spend counter is missing (nothing changed:
- * seed it and call again with the seed), 3 peeked.
- */
-export const ADMIT_SCRIPT = `${COMMON}
+/** Window, lease-set and period helpers the admit and lease scripts share. */
+export const WINDOWS = `
 local function oldest(z)
   local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
   if first[2] then return tonumber(first[2]) end
@@ -87,6 +80,36 @@ local function pruned_total(z, total_key, cutoff, ttl)
     redis.call('SET', total_key, total, 'KEEPTTL')
   end
   return total
+end
+
+-- The total of a lease set (:rql, :ccl: amounts leased by instances, docs/limits.md "Exact
+-- and lease mode"); one EXISTS when no instance leases the scope.
+local function leased_total(z, cutoff, ttl)
+  if redis.call('EXISTS', z) == 0 then return 0 end
+  return pruned_total(z, z .. ':sum', cutoff, ttl)
+end
+
+local function oldest_of(a, b)
+  if a == NA then return b end
+  if b == NA or a < b then return a end
+  return b
+end
+
+-- rpm wait when leases count too: the window's entries (one request each) and leases
+-- (their amounts) in time order, until "need" requests have left.
+local function mixed_wait(z, zl, need, window, now)
+  local e = {}
+  local a = redis.call('ZRANGE', z, 0, need - 1, 'WITHSCORES')
+  for j = 1, #a, 2 do e[#e + 1] = {tonumber(a[j + 1]), 1} end
+  local b = redis.call('ZRANGE', zl, 0, -1, 'WITHSCORES')
+  for j = 1, #b, 2 do e[#e + 1] = {tonumber(b[j + 1]), amount(b[j])} end
+  table.sort(e, function(x, y) return x[1] < y[1] end)
+  local freed = 0
+  for _, x in ipairs(e) do
+    freed = freed + x[2]
+    if freed >= need then return x[1] + window - now end
+  end
+  return NEVER
 end
 
 -- Proleptic Gregorian calendar from days since 1970-01-01 (H. Hinnant's algorithms).
@@ -122,6 +145,19 @@ local function period_bounds(period, now)
   return days_from_civil(y, m, 1) * DAY, days_from_civil(ny, nm, 1) * DAY
 end
 
+`;
+
+/**
+ * Admit (or, with mode "peek", only read) a request against every scope.
+ * ARGV: 1 clock override ('' = TIME), 2 mode 'admit'|'peek', 3 hold id, 4 tokens,
+ * 5 cost (micro-USD), 6 window ms, 7 hold TTL ms, 8 TTL of a 'total' spend counter ms,
+ * 9 scope count; then 7 per scope: base, rpm, tpm, max concurrent, budget micro-USD,
+ * budget period, spend seed ('' = absent for each).
+ * Returns {status, now, then 13 numbers per scope (see READING_FIELDS in redis.ts)};
+ * status 1 admitted, 0 refused, 2 a budget's spend counter is missing (nothing changed:
+ * seed it and call again with the seed), 3 peeked.
+ */
+export const ADMIT_SCRIPT = `${COMMON}${WINDOWS}
 local now = now_ms()
 local mode, hold = ARGV[2], ARGV[3]
 local tokens, cost = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -138,16 +174,20 @@ for i = 1, count do
               budget = tonumber(ARGV[a + 4]), period = ARGV[a + 5], seed = tonumber(ARGV[a + 6]) }
   local r = {NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, NA}
   if s.rpm then
-    local z = s.base .. ':rq'
+    local z, zl = s.base .. ':rq', s.base .. ':rql'
     redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
-    s.used_rq = redis.call('ZCARD', z)
+    local leased = leased_total(zl, now - window, window_ttl)
+    local own = redis.call('ZCARD', z)
+    s.used_rq = own + leased
     r[1], r[2] = s.used_rq, oldest(z)
+    if leased > 0 then r[2] = oldest_of(r[2], oldest(zl)) end
     if s.used_rq + 1 > s.rpm then
       refused = true
-      if s.rpm == 0 then r[3] = NEVER else
+      if s.rpm == 0 then r[3] = NEVER
+      elseif leased == 0 then
         local e = redis.call('ZRANGE', z, s.used_rq - s.rpm, s.used_rq - s.rpm, 'WITHSCORES')
         r[3] = tonumber(e[2]) + window - now
-      end
+      else r[3] = mixed_wait(z, zl, s.used_rq + 1 - s.rpm, window, now) end
     end
   end
   if s.tpm then
@@ -171,7 +211,7 @@ for i = 1, count do
   if s.conc then
     local z = s.base .. ':cc'
     redis.call('ZREMRANGEBYSCORE', z, '-inf', now)
-    local used = redis.call('ZCARD', z)
+    local used = redis.call('ZCARD', z) + leased_total(s.base .. ':ccl', now, hold_key_ttl)
     r[7] = used
     if used + 1 > s.conc then
       refused = true

@@ -1,4 +1,5 @@
 import { IdPool } from '../ids.js';
+import { LeaseBook, type HoldPart, type LeasePart } from './lease.js';
 import { DEFAULT_HOLD_TTL_MS, WINDOW_MS } from './memory.js';
 import { ADMIT_SCRIPT, SETTLE_SCRIPT } from './redis-scripts.js';
 import { DEFAULT_CALL_TIMEOUT_MS, ScriptRunner, StoreUnavailable, type RedisLike } from './redis-runner.js';
@@ -27,23 +28,22 @@ export interface RedisLimiterOptions {
   clock?: () => number;
   /** Tests only: length of the rpm/tpm windows (60 s). */
   windowMs?: number;
+  /** Lease mode (docs/limits.md): false makes every scope exact whatever its `mode`. Default true. */
+  leases?: boolean;
+  /** How long a lease admits before it is returned and renewed; default 1 s. */
+  leaseMs?: number;
+  /** How long Redis keeps the slots and budget of a lease never returned (its instance died); default 10 s. */
+  leaseTtlMs?: number;
 }
 
 const STATUS = { refused: 0, admitted: 1, needsSeed: 2, peeked: 3 } as const;
 /** Numbers per scope in the admit script's reply, in this order. */
 const READING_FIELDS = 13;
 
-interface HoldPart {
-  base: string;
-  tokens: number | undefined;
-  slot: boolean;
-  cost: number | undefined;
-  spendKey: string | undefined;
-}
-
 class RedisHold implements Hold {
   done = false;
-  constructor(readonly requestId: string, readonly id: string, readonly parts: readonly HoldPart[]) {}
+  /** `leased`: the parts admitted against this instance's leases (lease mode), settled in memory while their lease is open. */
+  constructor(readonly requestId: string, readonly id: string, readonly parts: readonly HoldPart[], readonly leased?: readonly LeasePart[]) {}
 }
 
 interface SettleJob {
@@ -71,6 +71,7 @@ export class RedisLimiter implements Limiter {
   private readonly replays: SettleJob[] = [];
   private draining: Promise<void> | undefined;
   private readonly degraded: Record<LimitKind, number> = { rpm: 0, tpm: 0, concurrency: 0, budget: 0 };
+  private readonly leases: LeaseBook | undefined;
 
   constructor(private readonly opts: RedisLimiterOptions) {
     this.runner = new ScriptRunner(opts.redis, opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
@@ -80,6 +81,12 @@ export class RedisLimiter implements Limiter {
     this.windowMs = opts.windowMs ?? WINDOW_MS;
     this.totalSpendTtlMs = opts.totalSpendTtlMs ?? 30 * 86_400_000;
     this.maxPendingReplays = opts.maxPendingReplays ?? 10_000;
+    if (opts.leases !== false) {
+      this.leases = new LeaseBook({
+        call: (script, args) => this.call(script, args), prefix: this.prefix, windowMs: this.windowMs, holdTtlMs: this.holdTtlMs,
+        leaseMs: opts.leaseMs, leaseTtlMs: opts.leaseTtlMs, clock: opts.clock, connected: () => opts.redis.status === 'ready',
+      });
+    }
   }
 
   async admit(input: AdmitRequest): Promise<AdmitResult> {
@@ -87,6 +94,11 @@ export class RedisLimiter implements Limiter {
     const req = { ...input, scopes };
     if (!scopes.length) return { ok: true, hold: new RedisHold(req.requestId, '', []), headers: {}, degraded: [] };
     const holdId = `${req.requestId}.${this.ids.next('h', 8)}`;
+    if (this.leases) {
+      const local = this.leases.tryAdmit(req, holdId);
+      if (local) return { ok: true, hold: new RedisHold(req.requestId, holdId, [], local.parts), headers: local.headers, degraded: [] };
+      this.leases.consider(scopes, req); // the exact path decides this one; the lease (sent in the same pipeline) the next ones
+    }
     let seeds: Seeds = NO_SEEDS;
     try {
       // A period may roll over between reading a seed and using it, hence the (bounded) retry.
@@ -121,6 +133,11 @@ export class RedisLimiter implements Limiter {
     validateMetered(metered);
     if (!(hold instanceof RedisHold) || hold.done) return Promise.resolve();
     hold.done = true;
+    if (hold.leased) {
+      const parts = this.leases?.settle(hold.leased, metered) ?? [];
+      if (!parts.length) return Promise.resolve();
+      return this.runSettle({ hold: new RedisHold(hold.requestId, hold.id, parts), metered, chargeAlways: true }).then(() => undefined);
+    }
     if (!hold.parts.length) return Promise.resolve();
     return this.runSettle({ hold, metered, chargeAlways: true }).then(() => undefined);
   }
@@ -154,10 +171,11 @@ export class RedisLimiter implements Limiter {
   }
 
   stats(): LimiterStats {
-    return { driver: 'redis', degraded: { ...this.degraded }, pendingReplays: this.replays.length };
+    return { driver: 'redis', degraded: { ...this.degraded }, pendingReplays: this.replays.length, leasedAdmits: this.leases?.counts.local ?? 0 };
   }
 
   async close(): Promise<void> {
+    await this.leases?.close();
     await Promise.allSettled([...this.seeding.values(), this.draining]);
   }
 

@@ -21,9 +21,10 @@ export function validateLimitSpec(spec: LimitSpec): void {
     count(spec.budget.micros, 'budget.micros');
     if (!PERIODS.has(spec.budget.period)) throw new RangeError(`budget.period must be day, month or total, got ${JSON.stringify(spec.budget.period)}`);
   }
+  if (spec.mode !== undefined && spec.mode !== 'exact' && spec.mode !== 'lease') throw new RangeError(`mode must be exact or lease, got ${JSON.stringify(spec.mode)}`);
 }
 
-/** True when the scope limits anything at all (a scope without limits costs nothing). */
+/** True when the scope limits anything at all (a scope without limits costs nothing; a mode alone limits nothing). */
 export function isLimited(scope: Pick<LimitScope, 'limits'>): boolean {
   const l = scope.limits;
   return l.rpm !== undefined || l.tpm !== undefined || l.maxConcurrent !== undefined || l.budget !== undefined;

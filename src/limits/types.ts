@@ -7,6 +7,14 @@ export type BudgetPeriod = 'day' | 'month' | 'total';
 /** The four kinds of limit, as named in `onDegraded`, `stats()` and `usage()`. */
 export type LimitKind = 'rpm' | 'tpm' | 'concurrency' | 'budget';
 
+/**
+ * How a scope is counted across instances (docs/limits.md, "Exact and lease mode"):
+ * `exact`, one atomic Redis script per request; `lease`, each instance leases a share of
+ * the limits and admits locally against it. Left out: lease where the limits are large
+ * enough for the instance count (rpm and max_concurrent at least 10 × instances), else exact.
+ */
+export type LimitMode = 'exact' | 'lease';
+
 /** A USD budget in integer micro-USD over a period. */
 export interface BudgetSpec {
   micros: Micros;
@@ -27,6 +35,8 @@ export interface LimitSpec {
   /** Requests admitted and not yet settled or released. */
   maxConcurrent?: number;
   budget?: BudgetSpec;
+  /** `exact` or `lease` on a Redis driver (the in-process driver is always exact); left out: chosen by the rule above. */
+  mode?: LimitMode;
 }
 
 /**
@@ -144,6 +154,8 @@ export interface LimiterStats {
   degraded: Record<LimitKind, number>;
   /** Settles/releases that did not reach Redis and wait to be replayed when it answers again. */
   pendingReplays: number;
+  /** Requests admitted against this instance's leases, with no Redis call (lease mode); absent in-process. */
+  leasedAdmits?: number;
 }
 
 /**

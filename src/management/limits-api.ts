@@ -1,6 +1,6 @@
 import { GatewayError, invalidField } from '../errors.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../limits/patch.js';
-import type { BudgetPeriod, Limiter, LimitScope, LimitSpec, ScopeUsage } from '../limits/types.js';
+import type { BudgetPeriod, Limiter, LimitMode, LimitScope, LimitSpec, ScopeUsage } from '../limits/types.js';
 import { microsToUsd } from '../money.js';
 import { fieldLabel } from './field-messages.js';
 import { usdInput } from './usd.js';
@@ -25,6 +25,7 @@ export const LIMITS_INPUT = input({
     anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^[0-9]+(\\.[0-9]{1,6})?$' }, { type: 'null' }],
   },
   budget_period: maybe(str('When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd', { enum: ['day', 'month', 'total'] })),
+  mode: { ...maybe(str('How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md')), enum: ['exact', 'lease', null] },
 });
 
 export interface LimitsBody {
@@ -33,23 +34,25 @@ export interface LimitsBody {
   max_concurrent?: number | null;
   budget_usd?: number | string | null;
   budget_period?: BudgetPeriod | null;
+  mode?: LimitMode | null;
 }
 
 /** `limits` as every key and project view shows it: null where there is no limit. */
 export const LIMITS = obj({
   rpm: maybe(int()), tpm: maybe(int()), max_concurrent: maybe(int()),
   budget_usd: maybe(usd('Budget per period')), budget_period: maybe(str('', { enum: ['day', 'month', 'total'] })),
+  mode: { ...maybe(str('exact or lease as set; null: the rule decides (docs/limits.md, "Exact and lease mode")')), enum: ['exact', 'lease', null] },
 }, { description: 'Limits of this key or project (docs/limits.md); null: none of that kind' });
 
 export const limitsView = (l: LimitSpec) => ({
   rpm: l.rpm ?? null, tpm: l.tpm ?? null, max_concurrent: l.maxConcurrent ?? null,
-  budget_usd: l.budget ? microsToUsd(l.budget.micros) : null, budget_period: l.budget?.period ?? null,
+  budget_usd: l.budget ? microsToUsd(l.budget.micros) : null, budget_period: l.budget?.period ?? null, mode: l.mode ?? null,
 });
 
 /** The limits after a body's change (creation: from none); a bad value is a 400 naming `limits.<field>`. */
 export function limitsFromBody(body: LimitsBody | undefined, current: LimitSpec = {}): LimitSpec {
   if (!body) return current;
-  const patch: LimitsPatch = { rpm: body.rpm, tpm: body.tpm, maxConcurrent: body.max_concurrent, budgetPeriod: body.budget_period };
+  const patch: LimitsPatch = { rpm: body.rpm, tpm: body.tpm, maxConcurrent: body.max_concurrent, budgetPeriod: body.budget_period, mode: body.mode };
   if (body.budget_usd === null) patch.budgetMicros = null;
   else if (body.budget_usd !== undefined) patch.budgetMicros = usdInput(body.budget_usd, 'limits.budget_usd');
   try {

@@ -3,13 +3,14 @@ import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../limits/types.js';
 import type { Micros } from '../money.js';
 import type { SqlDb } from './sql.js';
 
-/** The limit columns api_keys and projects share (migration 4); NULL is no limit. */
+/** The limit columns api_keys and projects share (migrations 5 and 17); NULL is no limit (no mode: the rule's). */
 export interface LimitColumns {
   limit_rpm?: number | null;
   limit_tpm?: number | null;
   limit_concurrent?: number | null;
   budget_micros?: number | null;
   budget_period?: string | null;
+  limit_mode?: string | null;
 }
 
 /** The limits of a key or project row. A row read before migration 4 (no columns) has none. */
@@ -19,6 +20,7 @@ export function limitsOf(r: LimitColumns): LimitSpec {
   if (r.limit_tpm != null) spec.tpm = Number(r.limit_tpm);
   if (r.limit_concurrent != null) spec.maxConcurrent = Number(r.limit_concurrent);
   if (r.budget_micros != null && r.budget_period != null) spec.budget = { micros: Number(r.budget_micros), period: r.budget_period as BudgetPeriod };
+  if (r.limit_mode === 'exact' || r.limit_mode === 'lease') spec.mode = r.limit_mode;
   return spec;
 }
 
@@ -37,9 +39,9 @@ export interface LimitsStore {
 }
 
 /** The limit columns in the order `limitValues` gives them. */
-export const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, limit_concurrent, budget_micros, budget_period';
+export const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, limit_concurrent, budget_micros, budget_period, limit_mode';
 const HOUR_MS = 3_600_000;
-const SET = 'SET limit_rpm = ?, limit_tpm = ?, limit_concurrent = ?, budget_micros = ?, budget_period = ?';
+const SET = 'SET limit_rpm = ?, limit_tpm = ?, limit_concurrent = ?, budget_micros = ?, budget_period = ?, limit_mode = ?';
 
 export class SqlLimitsStore implements LimitsStore {
   constructor(private readonly db: SqlDb) {}
@@ -75,7 +77,7 @@ export class SqlLimitsStore implements LimitsStore {
   }
 }
 
-/** A spec as the five limit columns (NULL where no limit). */
+/** A spec as the six limit columns (NULL where no limit, and for the mode left to the rule). */
 export function limitValues(spec: LimitSpec): Array<number | string | null> {
-  return [spec.rpm ?? null, spec.tpm ?? null, spec.maxConcurrent ?? null, spec.budget?.micros ?? null, spec.budget?.period ?? null];
+  return [spec.rpm ?? null, spec.tpm ?? null, spec.maxConcurrent ?? null, spec.budget?.micros ?? null, spec.budget?.period ?? null, spec.mode ?? null];
 }

@@ -137,7 +137,7 @@ export class SqlTenancyStore implements TenancyStore {
   async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
     const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null, unsupportedParams: null,
       guardrails: [], bodyLogging: DEFAULT_BODY_LOGGING };
-    await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
     `a project named "${name}" already exists in this organization`);
     return project;
@@ -195,7 +195,7 @@ export class SqlTenancyStore implements TenancyStore {
     // The project check is in the statement itself: a project of another org inserts nothing.
     const [row] = await this.db.all<KeyRow>(`INSERT INTO api_keys (id, org_id, project_id, prefix, hash, name, created_at, expires_at, allowed_models, created_by,
         ${LIMIT_COLUMNS})
-      SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM projects WHERE id = ? AND org_id = ? RETURNING *`,
+      SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM projects WHERE id = ? AND org_id = ? RETURNING *`,
     [id, k.orgId, k.projectId, k.prefix, k.hash, k.name, createdAt, k.expiresAt, models, k.createdBy, ...limitValues(k.limits ?? {}), k.projectId, k.orgId]);
     return row && toKey(row);
   }

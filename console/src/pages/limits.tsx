@@ -1,7 +1,7 @@
 import { cacheSummary, EditCache } from './cache';
 import type { JSX } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
-import { ApiError, get, patch, type BudgetPeriod, type LimitUsage, type Limits, type Project, type ProjectDetail, type UnsupportedParams } from '../api';
+import { ApiError, get, patch, type BudgetPeriod, type LimitMode, type LimitUsage, type Limits, type Project, type ProjectDetail, type UnsupportedParams } from '../api';
 import { int, usd, when } from '../format';
 import { ErrorBox, Field, Show, useLoad } from '../ui';
 
@@ -12,14 +12,14 @@ import { ErrorBox, Field, Show, useLoad } from '../ui';
  */
 
 /** The limit fields as typed (strings: an empty field is no limit). */
-export interface LimitsDraft { rpm: string; tpm: string; concurrent: string; budget: string; period: BudgetPeriod }
+export interface LimitsDraft { rpm: string; tpm: string; concurrent: string; budget: string; period: BudgetPeriod; mode: LimitMode | '' }
 type DraftField = keyof LimitsDraft;
 
-export const EMPTY_LIMITS: LimitsDraft = { rpm: '', tpm: '', concurrent: '', budget: '', period: 'month' };
+export const EMPTY_LIMITS: LimitsDraft = { rpm: '', tpm: '', concurrent: '', budget: '', period: 'month', mode: '' };
 
 export function draftOf(l: Limits): LimitsDraft {
   const s = (n: number | null): string => (n === null ? '' : String(n));
-  return { rpm: s(l.rpm), tpm: s(l.tpm), concurrent: s(l.max_concurrent), budget: s(l.budget_usd), period: l.budget_period ?? 'month' };
+  return { rpm: s(l.rpm), tpm: s(l.tpm), concurrent: s(l.max_concurrent), budget: s(l.budget_usd), period: l.budget_period ?? 'month', mode: l.mode ?? '' };
 }
 
 const num = (v: string): number => Number(v.trim());
@@ -31,6 +31,7 @@ export function createLimits(d: LimitsDraft): Record<string, unknown> | undefine
   if (d.tpm.trim()) out.tpm = num(d.tpm);
   if (d.concurrent.trim()) out.max_concurrent = num(d.concurrent);
   if (d.budget.trim()) Object.assign(out, { budget_usd: d.budget.trim(), budget_period: d.period });
+  if (d.mode) out.mode = d.mode;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
@@ -38,13 +39,13 @@ export function createLimits(d: LimitsDraft): Record<string, unknown> | undefine
 export function patchLimits(d: LimitsDraft): Record<string, unknown> {
   const or = (v: string): number | null => (v.trim() ? num(v) : null);
   return {
-    rpm: or(d.rpm), tpm: or(d.tpm), max_concurrent: or(d.concurrent),
+    rpm: or(d.rpm), tpm: or(d.tpm), max_concurrent: or(d.concurrent), mode: d.mode || null,
     ...(d.budget.trim() ? { budget_usd: d.budget.trim(), budget_period: d.period } : { budget_usd: null }),
   };
 }
 
 const PARAM_FIELD: Record<string, DraftField> = {
-  'limits.rpm': 'rpm', 'limits.tpm': 'tpm', 'limits.max_concurrent': 'concurrent', 'limits.budget_usd': 'budget', 'limits.budget_period': 'period',
+  'limits.rpm': 'rpm', 'limits.tpm': 'tpm', 'limits.max_concurrent': 'concurrent', 'limits.budget_usd': 'budget', 'limits.budget_period': 'period', 'limits.mode': 'mode',
 };
 
 /** The limit field a 400 names in `param`, if any (its message is then shown next to that field). */
@@ -61,7 +62,7 @@ export function useFocusInvalid(error: unknown): { current: HTMLFormElement | nu
   return ref;
 }
 
-/** The five limit controls; `error` is a 400 from the API, shown next to the field its `param` names. */
+/** The limit controls (five limits and the mode); `error` is a 400 from the API, shown next to the field its `param` names. */
 export function LimitFields({ value, onChange, error }: { value: LimitsDraft; onChange: (d: LimitsDraft) => void; error: unknown }): JSX.Element {
   const bad = limitFieldOf(error);
   const msg = (f: DraftField): string | undefined => (bad === f && error instanceof Error ? error.message : undefined);
@@ -80,6 +81,11 @@ export function LimitFields({ value, onChange, error }: { value: LimitsDraft; on
           <option value="day">day</option><option value="month">month</option><option value="total">total</option>
         </select>
       </Field>
+      <Field label="Counted across instances" error={msg('mode')}>
+        <select value={value.mode} onChange={set('mode')}>
+          <option value="">automatic (lease for large limits)</option><option value="exact">exact (one Redis call per request)</option><option value="lease">lease (a share per instance)</option>
+        </select>
+      </Field>
     </div>
   );
 }
@@ -93,6 +99,7 @@ export function limitPhrases(l: Limits): string[] {
   if (l.tpm !== null) out.push(`${int(l.tpm)} tokens/min`);
   if (l.max_concurrent !== null) out.push(`${int(l.max_concurrent)} concurrent`);
   if (l.budget_usd !== null) out.push(`${usd(l.budget_usd)} ${PER[l.budget_period ?? 'total']}`);
+  if (l.mode) out.push(`${l.mode} mode`);
   return out;
 }
 
