@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { requireOrg } from '../src/admin.js';
-import { changedFields } from '../src/audit/mask.js';
-import { COMMAND_LINE, type AuditRow } from '../src/audit/types.js';
+import { requireOrg } from '../src/tenancy/admin.js';
+import { changedFields } from '../src/lib/mask-secrets.js';
+import { COMMAND_LINE, type AuditRow } from '../src/model/audit.js';
 import { balanceState, keyState, projectState, providerKeyState } from '../src/management/audit-routes.js';
 import { auditView } from '../src/management/views.js';
 import type { Store } from '../src/store/types.js';

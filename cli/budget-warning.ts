@@ -1,6 +1,6 @@
 import { outputBoundOf } from '../plugins/chat/metering.js';
-import type { LimitSpec } from '../src/limits/types.js';
-import { displayUsd } from '../src/money.js';
+import type { LimitSpec } from '../src/model/limits.js';
+import { displayUsd } from '../src/lib/money.js';
 import type { ProviderCatalog } from '../src/providers/catalog.js';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import { loadAll } from './common.js';

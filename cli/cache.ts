@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { changeKey, changeProject, requireOrg, requireProject } from '../src/admin.js';
-import type { CacheSetting } from '../src/cache/types.js';
-import { microsToUsd } from '../src/money.js';
+import { changeKey, changeProject, requireOrg, requireProject } from '../src/tenancy/admin.js';
+import type { CacheSetting } from '../src/model/cache.js';
+import { microsToUsd } from '../src/lib/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
 import { configOption, withStore } from './common.js';

@@ -1,13 +1,13 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { AmountTooLargeError, parseUsdToMicros } from '../src/money.js';
+import { AmountTooLargeError, parseUsdToMicros } from '../src/lib/money.js';
 import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
 import { selectPlugins } from '../plugins/index.js';
 import { modalityRules } from '../src/gateway.js';
-import { createInvalidationBus, type Invalidator } from '../src/invalidation.js';
+import { createInvalidationBus, type Invalidator } from '../src/tenancy/invalidation.js';
 import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
 import { routingSettings } from '../src/routing/groups.js';
-import { secretBoxFor } from '../src/secrets.js';
+import { secretBoxFor } from '../src/lib/secrets.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
 

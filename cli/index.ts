@@ -1,11 +1,11 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/admin.js';
+import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/tenancy/admin.js';
 import { ConfigError, FILE_NOT_FOUND } from '../src/config/yaml-file.js';
 import { selectPlugins } from '../plugins/index.js';
 import { addReloadCommand } from './reload.js';
 import { createGateway } from '../src/gateway.js';
-import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/money.js';
-import { packageVersion } from '../src/paths.js';
+import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/lib/money.js';
+import { packageVersion } from '../src/lib/paths.js';
 import { startSimulator } from '../simulator/server.js';
 import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import type { Retention } from '../src/store/types.js';

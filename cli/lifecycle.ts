@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { MAX_ROTATION_GRACE_SECONDS, rotateKey, setActive, setPassword } from '../src/account-lifecycle.js';
+import { MAX_ROTATION_GRACE_SECONDS, rotateKey, setActive, setPassword } from '../src/tenancy/account-lifecycle.js';
 import type { Store } from '../src/store/types.js';
 import { recordCommand } from './audit.js';
 import { configOption, readStdin, withStore } from './common.js';

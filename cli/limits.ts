@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { changeKey, changeProject, requireOrg, requireProject } from '../src/admin.js';
+import { changeKey, changeProject, requireOrg, requireProject } from '../src/tenancy/admin.js';
 import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
-import type { BudgetPeriod, LimitMode, LimitSpec, ScopeOwner } from '../src/limits/types.js';
-import { displayUsd, parseUsdToMicros } from '../src/money.js';
+import type { BudgetPeriod, LimitMode, LimitSpec, ScopeOwner } from '../src/model/limits.js';
+import { displayUsd, parseUsdToMicros } from '../src/lib/money.js';
 import type { Store } from '../src/store/types.js';
 import { changing } from './audit.js';
 import { warnIfBudgetTooSmall } from './budget-warning.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { requireOrg, requireProject } from '../src/admin.js';
+import { requireOrg, requireProject } from '../src/tenancy/admin.js';
 import { keyView, orgView, projectView } from '../src/management/views.js';
-import { displayUsd } from '../src/money.js';
+import { displayUsd } from '../src/lib/money.js';
 import { configOption, withStore } from './common.js';
 import { describeLimits } from './limits.js';
 import { table, utc } from './table.js';

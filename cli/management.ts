@@ -1,10 +1,10 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/admin.js';
-import { randomBase62 } from '../src/ids.js';
+import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/tenancy/admin.js';
+import { randomBase62 } from '../src/lib/ids.js';
 import { readFileSync } from 'node:fs';
 import { bodyLoggingOf, parseGuardrails } from '../src/guardrails/schema.js';
-import type { BodyLogging, GuardrailSpec } from '../src/guardrails/types.js';
-import { displayUsd } from '../src/money.js';
+import type { BodyLogging, GuardrailSpec } from '../src/model/guardrails.js';
+import { displayUsd } from '../src/lib/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';

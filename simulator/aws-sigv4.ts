@@ -10,7 +10,7 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { NodeSha256 } from '../src/aws-sigv4.js';
+import { NodeSha256 } from '../src/providers/aws-sigv4.js';
 import { header, type SimRequest } from './http.js';
 
 /** The simulator's fixed test credentials (configurable per simulator with `awsKeys`). */

@@ -2,7 +2,7 @@ import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, type Conv
 import AnthropicBedrock from '@anthropic-ai/bedrock-sdk';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AwsSigV4Signer } from '../src/aws-sigv4.js';
+import { AwsSigV4Signer } from '../src/providers/aws-sigv4.js';
 import { SIM_AWS } from './aws-sigv4.js';
 import { startSimulator, type Simulator } from './server.js';
 

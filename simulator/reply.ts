@@ -3,7 +3,7 @@
  * can predict exactly what the gateway should meter.
  */
 
-import { estimateTokens, tokensForChars } from '../src/tokens.js';
+import { estimateTokens, tokensForChars } from '../src/lib/tokens.js';
 import type { Directives } from './directives.js';
 
 /** Words the reply cycles through; 1 word = 1 completion token. */

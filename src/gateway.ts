@@ -1,37 +1,37 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Authenticator } from './auth.js';
+import { Authenticator } from './tenancy/auth.js';
 import { BalanceAlerts } from './alerts/balance-alerts.js';
 import { BudgetAlerts } from './alerts/budget-alerts.js';
 import { DELIVERY_IDLE, WebhookDeliverer } from './alerts/delivery.js';
 import { loadGatewayConfig, type GatewayConfig } from './config/gateway-config.js';
 import { compileSchemas, validatePluginSettings } from './config/schemas.js';
-import { registerConsole } from './console.js';
-import { registerHealthRoute } from './health.js';
-import { HookRegistry } from './hooks.js';
+import { registerConsole } from './http/console.js';
+import { registerHealthRoute } from './http/health.js';
+import { HookRegistry } from './pipeline/hooks.js';
 import { guardrailsHook } from './guardrails/hook.js';
-import { createInvalidationBus, type InvalidationBus } from './invalidation.js';
+import { createInvalidationBus, type InvalidationBus } from './tenancy/invalidation.js';
 import { createLimiter, type Limiter } from './limits/index.js';
 import { registerManagement } from './management/index.js';
-import { ProviderKeyCache } from './provider-keys.js';
-import type { GatewayPlugin, OrgRouteDef, PluginApi } from './plugin.js';
+import { ProviderKeyCache } from './tenancy/provider-keys.js';
+import type { GatewayPlugin, OrgRouteDef, PluginApi } from './pipeline/plugin.js';
 import { loadCatalog, type ModalityRules, type ProviderCatalog } from './providers/catalog.js';
-import { LedgerSpill } from './ledger-spill.js';
-import { RequestLogWriter } from './request-log.js';
-import { secretBoxFor } from './secrets.js';
-import { RequestLifecycles } from './request-lifecycle.js';
-import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './server.js';
+import { LedgerSpill } from './pipeline/ledger-spill.js';
+import { RequestLogWriter } from './pipeline/request-log.js';
+import { secretBoxFor } from './lib/secrets.js';
+import { RequestLifecycles } from './pipeline/request-lifecycle.js';
+import { addBodyParser, addModelRoute, addPlainRoute, createServer, type ServerDeps } from './http/server.js';
 import { openStore } from './store/index.js';
-import { packageRoot } from './paths.js';
+import { packageRoot } from './lib/paths.js';
 import { Telemetry } from './telemetry/index.js';
 import { LEASE_HELD_ELSEWHERE } from './storage/media-sweep.js';
-import { TaskRunner } from './tasks.js';
+import { TaskRunner } from './http/tasks.js';
 import type { Store } from './store/types.js';
-import { UpstreamClient } from './upstream.js';
-import { CUT_GRACE_MS } from './streamed-reply.js';
+import { UpstreamClient } from './pipeline/upstream.js';
+import { CUT_GRACE_MS } from './pipeline/streamed-reply.js';
 import { createResponseCache, registerCacheHook } from './cache/index.js';
-import { wireRouting, type RoutingWiring } from './routing/wiring.js';
+import { wireRouting, type RoutingWiring } from './http/routing-wiring.js';
 import type { ReloadResult } from './routing/reload.js';
 import type { Router } from './routing/router.js';
 
@@ -62,7 +62,7 @@ export interface Gateway {
   readonly catalog: ProviderCatalog;
   readonly log: RequestLogWriter;
   /**
-   * Pushed cache invalidation across instances (src/invalidation.ts): `api_key` and
+   * Pushed cache invalidation across instances (src/tenancy/invalidation.ts): `api_key` and
    * `provider_key` evict the core's caches; `limits` is for a limits cache to subscribe to.
    */
   readonly invalidation: InvalidationBus;

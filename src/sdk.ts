@@ -10,35 +10,35 @@
 export type {
   BodyParser, ErrorFormatter, GatewayPlugin, Meter, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
   PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef, TextSlot,
-} from './plugin.js';
+} from './pipeline/plugin.js';
 export type { ModalityRules } from './providers/catalog.js';
 export type { GatewayConfig } from './config/gateway-config.js';
-export type { ReplyFilter, RequestView, ShortCircuit, ShortCircuitContext, StageHook } from './hooks.js';
+export type { ReplyFilter, RequestView, ShortCircuit, ShortCircuitContext, StageHook } from './pipeline/hooks.js';
 export { jsonTextSlots } from './guardrails/slots.js';
-export { STAGES, type Stage } from './stages.js';
+export { STAGES, type Stage } from './pipeline/stages.js';
 
 // One request as it moves through the stages, as a plugin sees it: read-only. A plugin returns
 // what it measured (Metered) and keeps its own per-request state in a slot (exchangeSlot).
-export { elapsedMs, exchangeSlot, serverCut, type ExchangeSlot, type ExchangeView as Exchange, type TokenCounts } from './exchange.js';
+export { elapsedMs, exchangeSlot, serverCut, type ExchangeSlot, type ExchangeView as Exchange, type TokenCounts } from './pipeline/exchange.js';
 
 // Client-visible errors (each code has a row in docs/errors.md).
-export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './errors.js';
+export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './lib/errors.js';
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
-export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, picosToMicrosCeil, type Micros } from './money.js';
-export { costPicos, picosAt, pricesFor, type Consumption, type PriceSelector } from './pricing.js';
-export { estimateTokens, tokensForChars } from './tokens.js';
+export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, picosToMicrosCeil, type Micros } from './lib/money.js';
+export { costPicos, picosAt, pricesFor, type Consumption, type PriceSelector } from './providers/pricing.js';
+export { estimateTokens, tokensForChars } from './lib/tokens.js';
 // Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.
-export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './usage.js';
+export { InvalidUsage, MAX_REPORTED_SECONDS, MAX_REPORTED_TOKENS, reportedSeconds, reportedTokens } from './pipeline/usage.js';
 
 // The provider model a route resolves to.
 export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSet, PricingTier, ProviderDef, RetryPolicy, UnsupportedParamsPolicy } from './providers/types.js';
 
 // Calling upstream and reading what comes back.
-export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './pipeline/upstream.js';
 // An endpoint's YAML request transform, its `$error` refusal a 400 on the field named.
-export { applyRequestTransform, transformRefusal, type BuiltRequest } from './transform.js';
-export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './sse.js';
+export { applyRequestTransform, transformRefusal, type BuiltRequest } from './providers/transform.js';
+export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './lib/sse.js';
 
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';
@@ -50,11 +50,12 @@ export { parseRange, type ByteRange, type ObjectBody, type ObjectStore } from '.
 export { deleteExpiredMedia, LEASE_HELD_ELSEWHERE, underLease, type MediaSweepDeps, type MediaSweepOptions } from './storage/media-sweep.js';
 
 // The response cache (docs/cache.md): a modality's canonical request and how it replays a stored reply.
-export type { CacheDef, CacheEntry, CacheHit, CacheRequest, ResponseCacheApi } from './cache/index.js';
+export type { CacheDef, CacheRequest, ResponseCacheApi } from './pipeline/plugin.js';
+export type { CacheEntry, CacheHit } from './model/cache.js';
 export { captureBody, type CapturedBody } from './cache/capture.js';
 
 // Small utilities.
-export { newId } from './ids.js';
-export { stringEnd } from './json-depth.js';
-export { Semaphore } from './semaphore.js';
-export type { StreamedReply } from './streamed-reply.js';
+export { newId } from './lib/ids.js';
+export { stringEnd } from './lib/json-depth.js';
+export { Semaphore } from './lib/semaphore.js';
+export type { StreamedReply } from './pipeline/streamed-reply.js';

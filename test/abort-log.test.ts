@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { GatewayPlugin } from '../src/plugin.js';
+import type { GatewayPlugin } from '../src/pipeline/plugin.js';
 import { post } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 

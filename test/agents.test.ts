@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useOrgGateway } from './fixtures.js';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { tempDir } from './harness.js';
 
 /*

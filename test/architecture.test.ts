@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 
 /*
  * The import direction of the house (docs/architecture.md):
@@ -66,7 +66,7 @@ describe('the house: who may import whom', () => {
   const edges = allEdges();
 
   it('reads the imports of every area (the scan is not vacuous)', () => {
-    expect(edges).toContainEqual({ from: 'src/gateway.ts', to: 'src/auth.ts' });
+    expect(edges).toContainEqual({ from: 'src/gateway.ts', to: 'src/tenancy/auth.ts' });
     expect(edges).toContainEqual({ from: 'cli/index.ts', to: 'plugins/index.ts' });
     expect(edges).toContainEqual({ from: 'plugins/chat/index.ts', to: 'src/sdk.ts' });
     expect(edges.some((e) => e.from.startsWith('simulator/'))).toBe(true);
@@ -76,7 +76,7 @@ describe('the house: who may import whom', () => {
   it('flags what the rules forbid', () => {
     expect(violation({ from: 'src/gateway.ts', to: 'plugins/index.ts' })).toBeDefined();
     expect(violation({ from: 'src/cli.ts', to: 'simulator/server.ts' })).toBeDefined();
-    expect(violation({ from: 'plugins/chat/index.ts', to: 'src/errors.ts' })).toBeDefined();
+    expect(violation({ from: 'plugins/chat/index.ts', to: 'src/lib/errors.ts' })).toBeDefined();
     expect(violation({ from: 'plugins/music/index.ts', to: 'plugins/chat/request.ts' })).toBeDefined();
     expect(violation({ from: 'plugins/audio/speech.ts', to: 'simulator/mp3.ts' })).toBeDefined();
     expect(violation({ from: 'simulator/server.ts', to: 'plugins/chat/index.ts' })).toBeDefined();
@@ -146,7 +146,67 @@ describe('the store, the limits engine and the admin service', () => {
     expect(cycles(edges.filter((e) => ['src/store/', 'src/limits/'].some((d) => e.from.startsWith(d) && e.to.startsWith('src/'))))).toEqual([]);
   });
 
-  it('the CLI reaches management logic through src/admin.ts, never a route file', () => {
+  it('the CLI reaches management logic through src/tenancy/admin.ts, never a route file', () => {
     expect(edges.filter((e) => inside('cli/')(e) && /^src\/management\/routes-/.test(e.to)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+});
+
+/*
+ * The rooms of src/, lowest first (docs/architecture.md draws them). A file may import
+ * its own room and the rooms below it, never one above: the HTTP layer and the
+ * management API on top, the request pipeline and the features built on its hooks
+ * (cache, guardrails, telemetry) beneath them, the services it calls (routing, tenancy,
+ * alerts, limits) beneath it, then object storage, the store, the provider catalogue,
+ * the config, the data model and plain utilities. Entry points sit in src/ itself.
+ */
+export const ROOMS = [
+  'lib', 'model', 'config', 'providers', 'store', 'storage', 'limits', 'alerts', 'tenancy', 'routing',
+  'pipeline', 'cache', 'guardrails', 'telemetry', 'management', 'http',
+] as const;
+/** The files allowed in src/ itself: the composition root and the plugins' one door. */
+export const ROOT_FILES = ['gateway.ts', 'sdk.ts'];
+
+/** A src/ file's room: its first folder, or `root` for the entry points. */
+export function roomOf(path: string): string {
+  const parts = path.split('/');
+  return parts.length > 2 ? (parts[1] ?? '') : 'root';
+}
+
+/** Why an import inside src/ breaks the layering, or undefined. */
+export function layerViolation({ from, to }: Edge): string | undefined {
+  if (!from.startsWith('src/') || !to.startsWith('src/')) return undefined;
+  const a = roomOf(from);
+  const b = roomOf(to);
+  if (a === b || a === 'root') return undefined;
+  if (b === 'root') return `src/${a}/ imports an entry point`;
+  const rank = (r: string): number => (ROOMS as readonly string[]).indexOf(r);
+  if (rank(a) < 0) return `src/${a}/ is not a room of ROOMS`;
+  if (rank(b) < 0) return `src/${b}/ is not a room of ROOMS`;
+  return rank(b) > rank(a) ? `src/${a}/ imports src/${b}/, a room above it` : undefined;
+}
+
+describe('the rooms of src/', () => {
+  const edges = allEdges().filter((e) => !isTestOnly(e.from) && e.from.startsWith('src/'));
+
+  it('judges edges as the rule says (the check is not vacuous)', () => {
+    expect(layerViolation({ from: 'src/store/rows.ts', to: 'src/pipeline/exchange.ts' })).toMatch(/a room above it/);
+    expect(layerViolation({ from: 'src/pipeline/pipeline.ts', to: 'src/store/types.ts' })).toBeUndefined();
+    expect(layerViolation({ from: 'src/lib/money.ts', to: 'src/gateway.ts' })).toMatch(/entry point/);
+    expect(layerViolation({ from: 'src/misc/x.ts', to: 'src/lib/money.ts' })).toMatch(/not a room/);
+    expect(edges.length).toBeGreaterThan(300);
+  });
+
+  it('every folder of src/ is a room, and src/ itself holds only the entry points', () => {
+    const entries = readdirSync(join(ROOT, 'src'), { withFileTypes: true });
+    expect(entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()).toEqual([...ROOMS].sort());
+    expect(entries.filter((e) => e.isFile() && !isTestOnly(e.name)).map((e) => e.name).sort()).toEqual(ROOT_FILES);
+  });
+
+  it('no room imports a room above it', () => {
+    expect(edges.flatMap((e) => (layerViolation(e) ? [`${e.from} → ${e.to}: ${layerViolation(e)}`] : []))).toEqual([]);
+  });
+
+  it('no files of src/ import each other in a circle, type-only imports included', () => {
+    expect(cycles(edges.filter((e) => e.to.startsWith('src/')))).toEqual([]);
   });
 });

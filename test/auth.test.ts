@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { revokeKey } from '../src/admin.js';
-import type { ErrorBody } from '../src/errors.js';
+import { revokeKey } from '../src/tenancy/admin.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';
 

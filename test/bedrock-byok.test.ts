@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { SIM_AWS } from '../simulator/aws-sigv4.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';

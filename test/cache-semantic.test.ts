@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CacheSetting } from '../src/cache/types.js';
+import type { CacheSetting } from '../src/model/cache.js';
 import { expectEveryLedgerExact, logRow, postJson, startTestGateway, type TestGateway } from './harness.js';
 
 /*

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { chatMicros, post, readSse, settledBalance, simPromptTokens } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { copyProviders, logRow, postJson, tempDir } from './harness.js';

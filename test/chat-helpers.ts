@@ -1,5 +1,5 @@
-import { parseUsdToPicos, picosToMicros } from '../src/money.js';
-import { SseDecoder, type SseEvent } from '../src/sse.js';
+import { parseUsdToPicos, picosToMicros } from '../src/lib/money.js';
+import { SseDecoder, type SseEvent } from '../src/lib/sse.js';
 import type { TestGateway } from './harness.js';
 
 /** Prices in USD per million tokens, written out in the tests (not read from the YAML under test). */

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_TOKENS_HINT } from '../plugins/chat/max-tokens-hint.js';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 

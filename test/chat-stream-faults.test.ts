@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { SseEvent } from '../src/sse.js';
+import type { SseEvent } from '../src/lib/sse.js';
 import { chatMicros, post, readSse, settledBalance, simPromptTokens, type PerMillion } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow } from './harness.js';

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SseDecoder, type SseEvent } from '../src/sse.js';
+import { SseDecoder, type SseEvent } from '../src/lib/sse.js';
 import { post, settledBalance } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { copyProviders, logRow, tempDir } from './harness.js';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
 
 /** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */

@@ -3,7 +3,7 @@ import { createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { createKey, createOrg } from '../src/admin.js';
+import { createKey, createOrg } from '../src/tenancy/admin.js';
 import { openStore } from '../src/store/index.js';
 import { startS3 } from './s3.js';
 import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, stopAndCheckLedgers, writeConfig } from './cli-helpers.js';

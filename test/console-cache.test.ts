@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
+import { createKey } from '../src/tenancy/admin.js';
 import { expectAccessible as accessible, signInThroughForm, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';
 import { addUser } from './management-helpers.js';

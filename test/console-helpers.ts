@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { axeViolations, ensureConsoleBuilt, openBrowser, type Browser } from './browser.js';
 import { type GatewaySetup, useGateway } from './fixtures.js';
 import type { TestGateway } from './harness.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
+import { createKey } from '../src/tenancy/admin.js';
 import { axeViolations } from './browser.js';
 import { expectAccessible, signInThroughForm, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';

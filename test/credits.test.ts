@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 

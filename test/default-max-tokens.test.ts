@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway, type OrgTestGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 import { cli, KEY, lastLine, query, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';

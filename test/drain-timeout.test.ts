@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { SseDecoder, type SseEvent } from '../src/sse.js';
+import { SseDecoder, type SseEvent } from '../src/lib/sse.js';
 import { buildOnce, cli, killAll, lastLine, query, serve, sleep, writeConfig } from './cli-helpers.js';
 import { tempDir } from './harness.js';
 import { chatFormat, neverReads } from './stream-formats.js';

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { embedText, toFloatList } from '../simulator/vectors.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';

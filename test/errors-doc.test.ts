@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERRORS } from '../src/errors.js';
-import { packageRoot } from '../src/paths.js';
+import { ERRORS } from '../src/lib/errors.js';
+import { packageRoot } from '../src/lib/paths.js';
 
 /** Rows of the docs/errors.md table: code, status (first number), type. */
 function documented(): Map<string, { status: number; type: string }> {

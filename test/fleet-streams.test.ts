@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg } from '../src/admin.js';
+import { createKey, createOrg } from '../src/tenancy/admin.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';

@@ -1,7 +1,7 @@
 import { createServer, request, type Server as HttpServer } from 'node:http';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/lib/ids.js';
 import { logIdOf } from '../src/store/media.js';
 import { openStore } from '../src/store/index.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';

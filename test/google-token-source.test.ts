@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { serviceAccount } from './vertex-helpers.js';
 import { tempDir } from './harness.js';
-import { GoogleTokenSource, parseServiceAccount, TokenError, type FormPoster } from '../src/upstream/google-service-account.js';
+import { GoogleTokenSource, parseServiceAccount, TokenError, type FormPoster } from '../src/providers/google-service-account.js';
 
 /**
  * The token source against the simulator's token endpoint, which verifies the RS256

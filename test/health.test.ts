@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { HealthRecord } from '../src/health.js';
-import { packageRoot } from '../src/paths.js';
+import type { HealthRecord } from '../src/http/health.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { startTestGateway, type TestGateway } from './harness.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;

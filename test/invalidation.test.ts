@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createInvalidationBus, postgresChannel, redisChannel, type InvalidationBus, type InvalidationKind } from '../src/invalidation.js';
-import { TtlCache } from '../src/ttl-cache.js';
+import { createInvalidationBus, postgresChannel, redisChannel, type InvalidationBus, type InvalidationKind } from '../src/tenancy/invalidation.js';
+import { TtlCache } from '../src/lib/ttl-cache.js';
 import { pgQuery, sharedPostgresSchema, startPrivateRedis, type PrivateRedis } from './fleet.js';
 import { postJson, startTestGateway, type TestGateway } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createOrg } from '../src/admin.js';
+import { createOrg } from '../src/tenancy/admin.js';
 import { useOrgGateway } from './fixtures.js';
 import { addUser, code, rows, signIn, type Api } from './management-helpers.js';
 

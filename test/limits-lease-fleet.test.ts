@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg } from '../src/admin.js';
+import { createKey, createOrg } from '../src/tenancy/admin.js';
 import { createLimiter } from '../src/limits/index.js';
-import type { Limiter, LimitSpec } from '../src/limits/types.js';
+import type { Limiter, LimitSpec } from '../src/model/limits.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';

@@ -1,8 +1,8 @@
 import { createServer, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
-import type { ErrorBody } from '../src/errors.js';
+import { createKey } from '../src/tenancy/admin.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { logRow, postJson, startTestGateway } from './harness.js';
 
 /*

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createKey, createProject } from '../src/admin.js';
-import type { ErrorBody } from '../src/errors.js';
-import type { LimitSpec } from '../src/limits/types.js';
+import { createKey, createProject } from '../src/tenancy/admin.js';
+import type { ErrorBody } from '../src/lib/errors.js';
+import type { LimitSpec } from '../src/model/limits.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 

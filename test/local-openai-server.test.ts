@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow } from './harness.js';
 

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
+import { createKey } from '../src/tenancy/admin.js';
 import { EXPORT_PAGE } from '../src/management/routes-logs-export.js';
 import type { LogCursor, LogFilter } from '../src/store/log-query.js';
 import { useOrgGateway } from './fixtures.js';

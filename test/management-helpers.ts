@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { createUser } from '../src/admin.js';
+import { createUser } from '../src/tenancy/admin.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import type { TestGateway } from './harness.js';
 

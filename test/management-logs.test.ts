@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createProject } from '../src/admin.js';
+import { createKey, createProject } from '../src/tenancy/admin.js';
 import { drivers, type DriverEnv } from '../src/store/drivers.testkit.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, postJson } from './harness.js';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
+import { createKey } from '../src/tenancy/admin.js';
 import { isOrgAccess, ROUTE_ACCESS, type Access } from '../src/management/roles.js';
 import { chat } from './cli-helpers.js';
 import { useOrgGateway } from './fixtures.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useGateway } from './fixtures.js';
 import { postJson, runTask, type TestGateway } from './harness.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, postJson } from './harness.js';
 import { looksLikeMp3 } from './s3.js';

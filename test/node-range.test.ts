@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 
 /** The supported Node range is stated once in package.json; the README and CI must say the same. */
 const read = (file: string): string => readFileSync(join(packageRoot(), file), 'utf8');

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg } from '../src/admin.js';
+import { createKey, createOrg } from '../src/tenancy/admin.js';
 import type { LogRow } from '../src/store/types.js';
 import { chat } from './cli-helpers.js';
 import { pgQuery, sharedPostgresSchema } from './fleet.js';

@@ -5,10 +5,10 @@ import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
 import { selectPlugins } from '../plugins/index.js';
 import { createGateway } from '../src/gateway.js';
-import { packageRoot } from '../src/paths.js';
-import type { GatewayPlugin } from '../src/plugin.js';
-import { STAGES } from '../src/stages.js';
-import { GatewayError } from '../src/errors.js';
+import { packageRoot } from '../src/lib/paths.js';
+import type { GatewayPlugin } from '../src/pipeline/plugin.js';
+import { STAGES } from '../src/pipeline/stages.js';
+import { GatewayError } from '../src/lib/errors.js';
 import { logRow, postJson, startTestGateway, tempDir, type TestGateway } from './harness.js';
 
 const opened: TestGateway[] = [];

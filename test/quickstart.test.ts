@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/lib/paths.js';
 import { useOrgGateway } from './fixtures.js';
 
 /** The README's OpenAI example is a file a newcomer runs as it is: it must print the reply and what it cost. */

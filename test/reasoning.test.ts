@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseUsdToPicos, picosToMicros } from '../src/money.js';
+import { parseUsdToPicos, picosToMicros } from '../src/lib/money.js';
 import { post, readSse } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { copyProviders, postJson, tempDir } from './harness.js';

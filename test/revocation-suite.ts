@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, createOrg, createUser } from '../src/admin.js';
+import { createKey, createOrg, createUser } from '../src/tenancy/admin.js';
 import { openStore } from '../src/store/index.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { chat, cli, killAll, sleep } from './cli-helpers.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { createKey } from '../src/admin.js';
+import { createKey } from '../src/tenancy/admin.js';
 import { addUser, signIn } from './management-helpers.js';
 import { copyProviders, expectEveryLedgerExact, logRow, postJson, simulatorOverrides, startTestGateway, tempDir, type TestGateway } from './harness.js';
 

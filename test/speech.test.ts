@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { speechSeconds } from '../simulator/reply.js';
 import { useOrgGateway } from './fixtures.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
-import type { ErrorBody } from '../src/errors.js';
-import { MAX_LOGGED_MODEL_CHARS, MAX_LOGGED_PROMPT_CHARS } from '../src/log-bounds.js';
+import { createKey } from '../src/tenancy/admin.js';
+import type { ErrorBody } from '../src/lib/errors.js';
+import { MAX_LOGGED_MODEL_CHARS, MAX_LOGGED_PROMPT_CHARS } from '../src/pipeline/log-bounds.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 

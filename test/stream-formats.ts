@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { SseDecoder, type SseEvent } from '../src/sse.js';
+import { SseDecoder, type SseEvent } from '../src/lib/sse.js';
 
 /**
  * The four client formats' streams, spoken over plain HTTP as their SDKs speak them, and

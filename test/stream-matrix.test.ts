@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { estimateTokens } from '../src/tokens.js';
+import { estimateTokens } from '../src/lib/tokens.js';
 import type { LogRow } from '../src/store/types.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, type TestGateway } from './harness.js';

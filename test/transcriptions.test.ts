@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { useOrgGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, tempDir } from './harness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useGateway } from './fixtures.js';
 import { postJson } from './harness.js';
 

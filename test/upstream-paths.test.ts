@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../src/errors.js';
-import { fillPath } from '../src/upstream.js';
+import { GatewayError } from '../src/lib/errors.js';
+import { fillPath } from '../src/pipeline/upstream.js';
 import { useOrgGateway } from './fixtures.js';
 import { postJson } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { post, readSse } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, startTestGateway, tempDir } from './harness.js';
 import { serviceAccount, vertexProvider, type TestServiceAccount } from './vertex-helpers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { embedText, toFloatList } from '../simulator/vectors.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, tempDir } from './harness.js';

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/errors.js';
+import type { ErrorBody } from '../src/lib/errors.js';
 import { chatMicros, type PerMillion } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, tempDir } from './harness.js';

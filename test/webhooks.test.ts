@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../src/admin.js';
-import { webhookUrlProblem } from '../src/alerts/ssrf.js';
+import { createKey } from '../src/tenancy/admin.js';
+import { webhookUrlProblem } from '../src/lib/ssrf.js';
 import { useGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
 import { addUser, code, rows, signIn, type Obj } from './management-helpers.js';

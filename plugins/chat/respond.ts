@@ -28,7 +28,7 @@ async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): 
   const metered: Metered = { costMicros: cost.totalMicros, estimated: translated.usage === undefined, usage: tokenCounts(usage), extra: { usage: usageRecord(usage) } };
   let json = JSON.stringify(body);
   if (ex.replyFilter) {
-    // The project's guardrails see the reply first (src/hooks.ts ReplyFilter): restored placeholders, masks, a block.
+    // The project's guardrails see the reply first (src/pipeline/hooks.ts ReplyFilter): restored placeholders, masks, a block.
     // A block is refused after the upstream answered: charged what the upstream charged (docs/guardrails.md).
     ctx.meter.sofar(() => metered);
     json = await ex.replyFilter.body(json);

@@ -73,7 +73,7 @@ async function closingFrames(ctx: RespondContext<ChatRequest>, stream: ClientStr
   const cut = serverCut(ex);
   if (ex.abort.signal.aborted && !cut) return [];
   if (!o.done && !o.error && !cut) o.error = 'the upstream stream ended before the reply was complete';
-  // The project's guardrails see every frame (src/hooks.ts ReplyFilter), the held ones and the closing ones too.
+  // The project's guardrails see every frame (src/pipeline/hooks.ts ReplyFilter), the held ones and the closing ones too.
   const filter = ex.replyFilter;
   const seen = (list: string[]): string[] => (filter && list.length > 0 ? [filter.frames(list.join(''))] : list);
   const frames = seen(o.held);

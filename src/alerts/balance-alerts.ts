@@ -1,4 +1,4 @@
-import { microsToUsd } from '../money.js';
+import { microsToUsd } from '../lib/money.js';
 import type { SqlWebhookStore } from '../store/webhook-store.js';
 
 /**

@@ -1,6 +1,6 @@
-import { periodBounds } from '../limits/periods.js';
-import type { Limiter, LimitScope } from '../limits/types.js';
-import { microsToUsd, type Micros } from '../money.js';
+import { periodBounds } from '../model/periods.js';
+import type { Limiter, LimitScope } from '../model/limits.js';
+import { microsToUsd, type Micros } from '../lib/money.js';
 import type { SqlWebhookStore } from '../store/webhook-store.js';
 
 /** The default thresholds of every budget, in percent of the period's budget (`webhooks.budget_thresholds`; docs/limits.md, "Alerts"). */

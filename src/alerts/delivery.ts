@@ -1,6 +1,6 @@
 import type { SqlWebhookStore, WebhookDelivery } from '../store/webhook-store.js';
 import { signatureHeader } from './signature.js';
-import { webhookUrlProblem } from './ssrf.js';
+import { webhookUrlProblem } from '../lib/ssrf.js';
 
 export interface DeliverySettings {
   allowPrivateUrls: boolean;

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { UpstreamResponse } from '../upstream.js';
+import type { UpstreamResponse } from '../pipeline/upstream.js';
 
 /** A copy of an upstream body as the plugin reads it, to store the reply once it was delivered. */
 export interface CapturedBody {

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import type { HookRegistry } from '../hooks.js';
+import type { HookRegistry } from '../pipeline/hooks.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
-import type { UpstreamClient } from '../upstream.js';
+import type { UpstreamClient } from '../pipeline/upstream.js';
 import { Embedder } from './semantic.js';
 import { type CacheObserver, ResponseCache } from './service.js';
 import { MemoryCacheStorage, RedisCacheStorage } from './storage.js';
-import type { ResponseCacheConfig } from './types.js';
+import type { ResponseCacheConfig } from '../model/cache.js';
 
 export interface ResponseCacheSetup {
   config: ResponseCacheConfig;
@@ -34,5 +34,5 @@ export function registerCacheHook(hooks: HookRegistry, cache: ResponseCache): vo
 }
 
 export { ResponseCache } from './service.js';
-export type { CacheDef, CacheOutcome, CacheRequest, ResponseCacheApi } from './service.js';
-export type { CacheEntry, CacheHit, CacheResult, CacheSetting } from './types.js';
+export type { CacheDef, CacheRequest, ResponseCacheApi } from '../pipeline/plugin.js';
+export type { CacheEntry, CacheHit, CacheOutcome, CacheResult, CacheSetting } from '../model/cache.js';

@@ -1,8 +1,8 @@
-import { GatewayError } from '../errors.js';
-import { costPicos } from '../pricing.js';
-import { picosToMicros } from '../money.js';
+import { GatewayError } from '../lib/errors.js';
+import { costPicos } from '../providers/pricing.js';
+import { picosToMicros } from '../lib/money.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
-import type { UpstreamClient } from '../upstream.js';
+import type { UpstreamClient } from '../pipeline/upstream.js';
 import { canonicalHash } from './canonical.js';
 import type { CacheStorage } from './storage.js';
 

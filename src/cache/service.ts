@@ -1,51 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Exchange } from '../exchange.js';
-import type { ShortCircuit, ShortCircuitContext } from '../hooks.js';
-import { microsToUsd } from '../money.js';
-import type { Metered, ModalityHandler, ModelRequest, RespondContext } from '../plugin.js';
-import { meteredMicros } from '../request-lifecycle.js';
+import type { Exchange } from '../pipeline/exchange.js';
+import type { ShortCircuit, ShortCircuitContext } from '../pipeline/hooks.js';
+import { microsToUsd } from '../lib/money.js';
+import type { CacheDef, CacheRequest, Metered, ModalityHandler, ModelRequest, RespondContext, ResponseCacheApi } from '../pipeline/plugin.js';
+import { meteredMicros } from '../pipeline/request-lifecycle.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import { canonicalHash } from './canonical.js';
 import { type Embedder, type Embedding, SemanticIndex } from './semantic.js';
-import { effectiveSettings, type EffectiveSettings, requestDirective, type RequestDirective } from './settings.js';
+import { effectiveSettings, type EffectiveSettings, requestDirective, type RequestDirective } from '../model/cache-settings.js';
 import { CacheUnavailable, type CacheStorage } from './storage.js';
-import type { CacheEntry, CacheHit, CacheResult, ResponseCacheConfig } from './types.js';
+import type { CacheEntry, CacheHit, CacheOutcome, CacheResult, ResponseCacheConfig } from '../model/cache.js';
 
-/** What a modality tells the cache about one request (its plugin decides what is canonical). */
-export interface CacheRequest {
-  /** Everything that changes the reply, the model aside (the core adds the model as resolved). Key order never matters. */
-  key: unknown;
-  /** Why the request is left out unless its settings say `cache_all` (`n` > 1, a tool result marked uncacheable). */
-  uncacheable?: string | undefined;
-  /** The request's temperature, checked against `max_temperature`. */
-  temperature?: number | undefined;
-  /** For semantic lookups: the last user turn, and everything before it (earlier turns and parameters: matched exactly). */
-  semantic?: { text: string; prefix: unknown } | undefined;
-}
 
-/** A modality's part of the cache: what its canonical request is, and how a stored reply is replayed. */
-export interface CacheDef<P extends ModelRequest, E> {
-  request(parsed: P): CacheRequest | undefined;
-  /** Writes the stored reply as this request's (its own format, streamed or not) and returns its charge (`hit.price` of the original). */
-  replay(ctx: Omit<RespondContext<P>, 'upstream'>, hit: CacheHit<E>): Promise<Metered>;
-}
-
-/** The cache as plugins see it (src/sdk.ts). */
-export interface ResponseCacheApi {
-  /** The handler with the cache in front of it: hits answered without an upstream call, misses stored once billed. */
-  cached<P extends ModelRequest, E>(handler: ModalityHandler<P>, def: CacheDef<P, E>): ModalityHandler<P>;
-  /** Whether this request's reply is to be stored: the plugin then offers its format-neutral form. */
-  wants(ex: Exchange): boolean;
-  /** The reply's format-neutral form, stored once the reply reached the client and was billed. */
-  offer<E>(ex: Exchange, body: E): void;
-}
-
-/** What the request log and the metrics learn of a request's cache. */
-export interface CacheOutcome {
-  result: CacheResult;
-  ageMs: number | null;
-  savedMicros: number;
-}
 
 export interface CacheObserver {
   onCacheResult(result: CacheResult, savedMicros: number): void;

@@ -1,4 +1,4 @@
-import type { OrgRole } from '../store/accounts.js';
+import type { OrgRole } from '../model/records.js';
 import { ConfigError } from './yaml-file.js';
 
 /** `console.oidc` after validation, with defaults applied (docs/management.md, "Single sign-on"). */

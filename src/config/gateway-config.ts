@@ -1,13 +1,14 @@
-import { type RawResponseCacheConfig, responseCacheConfig } from '../cache/config.js';
-import type { ResponseCacheConfig } from '../cache/types.js';
+import { type RawResponseCacheConfig, responseCacheConfig } from './cache-config.js';
+import type { ResponseCacheConfig } from '../model/cache.js';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { GoogleSettings } from '../upstream/google-config.js';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../limits/redis-runner.js';
-import { parseUsdToMicros, type Micros } from '../money.js';
+import type { GoogleSettings } from './google-config.js';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../lib/redis-runner.js';
+import { parseUsdToMicros, type Micros } from '../lib/money.js';
 import { consoleSettings, type ConsoleSettings, type RawConsoleConfig } from './console-config.js';
 import { assertValid, type ConfigSchemas } from './schemas.js';
 import { ConfigError, readYamlFile, type YamlFile } from './yaml-file.js';
+import type { RoutingStrategy } from '../model/routing.js';
 
 export interface S3Config {
   bucket: string;
@@ -30,7 +31,7 @@ export interface ProviderOverride {
   deployments?: Record<string, string>;
   /** Microsoft Entra ID client credentials, for providers whose file declares `auth.entra`. */
   entra?: { tenant_id: string; client_id: string; client_secret: string; token_url?: string };
-  /** Region and credentials of a provider whose auth is aws-sigv4 (src/aws-sigv4.ts); absent credentials: the standard AWS chain. */
+  /** Region and credentials of a provider whose auth is aws-sigv4 (src/providers/aws-sigv4.ts); absent credentials: the standard AWS chain. */
   aws?: { region?: string; access_key_id?: string; secret_access_key?: string; session_token?: string };
   /** A provider whose auth is `google-service-account` (Vertex AI): its project, location and key. */
   google?: GoogleSettings;
@@ -47,7 +48,7 @@ export interface DeploymentConfig {
 }
 
 /** How a deployment or a model group's target is chosen (docs/routing.md). */
-export type RoutingStrategy = 'weighted' | 'least_busy' | 'lowest_latency';
+export type { RoutingStrategy };
 
 /** A model group (`models.<name>`): requested like a model, served by its targets, then its fallbacks. */
 export interface ModelGroupConfig {
@@ -107,13 +108,13 @@ export interface GatewayConfig {
    * `timeoutMs`: bound on each limits call; past it Redis counts as down for that request (default 500).
    */
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
-  /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/invalidation.ts). */
+  /** How long API keys and provider keys are cached between database reads; changes are also pushed (src/tenancy/invalidation.ts). */
   cache: { ttlMs: number };
-  /** `response_cache`: bounds and defaults of the response cache (src/cache/config.ts, docs/cache.md). */
+  /** `response_cache`: bounds and defaults of the response cache (src/config/cache-config.ts, docs/cache.md). */
   responseCache: ResponseCacheConfig;
   /** The audit log: rows older than this many days are deleted by the `audit-retention` task. */
   audit: { retentionDays: number };
-  /** `secrets.key_file`, absolute; see src/secrets.ts for the order of key sources. */
+  /** `secrets.key_file`, absolute; see src/lib/secrets.ts for the order of key sources. */
   secrets: { keyFile: string | undefined };
   /**
    * Alerts' webhooks (docs/management.md, "Webhooks"). `allowPrivateUrls`: accept URLs

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { packageRoot } from '../paths.js';
+import { packageRoot } from '../lib/paths.js';
 import { closest } from './did-you-mean.js';
 import { ConfigError, type ConfigProblem, type YamlFile } from './yaml-file.js';
 

@@ -1,21 +1,11 @@
 import type { MaskBook } from './masker.js';
 import type { Matcher } from './matchers.js';
-import type { BodyLogging } from './types.js';
+import type { BodyLogging, CapturedBodies, StoredBodies } from '../model/guardrails.js';
+
+export type { StoredBodies };
 
 /** Appended to a body cut at `max_bytes`. */
 export const TRUNCATED_MARKER = '\n…[truncated by body_logging.max_bytes]';
-
-/** A request's bodies as stored beside its log row (`request_bodies`, never in the log list's row). */
-export interface StoredBodies {
-  requestId: string;
-  orgId: string;
-  createdAt: number;
-  /** When the sweep deletes them (ms). */
-  expiresAt: number;
-  request: string | null;
-  response: string | null;
-  truncated: boolean;
-}
 
 /** Text cut to at most `max` UTF-8 bytes (on a character boundary). */
 function cutBytes(text: string, max: number): string {
@@ -29,7 +19,7 @@ function cutBytes(text: string, max: number): string {
  * `redacted` mode, each cut at `max_bytes`. The reply is assembled chunk by chunk (a stream)
  * and never held beyond `max_bytes`.
  */
-export class BodyCapture {
+export class BodyCapture implements CapturedBodies {
   private request: string | null = null;
   private readonly response: string[] = [];
   private responseBytes = 0;

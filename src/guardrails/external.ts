@@ -1,8 +1,8 @@
-import { webhookUrlProblem } from '../alerts/ssrf.js';
+import { webhookUrlProblem } from '../lib/ssrf.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
-import { fillPath, type UpstreamClient } from '../upstream.js';
+import { fillPath, type UpstreamClient } from '../pipeline/upstream.js';
 import type { ExternalVerdict, RequestMeta } from './engine.js';
-import type { GuardrailStage, ModerationGuardrail, WebhookGuardrail } from './types.js';
+import type { GuardrailStage, ModerationGuardrail, WebhookGuardrail } from '../model/guardrails.js';
 
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 2000;
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';

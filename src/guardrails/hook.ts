@@ -1,6 +1,6 @@
-import type { CoreStageHook } from '../hooks.js';
+import type { CoreStageHook } from '../pipeline/hooks.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
-import type { UpstreamClient } from '../upstream.js';
+import type { UpstreamClient } from '../pipeline/upstream.js';
 import { BodyCapture } from './bodies.js';
 import { guardRequest, type CompiledGuardrail, type GuardrailServices, type RequestMeta } from './engine.js';
 import { callModeration, callWebhook } from './external.js';
@@ -8,7 +8,7 @@ import { MaskBook } from './masker.js';
 import { compileMatcher, type Matcher } from './matchers.js';
 import { detectPii } from './pii.js';
 import { replyFilter } from './reply.js';
-import { nameOf, PII_ENTITIES, stagesOf, type GuardrailSpec, type PiiEntity, type Verdict } from './types.js';
+import { nameOf, PII_ENTITIES, stagesOf, type GuardrailSpec, type PiiEntity, type Verdict } from '../model/guardrails.js';
 
 export interface GuardrailDeps {
   catalog: ProviderCatalog;

@@ -1,5 +1,5 @@
 import { detectPii, type Match } from './pii.js';
-import { PII_ENTITIES, type GuardrailSpec, type PiiEntity } from './types.js';
+import { PII_ENTITIES, type GuardrailSpec, type PiiEntity } from '../model/guardrails.js';
 
 /** What finds a guardrail's matches in a text; undefined for the guardrails that do not match text (limits, webhook, moderation). */
 export type Matcher = (text: string) => Match[];

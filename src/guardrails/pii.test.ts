@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MaskBook } from './masker.js';
 import { detectPii, ibanValid, luhnValid, ssnValid } from './pii.js';
-import { PII_ENTITIES, type PiiEntity } from './types.js';
+import { PII_ENTITIES, type PiiEntity } from '../model/guardrails.js';
 
 interface Labelled {
   entity: PiiEntity;

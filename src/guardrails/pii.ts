@@ -1,4 +1,4 @@
-import type { PiiEntity } from './types.js';
+import type { PiiEntity } from '../model/guardrails.js';
 
 /** One detected value in a text: `[start, end)` and what it is. */
 export interface Match {

@@ -1,11 +1,11 @@
-import type { GatewayError } from '../errors.js';
-import type { ReplyFilter } from '../hooks.js';
+import type { GatewayError } from '../lib/errors.js';
+import type { ReplyFilter } from '../pipeline/hooks.js';
 import type { BodyCapture } from './bodies.js';
 import { addVerdict, blocked, type CompiledGuardrail, type GuardrailServices, type RequestMeta } from './engine.js';
 import type { MaskBook } from './masker.js';
 import { jsonReplyText, sseReplyText } from './reply-text.js';
 import { streamRestorer } from './stream-restore.js';
-import type { ModerationGuardrail, Verdict } from './types.js';
+import type { ModerationGuardrail, Verdict } from '../model/guardrails.js';
 
 /** The most of a streamed reply's text kept for the checks at its end. */
 const MAX_CHECKED_CHARS = 4 * 1024 * 1024;
@@ -22,7 +22,7 @@ interface ReplyParts {
 }
 
 /**
- * The reply side of a project's guardrails and body logging (src/hooks.ts ReplyFilter):
+ * The reply side of a project's guardrails and body logging (src/pipeline/hooks.ts ReplyFilter):
  * post-upstream guardrails check the reply's text (a stream's once it is complete, so a
  * block ends it with an error event), `mask` ones mask what the client gets, the
  * captured body is what the upstream sent (masked values never restored in it), and

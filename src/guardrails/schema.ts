@@ -1,8 +1,8 @@
 import { Ajv } from 'ajv';
-import { webhookUrlProblem } from '../alerts/ssrf.js';
-import { invalidField } from '../errors.js';
+import { webhookUrlProblem } from '../lib/ssrf.js';
+import { invalidField } from '../lib/errors.js';
 import { compileMatcher, MAX_PATTERN_CHARS } from './matchers.js';
-import { GUARDRAIL_STAGES, PII_ENTITIES, type BodyLogging, type GuardrailSpec } from './types.js';
+import { GUARDRAIL_STAGES, PII_ENTITIES, type BodyLogging, type GuardrailSpec } from '../model/guardrails.js';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import type { TextSlot } from '../plugin.js';
+import type { TextSlot } from '../pipeline/plugin.js';
 
 /** Keys whose strings are no text a guardrail reads: ids, roles, types, model names, media (URLs, base64). */
 const NOT_TEXT = new Set([

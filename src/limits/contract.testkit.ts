@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AdmitRequest, AdmitResult, Hold, Limiter, LimitScope, LimitSpec, SpendSeed } from './types.js';
+import type { AdmitRequest, AdmitResult, Hold, Limiter, LimitScope, LimitSpec, SpendSeed } from '../model/limits.js';
 
 /*
  * One contract, two drivers: every test below runs against the in-process driver and

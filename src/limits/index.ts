@@ -9,8 +9,8 @@
  */
 import { MemoryLimiter } from './memory.js';
 import { RedisLimiter } from './redis.js';
-import type { RedisLike } from './redis-runner.js';
-import type { LimitKind, Limiter, SpendSeed } from './types.js';
+import type { RedisLike } from '../lib/redis-runner.js';
+import type { LimitKind, Limiter, SpendSeed } from '../model/limits.js';
 
 export interface LimiterOptions {
   /** A connected ioredis client (shared with the rest of the gateway is fine): counts are global. Without it: in-process. */
@@ -38,6 +38,6 @@ export function createLimiter(opts: LimiterOptions): Limiter {
   return new MemoryLimiter({ seed, now, holdTtlMs, onDegraded });
 }
 
-export { periodBounds } from './periods.js';
-export type { RedisLike } from './redis-runner.js';
-export type { Limiter } from './types.js';
+export { periodBounds } from '../model/periods.js';
+export type { RedisLike } from '../lib/redis-runner.js';
+export type { Limiter } from '../model/limits.js';

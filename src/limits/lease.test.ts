@@ -4,7 +4,7 @@ import { request, scope } from './contract.testkit.js';
 import { wantsLease } from './lease.js';
 import { RedisLimiter, type RedisLimiterOptions } from './redis.js';
 import { client, deletePrefix, REDIS_URL, testPrefix } from './redis.testkit.js';
-import type { AdmitResult, Hold, LimitScope } from './types.js';
+import type { AdmitResult, Hold, LimitScope } from '../model/limits.js';
 
 /*
  * Lease mode (docs/limits.md, "Exact and lease mode") on the real Redis, three limiters as

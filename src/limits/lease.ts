@@ -1,7 +1,7 @@
-import { IdPool } from '../ids.js';
+import { IdPool } from '../lib/ids.js';
 import { LEASE_FIELDS, LEASE_SCRIPT } from './lease-scripts.js';
-import { spendCounterName } from './periods.js';
-import type { AdmitRequest, LimitHeaders, LimitScope, LimitSpec, Metered } from './types.js';
+import { spendCounterName } from '../model/periods.js';
+import type { AdmitRequest, LimitHeaders, LimitScope, LimitSpec, Metered } from '../model/limits.js';
 import { limitHeaders, tokenReservation, type ScopeReading } from './verdict.js';
 
 /*

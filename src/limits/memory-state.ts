@@ -1,5 +1,5 @@
-import { periodBounds, spendCounterName } from './periods.js';
-import type { LimitScope } from './types.js';
+import { periodBounds, spendCounterName } from '../model/periods.js';
+import type { LimitScope } from '../model/limits.js';
 import { NEVER, tokenReservation, type ScopeReading } from './verdict.js';
 
 /**

@@ -1,8 +1,8 @@
-import { IdPool } from '../ids.js';
+import { IdPool } from '../lib/ids.js';
 import { ScopeState } from './memory-state.js';
-import { periodBounds, spendCounterName } from './periods.js';
+import { periodBounds, spendCounterName } from '../model/periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
-import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from './types.js';
+import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from '../model/limits.js';
 import { SEED_FAILED, limitHeaders, refusal, refuses, tokenReservation, unavailable, usageFromReading, type ScopeReading } from './verdict.js';
 
 export const DEFAULT_HOLD_TTL_MS = 15 * 60_000;

@@ -1,6 +1,6 @@
-import { formatUsd, MAX_BALANCE_MICROS } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS } from '../lib/money.js';
 import { validateLimitSpec } from './spec.js';
-import type { BudgetPeriod, LimitMode, LimitSpec } from './types.js';
+import type { BudgetPeriod, LimitMode, LimitSpec } from '../model/limits.js';
 
 /** The fields of a limits change, as the CLI flags and the management API's `limits` object name them. */
 export type LimitField = 'rpm' | 'tpm' | 'max_concurrent' | 'budget_usd' | 'budget_period' | 'mode';

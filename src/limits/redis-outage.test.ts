@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, scope } from './contract.testkit.js';
 import { RedisLimiter } from './redis.js';
 import { client, OwnRedis } from './redis.testkit.js';
-import type { AdmitResult, Hold, LimitKind, LimitScope, Metered } from './types.js';
+import type { AdmitResult, Hold, LimitKind, LimitScope, Metered } from '../model/limits.js';
 
 /*
  * Redis goes away mid-run. Each test runs its own redis-server (nothing on disk, like the

@@ -2,11 +2,11 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { held, limiterContract, request, scope } from './contract.testkit.js';
 import { createLimiter } from './index.js';
-import { periodBounds } from './periods.js';
+import { periodBounds } from '../model/periods.js';
 import { RedisLimiter, type RedisLimiterOptions } from './redis.js';
-import type { RedisLike } from './redis-runner.js';
+import type { RedisLike } from '../lib/redis-runner.js';
 import { client, CountingRedis, deletePrefix, REDIS_URL, testPrefix } from './redis.testkit.js';
-import type { AdmitResult, SpendSeed } from './types.js';
+import type { AdmitResult, SpendSeed } from '../model/limits.js';
 
 limiterContract('Redis', () => {
   const prefix = testPrefix();

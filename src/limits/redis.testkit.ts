@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisBatch, RedisLike } from './redis-runner.js';
+import type { RedisBatch, RedisLike } from '../lib/redis-runner.js';
 
 /** The shared Redis of the test machines; tests touch it only under a random key prefix. */
 export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -1,11 +1,11 @@
-import { IdPool } from '../ids.js';
+import { IdPool } from '../lib/ids.js';
 import { LeaseBook, type HoldPart, type LeasePart } from './lease.js';
 import { DEFAULT_HOLD_TTL_MS, WINDOW_MS } from './memory.js';
 import { ADMIT_SCRIPT, SETTLE_SCRIPT } from './redis-scripts.js';
-import { DEFAULT_CALL_TIMEOUT_MS, ScriptRunner, StoreUnavailable, type RedisLike } from './redis-runner.js';
-import { spendCounterName } from './periods.js';
+import { DEFAULT_CALL_TIMEOUT_MS, ScriptRunner, StoreUnavailable, type RedisLike } from '../lib/redis-runner.js';
+import { spendCounterName } from '../model/periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
-import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from './types.js';
+import type { AdmitRequest, AdmitResult, Hold, LimitKind, Limiter, LimiterStats, LimitScope, Metered, ScopeUsage, SpendSeed } from '../model/limits.js';
 import {
   SEED_FAILED, degradedHeaders, limitedKinds, limitHeaders, NEVER, refusal, tokenReservation, unavailable, usageFromReading, type ScopeReading,
 } from './verdict.js';

@@ -1,4 +1,4 @@
-import type { AdmitRequest, LimitScope, LimitSpec, Metered } from './types.js';
+import type { AdmitRequest, LimitScope, LimitSpec, Metered } from '../model/limits.js';
 
 const PERIODS = new Set(['day', 'month', 'total']);
 

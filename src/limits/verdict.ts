@@ -1,7 +1,7 @@
-import { GatewayError } from '../errors.js';
-import { formatUsd } from '../money.js';
+import { GatewayError } from '../lib/errors.js';
+import { formatUsd } from '../lib/money.js';
 import { formatDuration, retryAfterSeconds } from './duration.js';
-import type { AdmitRequest, LimitHeaders, LimitKind, LimitScope, RefusedBy, ScopeUsage } from './types.js';
+import type { AdmitRequest, LimitHeaders, LimitKind, LimitScope, RefusedBy, ScopeUsage } from '../model/limits.js';
 
 /** A wait that no amount of waiting ends (a limit of 0, a request above a total budget). */
 export const NEVER = Number.POSITIVE_INFINITY;

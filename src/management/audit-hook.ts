@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { changedFields } from '../audit/mask.js';
-import type { AuditActor, AuditEntry } from '../audit/types.js';
-import { GatewayError } from '../errors.js';
+import { changedFields } from '../lib/mask-secrets.js';
+import type { AuditActor, AuditEntry } from '../model/audit.js';
+import { GatewayError } from '../lib/errors.js';
 import type { Store } from '../store/types.js';
 import type { RouteAudit } from './audit-routes.js';
 

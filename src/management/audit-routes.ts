@@ -1,4 +1,4 @@
-import { microsToUsd } from '../money.js';
+import { microsToUsd } from '../lib/money.js';
 import type { Store } from '../store/types.js';
 import type { RouteKey } from './roles.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import type { OrgRole, User } from '../store/accounts.js';
 import type { Org, Store } from '../store/types.js';
 import { bearer, hashMatches, ownOrigin, readCookie, requestOrigin, SESSION_COOKIE, sha256, tokenPrefix } from './credentials.js';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { randomBase62 } from '../ids.js';
+import { randomBase62 } from '../lib/ids.js';
 
 /** The console's session cookie. */
 export const SESSION_COOKIE = 'tollgate_session';

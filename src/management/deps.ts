@@ -1,5 +1,5 @@
-import type { Invalidator } from '../invalidation.js';
-import type { Limiter } from '../limits/types.js';
+import type { Invalidator } from '../tenancy/invalidation.js';
+import type { Limiter } from '../model/limits.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
 import type { OidcSignIn } from './oidc.js';

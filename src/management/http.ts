@@ -2,14 +2,14 @@ import fastifySwagger from '@fastify/swagger';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
-import { GatewayError, invalidField } from '../errors.js';
-import type { OrgRouteDef } from '../plugin.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
+import type { OrgRouteDef } from '../pipeline/plugin.js';
 import type { Store } from '../store/types.js';
 import { audited, auditedPluginRoute } from './audit-hook.js';
 import { ROUTE_AUDIT, type RouteAudit } from './audit-routes.js';
 import { authorize, scopeOf, callerOf } from './authn.js';
 import { ROUTE_ACCESS, type Access, type RouteKey } from './roles.js';
-import { fieldLabel, ruleMessage } from './field-messages.js';
+import { fieldLabel, ruleMessage } from '../lib/field-messages.js';
 import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
 
 /** A management route: its path and method name its entry in ROUTE_ACCESS (the role table). */

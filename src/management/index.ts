@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_REDIS_KEY_PREFIX } from '../config/gateway-config.js';
-import { packageVersion } from '../paths.js';
-import type { Invalidator } from '../invalidation.js';
-import type { OrgRouteDef } from '../plugin.js';
+import { packageVersion } from '../lib/paths.js';
+import type { Invalidator } from '../tenancy/invalidation.js';
+import type { OrgRouteDef } from '../pipeline/plugin.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { Store } from '../store/types.js';
 import type { Limiter, RedisLike } from '../limits/index.js';
@@ -10,7 +10,7 @@ import { authorize } from './authn.js';
 import { SESSION_TTL_MS } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
 import { mountManagement } from './http.js';
-import { dummyHash } from './passwords.js';
+import { dummyHash } from '../tenancy/passwords.js';
 import type { ConsoleSettings } from '../config/console-config.js';
 import { OidcSignIn } from './oidc.js';
 import { accountRoutes } from './routes-account.js';
@@ -31,7 +31,7 @@ export interface ManagementOptions {
   store: Store;
   catalog: ProviderCatalog;
   now: () => number;
-  /** Where revocations and provider key changes are announced (src/invalidation.ts). */
+  /** Where revocations and provider key changes are announced (src/tenancy/invalidation.ts). */
   invalidation: Invalidator;
   /** With Redis, sign-in throttling counts across instances. */
   redis: RedisLike | undefined;

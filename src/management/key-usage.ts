@@ -1,8 +1,8 @@
-import { keyScope } from '../limits/admission.js';
+import { keyScope } from '../pipeline/admission.js';
 import { isLimited } from '../limits/spec.js';
-import type { Limiter, LimitScope, ScopeUsage } from '../limits/types.js';
+import type { Limiter, LimitScope, ScopeUsage } from '../model/limits.js';
 import type { KeyListItem } from '../store/tenancy.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import { USAGE, usageView } from './limits-api.js';
 import type { JsonSchema } from './schemas.js';
 import { API_KEY, keyView } from './views.js';

@@ -1,8 +1,8 @@
-import { GatewayError, invalidField } from '../errors.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../limits/patch.js';
-import type { BudgetPeriod, Limiter, LimitMode, LimitScope, LimitSpec, ScopeUsage } from '../limits/types.js';
-import { microsToUsd } from '../money.js';
-import { fieldLabel } from './field-messages.js';
+import type { BudgetPeriod, Limiter, LimitMode, LimitScope, LimitSpec, ScopeUsage } from '../model/limits.js';
+import { microsToUsd } from '../lib/money.js';
+import { fieldLabel } from '../lib/field-messages.js';
 import { usdInput } from './usd.js';
 import { input, int, maybe, obj, str, time, usd, type JsonSchema } from './schemas.js';
 

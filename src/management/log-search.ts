@@ -1,4 +1,4 @@
-import { ERRORS } from '../errors.js';
+import { ERRORS } from '../lib/errors.js';
 import type { LogSearch } from '../store/log-query.js';
 import type { ManagementDeps } from './deps.js';
 

@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import type { OidcSettings } from '../config/console-config.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import type { OrgRole } from '../store/accounts.js';
 import type { Store } from '../store/types.js';
 import { NO_PASSWORD } from '../store/sso.js';

@@ -1,9 +1,9 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import { callerOf, sessionUser } from './authn.js';
 import { newSession, newToken, sessionCookie, SESSION_COOKIE } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { verifyPassword } from './passwords.js';
+import { verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, list, NAME, obj, params, str, time } from './schemas.js';
 import { NO_PASSWORD } from '../store/sso.js';
 import { iso, ME, ME_SELF, meView, TOKEN, tokenView } from './views.js';

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { invalidField } from '../errors.js';
-import type { AuditCursor, AuditFilter, AuditRow } from '../audit/types.js';
+import { invalidField } from '../lib/errors.js';
+import type { AuditCursor, AuditFilter, AuditRow } from '../model/audit.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';

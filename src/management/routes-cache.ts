@@ -1,4 +1,4 @@
-import { microsToUsd } from '../money.js';
+import { microsToUsd } from '../lib/money.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';

@@ -1,10 +1,10 @@
-import { MAX_ROTATION_GRACE_SECONDS, rotateKey, setActive, setPassword } from '../account-lifecycle.js';
-import { GatewayError, invalidField } from '../errors.js';
+import { MAX_ROTATION_GRACE_SECONDS, rotateKey, setActive, setPassword } from '../tenancy/account-lifecycle.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
 import type { User } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { MAX_PASSWORD_LENGTH, verifyPassword } from './passwords.js';
+import { MAX_PASSWORD_LENGTH, verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, int, obj, params, str, time } from './schemas.js';
 import { CREATED_KEY, iso, keyView } from './views.js';
 import { NO_PASSWORD } from '../store/sso.js';

@@ -1,5 +1,5 @@
-import { GatewayError, invalidField } from '../errors.js';
-import { microsToUsd } from '../money.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
+import { microsToUsd } from '../lib/money.js';
 import type { LogCursor, LogFilter, UsageBucket, UsageDimension } from '../store/log-query.js';
 import { scopeOf } from './authn.js';
 import { REFUSAL_CODES, resolveSearch } from './log-search.js';

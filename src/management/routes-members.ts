@@ -1,9 +1,9 @@
-import { GatewayError, invalidField } from '../errors.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
 import type { Invitation, OrgRole } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { hashPassword, passwordProblem } from './passwords.js';
+import { hashPassword, passwordProblem } from '../tenancy/passwords.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
 import { iso, MEMBER, memberView } from './views.js';

@@ -1,7 +1,7 @@
-import { putProviderKey, removeProviderKey } from '../admin.js';
-import { GatewayError, invalidField } from '../errors.js';
-import { microsToUsd } from '../money.js';
-import { SecretKeyMissingError } from '../secrets.js';
+import { putProviderKey, removeProviderKey } from '../tenancy/admin.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
+import { microsToUsd } from '../lib/money.js';
+import { SecretKeyMissingError } from '../lib/secrets.js';
 import type { OrgRole } from '../store/accounts.js';
 import { CreditRefusedError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';

@@ -1,7 +1,7 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import type { ConfigReloader, ReloadResult } from '../routing/reload.js';
 import type { Router } from '../routing/router.js';
-import type { Deployment } from '../routing/types.js';
+import type { Deployment } from '../model/routing.js';
 import type { ManagementRoute } from './http.js';
 import { int, list, maybe, num, obj, str, time } from './schemas.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../lib/errors.js';
 import { newSession, ownOrigin, readCookie, sessionCookie } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';

@@ -1,8 +1,8 @@
 import { newWebhookSecret } from '../alerts/signature.js';
-import { webhookUrlProblem } from '../alerts/ssrf.js';
-import { GatewayError, invalidField } from '../errors.js';
-import { SecretKeyMissingError } from '../secrets.js';
-import { microsToUsd } from '../money.js';
+import { webhookUrlProblem } from '../lib/ssrf.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
+import { SecretKeyMissingError } from '../lib/secrets.js';
+import { microsToUsd } from '../lib/money.js';
 import { type BalanceAlert, WEBHOOK_EVENTS, type Webhook, type WebhookDelivery, type WebhookEvent } from '../store/webhook-store.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';

@@ -1,4 +1,4 @@
-import { invalidField } from '../errors.js';
+import { invalidField } from '../lib/errors.js';
 /*
  * JSON Schema pieces shared by the management routes. They validate requests (ajv) and
  * serialise responses (fast-json-stringify), and @fastify/swagger turns them into the

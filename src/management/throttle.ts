@@ -1,6 +1,6 @@
 import { DEFAULT_REDIS_KEY_PREFIX } from '../config/gateway-config.js';
 import { createLimiter, type Limiter, type RedisLike } from '../limits/index.js';
-import { TtlCache } from '../ttl-cache.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 
 /** Failed sign-ins counted per account and per client address, over a sliding minute. */
 export interface ThrottleLimits {

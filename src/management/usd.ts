@@ -1,6 +1,6 @@
-import { invalidField } from '../errors.js';
-import { fieldLabel } from './field-messages.js';
-import { AmountTooLargeError, parseUsdToMicros, type Micros } from '../money.js';
+import { invalidField } from '../lib/errors.js';
+import { fieldLabel } from '../lib/field-messages.js';
+import { AmountTooLargeError, parseUsdToMicros, type Micros } from '../lib/money.js';
 
 /** A USD amount from a request (number or decimal string, at most 6 decimals, at most MAX_BALANCE_MICROS either way) as micro-USD. */
 export function usdInput(value: number | string, field: string): Micros {

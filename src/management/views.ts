@@ -1,8 +1,8 @@
-import { CACHE_SETTING_SCHEMA } from '../cache/settings.js';
-import type { AuditRow } from '../audit/types.js';
-import type { StoredBodies } from '../guardrails/bodies.js';
+import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
+import type { AuditRow } from '../model/audit.js';
+import type { StoredBodies } from '../model/guardrails.js';
 import { BODY_LOGGING_VIEW, GUARDRAILS_VIEW, VERDICTS_VIEW } from '../guardrails/schema.js';
-import { microsToUsd } from '../money.js';
+import { microsToUsd } from '../lib/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import type { Member, MgmtToken, OrgRole, User } from '../store/accounts.js';
 import type { LogListItem } from '../store/log-query.js';

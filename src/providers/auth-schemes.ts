@@ -1,4 +1,4 @@
-import { AwsSigV4Signer, regionOfUrl, type AwsAuthConfig, type UpstreamSigner } from '../aws-sigv4.js';
+import { AwsSigV4Signer, regionOfUrl, type AwsAuthConfig, type UpstreamSigner } from './aws-sigv4.js';
 
 /** What the auth schemes read of a provider file and its gateway.yaml override. */
 interface SchemeInput {

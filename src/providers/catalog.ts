@@ -3,12 +3,12 @@ import { dirname, join } from 'node:path';
 import type { ProviderOverride } from '../config/gateway-config.js';
 import { assertValid, type ConfigSchemas } from '../config/schemas.js';
 import { ConfigError, readYamlFile, type ConfigProblem, type YamlFile } from '../config/yaml-file.js';
-import { parseUsdToPicos } from '../money.js';
-import type { UpstreamSigner } from '../aws-sigv4.js';
-import { compilePredicate, compileTransforms } from '../transform.js';
+import { parseUsdToPicos } from '../lib/money.js';
+import type { UpstreamSigner } from './aws-sigv4.js';
+import { compilePredicate, compileTransforms } from './transform.js';
 import { signerFor } from './auth-schemes.js';
-import { deploymentsOf } from '../routing/deployments.js';
-import { resolveGoogleAuth, type GoogleAuthDef } from '../upstream/google-config.js';
+import { deploymentsOf } from './deployments.js';
+import { resolveGoogleAuth, type GoogleAuthDef } from '../config/google-config.js';
 import type { Capabilities, EndpointDef, ErrorRule, ModelDef, ModelRoute, PriceKey, PriceSet, ProviderDef, UnsupportedParamsPolicy } from './types.js';
 
 /** What the core needs to know about each modality to accept a provider file. */

@@ -1,7 +1,7 @@
-import type { UpstreamSigner } from '../aws-sigv4.js';
-import type { CompiledTransforms } from '../transform.js';
-import type { GoogleAuthDef } from '../upstream/google-config.js';
-import type { Deployment } from '../routing/types.js';
+import type { UpstreamSigner } from './aws-sigv4.js';
+import type { CompiledTransforms } from './transform.js';
+import type { GoogleAuthDef } from '../config/google-config.js';
+import type { Deployment } from '../model/routing.js';
 
 /** Provider definitions as data: the shapes of providers/*.yaml once loaded. */
 
@@ -34,7 +34,7 @@ export interface EndpointDef {
   dialect: string | undefined;
   /** How an uploaded file goes upstream: as multipart/form-data or as the raw body; undefined when the endpoint takes no file. */
   upload: 'multipart' | 'raw' | undefined;
-  /** Declarative request/response transforms (JSONata), compiled at load; see src/transform.ts. */
+  /** Declarative request/response transforms (JSONata), compiled at load; see src/providers/transform.ts. */
   transforms: CompiledTransforms;
   /** Options of the endpoint's dialect (YAML `dialect_options`), e.g. an Anthropic body version for a cloud's Claude. */
   dialectOptions: Record<string, string>;
@@ -42,7 +42,7 @@ export interface EndpointDef {
   namedByModels: boolean;
 }
 
-/** Client credentials for Microsoft Entra ID tokens (src/auth-schemes/entra.ts). Secret: never logged. */
+/** Client credentials for Microsoft Entra ID tokens (src/providers/entra.ts). Secret: never logged. */
 export interface EntraCredentials {
   tokenUrl: string;
   clientId: string;
@@ -68,7 +68,7 @@ export interface ProviderDef {
   baseUrl: string;
   /**
    * A plain key header (`header`, `format`), or a reusable auth scheme that makes the
-   * credentials per request (`scheme`, see src/upstream/auth.ts; aws-sigv4 signs through `signer`).
+   * credentials per request (`scheme`, see src/providers/upstream-auth.ts; aws-sigv4 signs through `signer`).
    */
   auth: { header: string; format: string; scheme?: GoogleAuthDef };
   /** Microsoft Entra ID client credentials and scope (gateway.yaml `entra`, file `auth.entra`): bearer tokens instead of the key. */

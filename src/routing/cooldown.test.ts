@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CooldownBook, retryAfterMs } from './cooldown.js';
-import { deploymentsOf } from './deployments.js';
+import { deploymentsOf } from '../providers/deployments.js';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 

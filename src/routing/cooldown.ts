@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Deployment, DeploymentState } from './types.js';
+import type { Deployment, DeploymentState } from '../model/routing.js';
 
 /** Why a deployment was taken out of rotation (a label of `tollgate_deployment_cooldowns_total`). */
 export type CooldownReason = '429' | '5xx' | 'timeout' | 'connect_error' | 'key_rejected';

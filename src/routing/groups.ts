@@ -3,7 +3,7 @@ import { ConfigError, type ConfigProblem } from '../config/yaml-file.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { Router } from './router.js';
-import type { ModelGroup, RoutingSettings } from './types.js';
+import type { ModelGroup, RoutingSettings } from '../model/routing.js';
 
 /**
  * The routing settings of a gateway.yaml against the catalogue it loaded: every group's

@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { ConfigError, formatProblem } from '../config/yaml-file.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
-import type { RoutingSettings } from './types.js';
+import type { RoutingSettings } from '../model/routing.js';
 
 /** A gateway.yaml and the providers it loaded, validated whole, ready to serve. */
 export interface LoadedConfig {

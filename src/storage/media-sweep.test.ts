@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../store/index.js';
-import { TaskRunner } from '../tasks.js';
+import { TaskRunner } from '../http/tasks.js';
 import { LEASE_HELD_ELSEWHERE, underLease } from './media-sweep.js';
 
 /* The sweep's lease renewed while a run lasts, and the task runner reporting each run once. Fake timers, a hand-moved clock. */

@@ -1,9 +1,11 @@
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import { unique, type SqlDb } from './sql.js';
 import { SqlSsoStore, type SsoStore } from './sso.js';
 
 /** A role in one organization. Operators (an instance-wide flag on the user) may act as owner in every org. */
-export type OrgRole = 'owner' | 'admin' | 'member';
+import type { OrgRole } from '../model/records.js';
+
+export type { OrgRole };
 
 /** A console user. The password hash never leaves the accounts store except to be verified. */
 export interface User {

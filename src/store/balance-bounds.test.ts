@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
-import { MAX_BALANCE_MICROS } from '../money.js';
+import { newId } from '../lib/ids.js';
+import { MAX_BALANCE_MICROS } from '../lib/money.js';
 import { drivers, type DriverEnv } from './drivers.testkit.js';
 import { openStore } from './index.js';
 import { rawQuery } from './raw.testkit.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredBodies } from '../guardrails/bodies.js';
+import type { StoredBodies } from '../model/guardrails.js';
 import { drivers, type DriverEnv } from './drivers.testkit.js';
 import { openStore } from './index.js';
 import type { LogRow, Store } from './types.js';

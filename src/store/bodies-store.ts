@@ -1,4 +1,4 @@
-import type { StoredBodies } from '../guardrails/bodies.js';
+import type { StoredBodies } from '../model/guardrails.js';
 import type { SqlDb } from './sql.js';
 
 /** Request and response bodies of the projects that log them (docs/guardrails.md), beside the log, never in its list's rows. */

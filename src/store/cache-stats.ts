@@ -1,4 +1,4 @@
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 import type { SqlDb } from './sql.js';
 
 /** One project's response cache on one UTC day: what the console's cache view shows. */

@@ -1,4 +1,4 @@
-import type { SecretBox } from '../secrets.js';
+import type { SecretBox } from '../lib/secrets.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
@@ -10,7 +10,7 @@ export interface OpenStoreOptions {
    * the same file is refused). Admin commands leave it off and write through.
    */
   server?: boolean;
-  /** The key that seals provider keys (src/secrets.ts); without it they can be neither stored nor read. */
+  /** The key that seals provider keys (src/lib/secrets.ts); without it they can be neither stored nor read. */
   secrets?: SecretBox;
   /** PostgreSQL: `database.*` settings (pool, instance heartbeat window, backstop age, balance slice size) and where ledger faults are reported. */
   postgres?: { poolSize: number; instanceTimeoutMs: number; reservationMaxAgeMs: number; balanceSliceMicros?: number; onError?: (err: unknown, what: string) => void };

@@ -1,5 +1,5 @@
 import type { SqlDb } from './sql.js';
-import type { ApiKeyRecord } from './model.js';
+import type { ApiKeyRecord } from '../model/records.js';
 import { toKey, type KeyRow } from './rows.js';
 
 /** What a deactivation did: `last_owner` when it would leave one of the user's orgs with no active owner. */
@@ -8,7 +8,7 @@ export type ActivationChange = 'ok' | 'not_found' | 'last_owner';
 /**
  * The account lifecycle (docs/management.md "Account lifecycle"): password changes, user
  * deactivation, API key rotation. Nothing here is cached by the gateway except the API
- * keys (src/auth.ts), which the callers announce on the invalidation bus.
+ * keys (src/tenancy/auth.ts), which the callers announce on the invalidation bus.
  */
 export interface LifecycleStore {
   /** The user's password hash; null when they have none (an SSO user), undefined when there is no such user. */

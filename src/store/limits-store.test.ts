@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import type { LogRow } from './types.js';
 import { drivers, useStorePair } from './drivers.testkit.js';
-import { parseScopeId } from '../limits/scope-id.js';
+import { parseScopeId } from '../model/limit-scope.js';
 import type { Org, Store } from './types.js';
 
 describe.each(drivers)('$name limits of keys and projects', ({ setup }) => {

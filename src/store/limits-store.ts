@@ -1,6 +1,6 @@
-import { parseScopeId } from '../limits/scope-id.js';
-import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../limits/types.js';
-import type { Micros } from '../money.js';
+import { parseScopeId } from '../model/limit-scope.js';
+import type { BudgetPeriod, LimitSpec, ScopeOwner } from '../model/limits.js';
+import type { Micros } from '../lib/money.js';
 import type { SqlDb } from './sql.js';
 
 /** The limit columns api_keys and projects share (migrations 5 and 17); NULL is no limit (no mode: the rule's). */
@@ -58,7 +58,7 @@ export class SqlLimitsStore implements LimitsStore {
    * `usage_hourly` holds the same cost sums as the log, per org, UTC hour, project and key,
    * written in the transaction that writes the log rows (migration 3), so it agrees with
    * the log at every commit. A budget period starts on a UTC hour (midnight of a UTC day or
-   * month, or 0 for `total`: src/limits/periods.ts), so a seed reads whole hours only: a
+   * month, or 0 for `total`: src/model/periods.ts), so a seed reads whole hours only: a
    * few hundred rows for a month instead of every request. Any other `since` still sums
    * exactly: the whole hours from `usage_hourly`, the part of an hour before the first
    * whole one from the request log's (api_key_id | project_id, created_at) index (an empty

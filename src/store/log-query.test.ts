@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import { drivers, type DriverEnv } from './drivers.testkit.js';
 import { openStore } from './index.js';
 import { rawQuery } from './raw.testkit.js';

@@ -1,8 +1,8 @@
 import { type CacheDay, cacheDays } from './cache-stats.js';
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 import { fromLogDb, type StoredLogRow } from './rows.js';
 import type { SqlDb, SqlParam } from './sql.js';
-import type { LogRow } from './model.js';
+import type { LogRow } from '../model/records.js';
 import { errorCodeCounts, EXACT_LATENCY_ROWS, latencyStats, sampledStats, type LatencyStats } from './log-stats.js';
 
 export type { LatencyStats } from './log-stats.js';

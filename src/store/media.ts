@@ -1,4 +1,4 @@
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 
 /** Where a generated file's bytes live (spec §3): hosted in object storage, only in the reply, or never kept. */
 export type MediaStorage = 's3' | 'inline' | 'none';

@@ -1,8 +1,8 @@
 import type { PoolClient } from 'pg';
-import { newId } from '../ids.js';
-import type { Micros } from '../money.js';
+import { newId } from '../lib/ids.js';
+import type { Micros } from '../lib/money.js';
 import { APPLY_SLICED, BalanceSlices, returnSlices, type Slice } from './postgres-slices.js';
-import type { LogRow, Settlement } from './model.js';
+import type { LogRow, Settlement } from '../model/records.js';
 
 type Query = <R extends object>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
 type Scalar = string | number | boolean | null;

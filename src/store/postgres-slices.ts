@@ -1,4 +1,4 @@
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 
 type Scalar = string | number | boolean | null;
 type Run = (sql: string, params: readonly (Scalar | readonly Scalar[])[]) => Promise<object[]>;

@@ -1,15 +1,15 @@
-import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../money.js';
+import { formatUsd, MAX_BALANCE_MICROS, type Micros } from '../lib/money.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { PostgresRecordStore, type RecordStore } from './records.js';
 import { PostgresLeaseStore, PostgresMediaStore, type Query } from './media-postgres.js';
-import { newId } from '../ids.js';
-import type { SecretBox } from '../secrets.js';
+import { newId } from '../lib/ids.js';
+import type { SecretBox } from '../lib/secrets.js';
 import { LOG_COLUMNS, toLogDb } from './rows.js';
 import { PgConnection, storable, type Param, type Scalar } from './postgres-connection.js';
 import { SqlStoreBase } from './sql-store.js';
 import { PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
-import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from '../model/records.js';
 import type { Store } from './types.js';
 
 /*

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
-import { SecretBox, SecretKeyMissingError } from '../secrets.js';
+import { newId } from '../lib/ids.js';
+import { SecretBox, SecretKeyMissingError } from '../lib/secrets.js';
 import { drivers, type DriverEnv } from './drivers.testkit.js';
 import { openStore } from './index.js';
 import { rawQuery } from './raw.testkit.js';

@@ -1,7 +1,7 @@
-import { maskSecret, type SecretBox, SecretKeyMissingError } from '../secrets.js';
+import { maskSecret, type SecretBox, SecretKeyMissingError } from '../lib/secrets.js';
 import type { SqlDb } from './sql.js';
 
-/** The format of a sealed `provider_keys.key`: 1 = AES-256-GCM (src/secrets.ts); NULL = round-1 plaintext. */
+/** The format of a sealed `provider_keys.key`: 1 = AES-256-GCM (src/lib/secrets.ts); NULL = round-1 plaintext. */
 const SEALED_V1 = 1;
 
 export interface ProviderKeyInfo {
@@ -16,7 +16,7 @@ export interface ProviderKeyInfo {
 /**
  * Each org's own provider keys (bring your own key), encrypted at rest: the table holds
  * only AES-256-GCM ciphertext bound to its org and provider, and the masked form lists
- * show. The secret key lives outside the database (see src/secrets.ts), so a dump of
+ * show. The secret key lives outside the database (see src/lib/secrets.ts), so a dump of
  * the database alone reveals no provider key.
  */
 export interface ProviderKeyStore {

@@ -1,9 +1,9 @@
-import type { Verdict } from '../guardrails/types.js';
-import type { Micros } from '../money.js';
+import type { Verdict } from '../model/guardrails.js';
+import type { Micros } from '../lib/money.js';
 import { limitsOf, type LimitColumns } from './limits-store.js';
 import { logIdOf } from './media.js';
-import { parseCacheSetting } from '../cache/settings.js';
-import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from './model.js';
+import { parseCacheSetting } from '../model/cache-settings.js';
+import type { ApiKeyRecord, LogRow, Org, Retention, UpstreamAttempt } from '../model/records.js';
 
 /*
  * Rows as both drivers read them, and the mapping to the records the rest of the

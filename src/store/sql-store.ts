@@ -1,6 +1,6 @@
-import type { Micros } from '../money.js';
-import type { SecretBox } from '../secrets.js';
-import { SqlAuditStore } from '../audit/store.js';
+import type { Micros } from '../lib/money.js';
+import type { SecretBox } from '../lib/secrets.js';
+import { SqlAuditStore } from './audit-store.js';
 import { SqlAccountStore } from './accounts.js';
 import { SqlLifecycleStore } from './lifecycle.js';
 import { SqlLimitsStore } from './limits-store.js';
@@ -10,7 +10,7 @@ import { fromLogDb, ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow, type St
 import type { SqlDb } from './sql.js';
 import { SqlTenancyStore } from './tenancy.js';
 import { SqlBodyStore } from './bodies-store.js';
-import type { ApiKeyRecord, LogRow, Org, Retention } from './model.js';
+import type { ApiKeyRecord, LogRow, Org, Retention } from '../model/records.js';
 import { SqlWebhookStore } from './webhook-store.js';
 
 /**

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { DuplicateError } from './model.js';
+import { DuplicateError } from '../model/records.js';
 
 /** A value bound to a statement; booleans become 0/1 on SQLite. */
 export type SqlValue = string | number | boolean | null;

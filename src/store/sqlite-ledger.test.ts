@@ -3,7 +3,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import { migrateSqlite } from './migrations/index.js';
 import { SqliteStore } from './sqlite.js';
 import { BufferedSqliteLedger, CHARGE_STATEMENTS } from './sqlite-ledger.js';

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
-import type { Micros } from '../money.js';
-import { TtlCache } from '../ttl-cache.js';
+import type { Micros } from '../lib/money.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 import type { WriteStep } from './sqlite-writer.js';
 
 interface Reservation { orgId: string; amount: Micros; createdAt: number }

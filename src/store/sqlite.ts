@@ -1,21 +1,21 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { MAX_BALANCE_MICROS, type Micros } from '../money.js';
-import { newId } from '../ids.js';
+import { MAX_BALANCE_MICROS, type Micros } from '../lib/money.js';
+import { newId } from '../lib/ids.js';
 import type { LeaseStore, MediaStore } from './media.js';
 import { SqliteRecordStore, type RecordStore } from './records.js';
 import { BufferedSqliteLedger, CHARGE_STATEMENTS } from './sqlite-ledger.js';
 import { InlineWriter, ThreadWriter, type BatchWriter, type WriteStep } from './sqlite-writer.js';
 import { SqliteLeaseStore, SqliteMediaStore } from './media-sqlite.js';
 import { migrateSqlite } from './migrations/index.js';
-import type { SecretBox } from '../secrets.js';
+import type { SecretBox } from '../lib/secrets.js';
 import { LOG_COLUMNS, toLogDb, toOrg, type LogDbRow, type OrgRow } from './rows.js';
 import { sqliteDb } from './sql.js';
 import { SqlStoreBase } from './sql-store.js';
 import { DEFAULT_PROJECT } from './tenancy.js';
 import { USAGE_STATEMENTS, usageSteps } from './usage-rollup.js';
-import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from './model.js';
+import { creditRefused, debitRefused, DuplicateError, INITIAL_CREDITS_NOTE, type LedgerAudit, type LogRow, type Org, type Retention, type Settlement } from '../model/records.js';
 import type { Store } from './types.js';
 
 /** The statements of the gateway's batched writes (request-log rows, their usage sums, the charges). */

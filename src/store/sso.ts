@@ -7,7 +7,7 @@ export interface OidcFlow {
   expiresAt: number;
 }
 
-/** A password hash no password verifies (src/management/passwords.ts needs `scrypt$…`): users created by SSO have none. */
+/** A password hash no password verifies (src/tenancy/passwords.ts needs `scrypt$…`): users created by SSO have none. */
 export const NO_PASSWORD = 'sso:no-password';
 
 /** What OIDC sign-in keeps in the database (migration 012), for any instance to finish a flow another started. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import { openStore } from './index.js';
 import { DuplicateError, type LogRow, type Store } from './types.js';
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../ids.js';
+import { newId } from '../lib/ids.js';
 import { drivers, useStorePair } from './drivers.testkit.js';
 import type { NewApiKey } from './tenancy.js';
 import { DuplicateError, type Org, type Store } from './types.js';

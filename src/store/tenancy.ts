@@ -1,15 +1,15 @@
-import type { Micros } from '../money.js';
-import { newId } from '../ids.js';
-import { parseCacheSetting } from '../cache/settings.js';
-import type { CacheSetting } from '../cache/types.js';
+import type { Micros } from '../lib/money.js';
+import { newId } from '../lib/ids.js';
+import { parseCacheSetting } from '../model/cache-settings.js';
+import type { CacheSetting } from '../model/cache.js';
 import type { OrgRole } from './accounts.js';
-import type { LimitSpec } from '../limits/types.js';
+import type { LimitSpec } from '../model/limits.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
-import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../guardrails/types.js';
+import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../model/guardrails.js';
 import { LIMIT_COLUMNS, limitsOf, limitValues, type LimitColumns } from './limits-store.js';
 import { ORG_COLUMNS, toKey, toOrg, type KeyRow, type OrgRow } from './rows.js';
 import { unique, type SqlDb } from './sql.js';
-import type { ApiKeyRecord, Org } from './model.js';
+import type { ApiKeyRecord, Org } from '../model/records.js';
 
 /** The name of the project every org has; keys made without a project land there. */
 export const DEFAULT_PROJECT = 'default';

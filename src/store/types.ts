@@ -1,6 +1,6 @@
 import type { BodyStore } from './bodies-store.js';
-import type { Micros } from '../money.js';
-import type { AuditStore } from '../audit/types.js';
+import type { Micros } from '../lib/money.js';
+import type { AuditStore } from '../model/audit.js';
 import type { AccountStore } from './accounts.js';
 import type { LifecycleStore } from './lifecycle.js';
 import type { LimitsStore } from './limits-store.js';
@@ -12,9 +12,9 @@ import type { ProviderKeyStore } from './provider-key-store.js';
 /** The ledger note of an org's first credit when its creator names none. */
 import type { SqlWebhookStore } from './webhook-store.js';
 import type { TenancyStore } from './tenancy.js';
-import type { LedgerAudit, LogRow, Org, ApiKeyRecord, Retention, Settlement } from './model.js';
+import type { LedgerAudit, LogRow, Org, ApiKeyRecord, Retention, Settlement } from '../model/records.js';
 
-export * from './model.js';
+export * from '../model/records.js';
 
 /**
  * Everything the gateway keeps in its database. One interface, two drivers (SQLite

@@ -1,5 +1,5 @@
-import { newId } from '../ids.js';
-import { type SecretBox, SecretKeyMissingError } from '../secrets.js';
+import { newId } from '../lib/ids.js';
+import { type SecretBox, SecretKeyMissingError } from '../lib/secrets.js';
 import type { SqlDb } from './sql.js';
 
 /** The event types a webhook can subscribe to (docs/management.md, "Webhooks"). */

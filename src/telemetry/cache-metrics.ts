@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 
 /** The response cache's metrics (docs/observability.md): results, money saved, and store outages. */
 export class CacheMetrics {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as incubating from '@opentelemetry/semantic-conventions/incubating';
 import { describe, expect, it } from 'vitest';
 import { compileSchemas } from '../config/schemas.js';
-import { newExchange, type Exchange } from '../exchange.js';
+import { newExchange, type Exchange } from '../pipeline/exchange.js';
 import { loadCatalog } from '../providers/catalog.js';
 import type { LogRow } from '../store/types.js';
 import {

@@ -1,8 +1,8 @@
-import type { Exchange } from '../exchange.js';
-import { microsToUsd } from '../money.js';
+import type { Exchange } from '../pipeline/exchange.js';
+import { microsToUsd } from '../lib/money.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { LogRow, Org, UpstreamAttempt } from '../store/types.js';
-import type { FailureKind } from '../upstream.js';
+import type { FailureKind } from '../pipeline/upstream.js';
 
 /**
  * The OpenTelemetry GenAI semantic-convention names the spans use. They are still

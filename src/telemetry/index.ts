@@ -1,22 +1,22 @@
-import type { Micros } from '../money.js';
+import type { Micros } from '../lib/money.js';
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import type { Exchange } from '../exchange.js';
-import type { LimitKind } from '../limits/types.js';
-import { packageVersion } from '../paths.js';
+import type { Exchange } from '../pipeline/exchange.js';
+import type { LimitKind } from '../model/limits.js';
+import { packageVersion } from '../lib/paths.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { LogRow, UpstreamAttempt } from '../store/types.js';
-import type { FailureKind } from '../upstream.js';
-import type { ExchangeObserver, ExchangeTelemetry, LimitScopeType } from './events.js';
+import type { FailureKind } from '../pipeline/upstream.js';
+import type { ExchangeObserver, ExchangeTelemetry, LimitScopeType } from '../pipeline/events.js';
 import { codeLabel, NO_PROVIDER, UNKNOWN_MODEL } from './labels.js';
 import type { GatewayMetrics, MetricSources } from './metrics.js';
 import type { DeploymentSource, RoutingMetrics } from './routing-metrics.js';
 import { MetricsServer } from './metrics-server.js';
 import type { Tracing } from './tracing.js';
 
-export type { ExchangeObserver, LimitScopeType } from './events.js';
+export type { ExchangeObserver, LimitScopeType } from '../pipeline/events.js';
 
 const hr = (): bigint => process.hrtime.bigint();
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../paths.js';
+import { packageRoot } from '../lib/paths.js';
 
 /*
  * Telemetry costs nothing when off: prom-client and the OpenTelemetry SDK are loaded by

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../paths.js';
+import { packageRoot } from '../lib/paths.js';
 import { codeLabel } from './labels.js';
 import { type FinishedRequest, GatewayMetrics } from './metrics.js';
 import { MetricsServer } from './metrics-server.js';

@@ -1,9 +1,9 @@
 import { CacheMetrics } from './cache-metrics.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { TokenCounts } from '../exchange.js';
-import type { Micros } from '../money.js';
-import type { LimitKind } from '../limits/types.js';
-import type { LimitScopeType } from './events.js';
+import type { TokenCounts } from '../pipeline/exchange.js';
+import type { Micros } from '../lib/money.js';
+import type { LimitKind } from '../model/limits.js';
+import type { LimitScopeType } from '../pipeline/events.js';
 import { RoutingMetrics, type DeploymentSource } from './routing-metrics.js';
 
 /** Seconds. Requests span a cached embedding (milliseconds) to a music generation (minutes). */
@@ -64,7 +64,7 @@ class MicrosByModel {
  * The gateway's Prometheus metrics, in a registry of their own (no process-global
  * state: two gateways in one process keep separate counts). Label values are bounded
  * by construction: route patterns, model and provider ids from the catalog, HTTP
- * statuses, error codes from src/errors.ts, token types.
+ * statuses, error codes from src/lib/errors.ts, token types.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();

@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CooldownReason } from '../routing/cooldown.js';
 import type { RoutingObserver } from '../routing/router.js';
-import type { Deployment, DeploymentState } from '../routing/types.js';
+import type { Deployment, DeploymentState } from '../model/routing.js';
 
 /** `tollgate_deployment_state`'s values. */
 const STATE_VALUE: Record<DeploymentState, number> = { healthy: 0, cooling: 1, rejected: 2 };

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newExchange } from '../exchange.js';
+import { newExchange } from '../pipeline/exchange.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { LogRow } from '../store/types.js';
 import { Tracing } from './tracing.js';

@@ -6,11 +6,11 @@ import { defaultResource, resourceFromAttributes } from '@opentelemetry/resource
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { OtlpConfig } from '../config/gateway-config.js';
-import type { Exchange } from '../exchange.js';
+import type { Exchange } from '../pipeline/exchange.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { LogRow, UpstreamAttempt } from '../store/types.js';
-import type { FailureKind } from '../upstream.js';
-import type { RequestTrace } from './events.js';
+import type { FailureKind } from '../pipeline/upstream.js';
+import type { RequestTrace } from '../pipeline/events.js';
 import { attemptEndAttributes, attemptSpanName, attemptStartAttributes, promptAllowed, requestAttributes, requestSpanName } from './genai.js';
 
 /** Spans are sent at most this long after they end (the batch processor's schedule). */

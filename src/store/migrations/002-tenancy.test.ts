@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '../../secrets.js';
+import { SecretBox } from '../../lib/secrets.js';
 import { drivers, type DriverEnv } from '../drivers.testkit.js';
 import { openStore } from '../index.js';
 import { rawQuery } from '../raw.testkit.js';

@@ -2,7 +2,7 @@ import type { Migration } from './migration.js';
 
 /*
  * Alerts and signed webhooks (issue 32, docs/management.md "Webhooks").
- * - webhooks: an org's receivers; `secret` is sealed (src/secrets.ts), never stored in clear.
+ * - webhooks: an org's receivers; `secret` is sealed (src/lib/secrets.ts), never stored in clear.
  * - alert_events: one row per threshold crossing. The unique (org, scope, threshold,
  *   period start) is what makes a crossing fire once across any number of instances:
  *   each inserts with ON CONFLICT DO NOTHING and only the one whose row went in goes on.

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /*
  * Guardrails and logged bodies (issue 34, docs/guardrails.md):
