@@ -19,6 +19,7 @@ import { logDeployment } from './017-log-deployment.js';
 import { responseCache } from './018-response-cache.js';
 import { guardrails } from './019-guardrails.js';
 import { limitMode } from './020-limit-mode.js';
+import { errorCodesIndex } from './021-error-codes-index.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
@@ -28,7 +29,7 @@ export type Dialect = 'sqlite' | 'postgres';
 /** Every migration, in version order. */
 export const MIGRATIONS: readonly Migration[] = [round1Schema, orgRecords, tenancySchema, mediaClaims, limitsSchema, ledgerSchema, balanceSlices, usageIndexes, invitations, projectMaxTokens,
   projectUnsupportedParams, oidcFlows, auditLog, webhooks, accountLifecycle, balanceAlert,
-  logDeployment, responseCache, guardrails, limitMode];
+  logDeployment, responseCache, guardrails, limitMode, errorCodesIndex];
 
 const LEDGER_TABLE = (bigint: string): string =>
   `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${bigint} NOT NULL)`;
