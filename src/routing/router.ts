@@ -145,8 +145,8 @@ export class Router {
   }
 
   /**
-   * An attempt on `d` failed: a 429 (for its Retry-After, else the configured cooldown),
-   * a 5xx, a timeout or a refused connection cool it down; a refused key (401/403, or the
+   * An attempt on `d` failed: a 429 or a 5xx (for its Retry-After when it sends one — a 503
+   * often does — else the configured cooldown), a timeout or a refused connection cool it down; a refused key (401/403, or the
    * provider's own `rejected_when`) takes it out until the config changes (and is reported
    * at error level each time it is seen). Only a provider with several deployments has one
    * taken out (`takeOut`). Returns whether it was (the request may then move on at once).
@@ -163,7 +163,8 @@ export class Router {
       return takeOut;
     }
     if (!takeOut || kind === 'aborted' || kind === '4xx') return false;
-    const ms = kind === '429' ? (retryAfterMs(headers, this.opts.now()) ?? this.current.cooldownMs) : this.current.cooldownMs;
+    const asked = kind === '429' || kind === '5xx' ? retryAfterMs(headers, this.opts.now()) : undefined;
+    const ms = asked ?? this.current.cooldownMs;
     this.cooldowns.cool(d, ms, kind);
     this.opts.observer?.cooled(d, kind);
     return true;
