@@ -34,7 +34,7 @@ async function measure(n, send) {
 
 async function onGateway({ simUrl, redis, n }) {
   const [{ loadGatewayConfig }, { compileSchemas }, { createGateway }, { selectPlugins }, { createOrg, createKey }] = await Promise.all([
-    dist('src/config/gateway-config.js'), dist('src/config/schemas.js'), dist('src/gateway.js'), dist('plugins/index.js'), dist('src/admin.js'),
+    dist('src/config/gateway-config.js'), dist('src/config/schemas.js'), dist('src/gateway.js'), dist('plugins/index.js'), dist('src/tenancy/admin.js'),
   ]);
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-cache-'));
   const file = join(dir, 'gateway.yaml');

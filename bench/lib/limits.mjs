@@ -69,7 +69,7 @@ async function engineConcurrent(limiter, n, inFlight, tag) {
 
 async function endToEnd({ say, redisUrl, prefix, n }) {
   const [{ loadGatewayConfig }, { compileSchemas }, { createGateway }, { selectPlugins }, { startSimulator }, { createOrg, createKey }] = await Promise.all([
-    dist('src/config/gateway-config.js'), dist('src/config/schemas.js'), dist('src/gateway.js'), dist('plugins/index.js'), dist('simulator/server.js'), dist('src/admin.js'),
+    dist('src/config/gateway-config.js'), dist('src/config/schemas.js'), dist('src/gateway.js'), dist('plugins/index.js'), dist('simulator/server.js'), dist('src/tenancy/admin.js'),
   ]);
   const sim = await startSimulator({ port: 0 });
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));

@@ -13,7 +13,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 export async function observerCost(root, sinkUrl, rounds = 5) {
   const dist = (p) => pathToFileURL(join(root, 'dist', 'src', p)).href;
   const { Telemetry } = await import(dist('telemetry/index.js'));
-  const { newExchange } = await import(dist('exchange.js'));
+  const { newExchange } = await import(dist('pipeline/exchange.js'));
   const route = { provider: { id: 'openai', baseUrl: 'http://127.0.0.1:1/openai/v1' }, model: { id: 'gpt-4o-mini', upstreamId: 'gpt-4o-mini', modality: 'chat' } };
   const request = { routeOptions: { url: '/v1/chat/completions' }, method: 'POST', headers: {} };
   const sources = { requestLogDepth: () => 0, requestsInFlight: () => 0 };

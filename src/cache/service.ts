@@ -198,7 +198,8 @@ export class ResponseCache implements ResponseCacheApi {
           }
         } catch (err) {
           if (!(err instanceof CacheUnavailable)) throw err;
-          this.degraded(ex, p, err);
+          // The lookup was made (a miss, as the reply's header said): only the store failed.
+          this.degraded(ex, p, err, 'miss');
         }
       }
     }
@@ -216,10 +217,11 @@ export class ResponseCache implements ResponseCacheApi {
     return { ...facts, costMicros: meteredMicros(metered) + e.costMicros };
   }
 
-  private degraded(ex: Exchange, p: Pending, err: Error): void {
-    p.result = 'bypass';
-    ex.cache = { result: 'bypass', ageMs: null, savedMicros: 0 };
-    ex.extra = { ...ex.extra, cache_bypass: 'cache store unavailable' };
+  /** The cache's store failed: a lookup that could not be made is a bypass; a miss whose reply could not be stored stays a miss. */
+  private degraded(ex: Exchange, p: Pending, err: Error, result: 'bypass' | 'miss' = 'bypass'): void {
+    p.result = result;
+    ex.cache = { result, ageMs: null, savedMicros: 0 };
+    ex.extra = { ...ex.extra, ...(result === 'bypass' ? { cache_bypass: 'cache store unavailable' } : { cache_not_stored: 'cache store unavailable' }) };
     this.d.observer?.onCacheDegraded();
     if (this.d.now() - this.lastWarning < 10_000) return;
     this.lastWarning = this.d.now();

@@ -5,7 +5,7 @@ import { Router } from './router.js';
 
 const NOW = 1_800_000_000_000;
 const deployment = (name: string): Deployment => ({
-  provider: 'openai', name, apiKey: `sk-${name}`, baseUrl: 'http://127.0.0.1:1', weight: 1, rpm: undefined, tpm: undefined, id: `openai/${name}#x`,
+  provider: 'openai', name, apiKey: `sk-${name}`, baseUrl: 'http://127.0.0.1:1', weight: 1, rpm: undefined, tpm: undefined, id: `openai/${name}#x`, fingerprint: 'x',
 });
 
 function router(): { router: Router; cooldowns: CooldownBook } {
