@@ -11,7 +11,8 @@ export type {
   BodyParser, ErrorFormatter, GatewayPlugin, Meter, Metered, ModalityHandler, ModelRequest, ModelRouteDef, OrgRouteContext, OrgRouteDef,
   PlainRouteDef, PluginApi, PluginLogger, RespondContext, StreamOptions, TaskDef, TextSlot,
 } from './pipeline/plugin.js';
-export type { ModalityRules } from './providers/catalog.js';
+export type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
+export type { LimitSpec } from './model/limits.js';
 export type { GatewayConfig } from './config/gateway-config.js';
 export type { ReplyFilter, RequestView, ShortCircuit, ShortCircuitContext, StageHook } from './pipeline/hooks.js';
 export { jsonTextSlots } from './guardrails/slots.js';
@@ -25,7 +26,7 @@ export { elapsedMs, exchangeSlot, serverCut, type ExchangeSlot, type ExchangeVie
 export { GatewayError, invalidField, type ErrorBody, type ErrorCode } from './lib/errors.js';
 
 // Money (integer micro-USD; pico-USD while pricing) and prices from provider YAML.
-export { formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, picosToMicrosCeil, type Micros } from './lib/money.js';
+export { displayUsd, formatUsd, microsToUsd, parseUsdToPicos, picosToMicros, picosToMicrosCeil, type Micros } from './lib/money.js';
 export { costPicos, picosAt, pricesFor, type Consumption, type PriceSelector } from './providers/pricing.js';
 export { estimateTokens, tokensForChars } from './lib/tokens.js';
 // Counts an upstream reports (tokens, seconds): a negative, fractional or absurd one is a malformed reply.
