@@ -115,15 +115,16 @@ describe('the console walk of issue 35', { timeout: 60_000 }, () => {
   it('shows the key form\'s examples from the catalogue and its field errors in words; each provider once on Models', async () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const models = page.getByLabel(/^Allowed models/);
+    // The form loads the catalogue when it opens: the examples appear once it has come.
+    await expect.poll(() => models.getAttribute('placeholder')).toMatch(/^e\.g\. [\w.-]+, [\w.-]+$/);
     const examples = (await models.getAttribute('placeholder')) ?? '';
-    expect(examples).toMatch(/^e\.g\. [\w.-]+, [\w.-]+$/);
     const catalogue = (await (await fetch(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${demoKey}` } })).json()) as { data: Array<{ id: string }> };
     for (const id of examples.slice(5).split(', ')) expect(catalogue.data.map((m) => m.id)).toContain(id);
     await models.fill('no-such-model');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     const error = page.locator('.field-error');
     await error.waitFor();
-    expect(await error.textContent()).toBe('No provider serves a model "no-such-model"');
+    expect(await error.textContent()).toBe('No provider serves a model "no-such-model" (the Models page lists them)'); // the server's words, no field path
     // The browser logs the refused request (400) as a console error: that one is expected.
     expect(c.browser.takeProblems().errors).toEqual([expect.stringContaining('status of 400')]);
     await page.getByRole('button', { name: 'Cancel' }).click();
@@ -133,6 +134,7 @@ describe('the console walk of issue 35', { timeout: 60_000 }, () => {
   });
 
   it('keeps the theme chosen in the header across a reload, and is accessible in it', async () => {
+    await visit('Models'); // on its own, not only after the test before it
     await page.getByLabel('Theme').selectOption('dark');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
     await page.reload();

@@ -39,11 +39,15 @@ export function Field({ label, class: className, error, children }: { label: str
 }
 
 /**
- * An API error's message as shown under its field: without the leading field path the API
- * names fields by (`"allowed_models[0]": `, `"limits.rpm" `), which the field's label says better.
+ * An API error's message as shown under its field: without a leading quoted field path
+ * (`"allowed_models[0]": `, `"limits.rpm" `), which the field's label says better, and then
+ * capitalized. Any other message is shown as the API wrote it: most are words already, and
+ * one that starts with a path of its own (`guardrails[0]: …`, the entry of a JSON list that
+ * is wrong) keeps it as written, since the label cannot say which entry.
  */
 export function fieldMessage(message: string): string {
   const text = message.replace(/^"[^"]+":?\s*/, '');
+  if (text === message) return message;
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
