@@ -1,6 +1,5 @@
-import { outputBoundOf } from '../plugins/chat/metering.js';
+import { budgetShortfall, shortfallText } from '../plugins/chat/budget-bound.js';
 import type { LimitSpec } from '../src/model/limits.js';
-import { displayUsd } from '../src/lib/money.js';
 import type { ProviderCatalog } from '../src/providers/catalog.js';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import { loadAll } from './common.js';
@@ -30,25 +29,9 @@ export interface BudgetContext {
 
 /** The warning for `limits`' budget, or undefined when one request fits in it on every chat model the key may call. */
 export function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefined {
-  const budget = limits.budget;
-  if (!budget) return undefined;
-  const bounds = new Map<string, { tokens: number; micros: number }>();
-  for (const r of ctx.catalog.allRoutes()) {
-    if (r.model.modality !== 'chat') continue;
-    if (ctx.allowedModels && !ctx.allowedModels.includes(r.model.id) && !r.model.aliases.some((a) => ctx.allowedModels?.includes(a))) continue;
-    const bound = outputBoundOf(r.model, ctx.defaultMaxTokens);
-    const known = bounds.get(r.model.id);
-    if (!known || bound.micros > known.micros) bounds.set(r.model.id, bound);
-  }
-  const over = [...bounds].filter(([, b]) => b.micros > budget.micros).sort((a, b) => b[1].micros - a[1].micros || a[0].localeCompare(b[0]));
-  const [dearest] = over;
-  if (!dearest) return undefined;
-  const per = budget.period === 'total' ? 'in total' : `per ${budget.period}`;
-  const [id, bound] = dearest;
-  const source = ctx.defaultMaxTokens === undefined ? 'its whole output window' : `the default max_tokens ${ctx.defaultMaxTokens}`;
-  return `warning: the budget of ${displayUsd(budget.micros)} ${per} is below what one chat request reserves on ${over.length} of ${bounds.size} models: `
-    + `a request without max_tokens reserves ${source} (${id}: ${bound.tokens.toLocaleString('en-US')} output tokens, ${displayUsd(bound.micros)}) and is refused (429 budget_exceeded) however little it would cost. `
-    + `Give the project a smaller default max_tokens, sent upstream so the bound is honest (${ctx.fix}), or have clients send max_tokens (docs/limits.md, "Budgets and the output bound").`;
+  if (!limits.budget) return undefined;
+  const s = budgetShortfall(ctx.catalog, limits.budget.micros, ctx.allowedModels, ctx.defaultMaxTokens);
+  return s && shortfallText(limits, s, ctx.defaultMaxTokens, ctx.fix);
 }
 
 const arg = (s: string): string => (/^[\w.@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);

@@ -112,6 +112,17 @@ describe('the console walk of issue 35', { timeout: 60_000 }, () => {
     await expectAccessible(page, 'keys-renamed');
   });
 
+  it('warns on the Keys page when a key\'s budget is below one request\'s bound (a request without max_tokens would be refused)', async () => {
+    await createKey(t.gateway.store, 'acme', { name: 'tiny-budget', limits: { budget: { micros: 100, period: 'day' } } });
+    await visit('Overview');
+    await visit('Keys'); // read anew: the key was made behind the page's back
+    const warning = page.getByRole('row').filter({ hasText: 'tiny-budget' }).getByTestId('budget-shortfall');
+    await warning.waitFor();
+    expect(await warning.textContent()).toMatch(/^Below one request's bound on \d+ of \d+ chat models: a request without max_tokens reserves its whole output window \(.+: [\d,]+ output tokens, \$[\d.,]+\) and is refused/);
+    expect(await page.getByRole('row').filter({ hasText: 'checkout-bot' }).getByTestId('budget-shortfall').count()).toBe(0); // no budget, no warning
+    await expectAccessible(page, 'keys-budget-shortfall');
+  });
+
   it('shows the key form\'s examples from the catalogue and its field errors in words; each provider once on Models', async () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const models = page.getByLabel(/^Allowed models/);

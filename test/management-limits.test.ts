@@ -42,6 +42,26 @@ describe('limits in the management API', () => {
       .toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null, mode: null });
   });
 
+  it('budget-check names the dearest chat model whose one-request bound is over a budget, until a default max_tokens makes every request fit', async () => {
+    const check = async (q: string): Promise<Obj> => {
+      const r = await member.get(`${org()}/budget-check?${q}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body;
+    };
+    const before = (await check(`key=${key.id as string}`)).shortfall as Obj;
+    expect(before).toMatchObject({ default_max_tokens: null });
+    expect(before.bound_usd as number).toBeGreaterThan(0.01);
+    expect(before.models_over as number).toBeGreaterThan(0);
+    expect(before.models_over as number).toBeLessThanOrEqual(before.models_total as number);
+    expect((await check('project=' + String(project.id))).shortfall).toBeNull(); // $5 a month holds one request on every model
+    expect(code(await member.get(`${org()}/budget-check`))).toBe('invalid_request');
+    expect(code(await member.get(`${org()}/budget-check?key=key_missing`))).toBe('not_found');
+    // A project default of 20 output tokens bounds every request far below $0.01.
+    expect((await owner.patch(`${org()}/projects/${project.id as string}`, { default_max_tokens: 20 })).status).toBe(200);
+    expect((await check(`key=${key.id as string}`)).shortfall).toBeNull();
+    expect((await owner.patch(`${org()}/projects/${project.id as string}`, { default_max_tokens: null })).status).toBe(200);
+  });
+
   it('GET shows the current window, slots and the budget spent this period with when it resets', async () => {
     for (let i = 0; i < 2; i++) expect((await chat(key.key as string)).status).toBe(200);
     await t.gateway.log.flush();

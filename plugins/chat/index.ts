@@ -1,6 +1,7 @@
 import {
   type EndpointDef, type Exchange, fillPath, type GatewayPlugin, invalidField, type ModalityHandler, type ModelRoute, type PluginApi, type ResponseCacheApi,
 } from '../../src/sdk.js';
+import { budgetCheckRoute } from './budget-bound.js';
 import { chatCacheDef, respondCaching } from './cache.js';
 import { withDefaultMaxTokens } from './default-max-tokens.js';
 import { COUNT_ENDPOINT } from './formats/anthropic/count.js';
@@ -120,6 +121,7 @@ export const chatPlugin: GatewayPlugin = {
   modalities: { chat: { requiredPricing: ['prompt', 'completion'], dialects: [...ALL_DIALECTS.keys()] } },
   register(api: PluginApi) {
     const settings = api.settings as ChatSettings;
+    api.orgRoute(budgetCheckRoute(api, () => settings.default_max_tokens ?? undefined));
     for (const format of clientFormats({ store: api.store, now: () => api.now(), settings })) {
       for (const url of format.urls) {
         const handler = api.cache.cached(chatHandler(format, settings, api.cache), chatCacheDef(format, replyContext));

@@ -7,7 +7,7 @@ import { ago, fromUtcInput, when } from '../format';
 import { navigate } from '../router';
 import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
 import { ProjectGuardrails } from './guardrails';
-import { BudgetSpend, createLimits, EditLimits, EMPTY_LIMITS, LimitFields, limitFieldOf, LimitsList, ProjectLimits, useFocusInvalid, type LimitsDraft } from './limits';
+import { BudgetShortfall, BudgetSpend, createLimits, EditLimits, EMPTY_LIMITS, LimitFields, limitFieldOf, LimitsList, ProjectLimits, useFocusInvalid, type LimitsDraft } from './limits';
 
 const canAdmin = (role: string): boolean => role !== 'member';
 
@@ -108,7 +108,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
                     <td>{x.allowed_models ? x.allowed_models.join(', ') : 'all'}</td>
                     <td><LimitsList limits={x.limits} /></td>
                     <td>{cacheSummary(x.cache, 'as project')}</td>
-                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <BudgetSpend usage={x.usage} /> : <span class="muted">—</span>}</td>
+                    <td>{x.limits.budget_usd !== null && x.status === 'active' ? <><BudgetSpend usage={x.usage} /><BudgetShortfall orgId={org.id} scope="key" id={x.id} tick={tick} /></> : <span class="muted">—</span>}</td>
                     {admin ? (
                       <td>
                         {x.status === 'active' ? (

@@ -126,6 +126,29 @@ export function BudgetSpend({ usage, failed = false }: { usage: LimitUsage | nul
   );
 }
 
+/** GET /orgs/{org}/budget-check: the dearest chat model whose one-request bound is over the budget (docs/limits.md). */
+interface BudgetCheck {
+  shortfall: { model: string; output_tokens: number; bound_usd: number; models_over: number; models_total: number; default_max_tokens: number | null } | null;
+}
+
+/**
+ * A warning when a budget is below what one chat request reserves (issue 35): a request
+ * without max_tokens holds the model's whole output window (or the project's default
+ * max_tokens), so a smaller budget refuses it however little it would cost.
+ */
+export function BudgetShortfall({ orgId, scope, id, tick }: { orgId: string; scope: 'key' | 'project'; id: string; tick: number }): JSX.Element | null {
+  const check = useLoad((signal) => get<BudgetCheck>(`/orgs/${orgId}/budget-check`, { [scope]: id }, signal), [orgId, scope, id, tick]);
+  const s = check.data?.shortfall;
+  if (!s) return null;
+  const bound = s.default_max_tokens === null ? 'its whole output window' : `the default max_tokens (${int(s.default_max_tokens)})`;
+  return (
+    <p class="warning small" role="note" data-testid="budget-shortfall">
+      Below one request's bound on {int(s.models_over)} of {int(s.models_total)} chat models: a request without max_tokens reserves {bound}
+      {' '}({s.model}: {int(s.output_tokens)} output tokens, {usd(s.bound_usd)}) and is refused. Set a smaller default max_tokens for the project, or send max_tokens.
+    </p>
+  );
+}
+
 /**
  * A modal dialog that edits the limits of a key or a project (`PATCH path {limits}`): every field is sent,
  * an emptied one as null (removes that limit). A 400 shows next to the field it names. A project's
@@ -233,7 +256,7 @@ export function ProjectLimits({ orgId, projectId, admin, tick }: { orgId: string
               <dt>Limits</dt><dd><LimitsList limits={p.limits} /></dd>
               {p.usage?.rpm ? <><dt>Requests this minute</dt><dd>{int(p.usage.rpm.used)} of {int(p.usage.rpm.limit)}</dd></> : null}
               {p.usage?.tpm ? <><dt>Tokens this minute</dt><dd>{int(p.usage.tpm.used)} of {int(p.usage.tpm.limit)}</dd></> : null}
-              {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /></dd></> : null}
+              {p.limits.budget_usd !== null ? <><dt>Budget</dt><dd><BudgetSpend usage={p.usage} /><BudgetShortfall orgId={orgId} scope="project" id={projectId} tick={tick} /></dd></> : null}
               <dt>Default max_tokens</dt><dd>{p.default_max_tokens === null ? <span class="muted">not set</span> : int(p.default_max_tokens)}</dd>
               <dt>Unsupported parameters</dt><dd>{p.unsupported_params ?? <span class="muted">gateway default</span>}</dd>
               <dt>Response cache</dt><dd data-testid="project-cache">{cacheSummary(p.cache)}</dd>
