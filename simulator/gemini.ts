@@ -19,7 +19,7 @@ import {
 import { handleLyria, isLyriaModel } from './lyria.js';
 import { pngBytes } from './png.js';
 import { jsonReply, pieces, plannedCalls, type PlannedCall } from './features.js';
-import { planReply, textTokens, thoughtPlan, type ReplyPlan, type ThoughtPlan } from './reply.js';
+import { planReply, textTokens, thoughtPlan, type ThoughtPlan } from './reply.js';
 import { embedText, toFloatList } from './vectors.js';
 
 const BAD_KEY_DETAILS = [

@@ -80,7 +80,7 @@ describe('limits in the management API', () => {
     for (const listed of lists) {
       const byId = new Map(listed.map((k) => [k.id, k]));
       expect(byId.get(key.id)?.usage).toEqual(await detail(key.id));
-      expect((byId.get(key.id)?.usage as Obj).rpm).toMatchObject({ limit: 3, used: 2 });
+      expect((byId.get(key.id)?.usage as Obj | undefined)?.rpm).toMatchObject({ limit: 3, used: 2 });
       expect(byId.get(second.id)?.usage).toMatchObject({ rpm: { limit: 7, used: 0 }, budget: null });
       expect(byId.get(gone.id)).not.toHaveProperty('usage'); // revoked: its counts are no one's concern
     }

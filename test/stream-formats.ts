@@ -28,6 +28,7 @@ export interface StreamFormat {
 }
 
 /** Test-side reading of four wire formats: loosely typed on purpose. */
+// biome-ignore lint/suspicious/noExplicitAny: the tests read deep into untyped stream event JSON
 type Json = Record<string, any>;
 
 const parse = (data: string): Json => JSON.parse(data) as Json;

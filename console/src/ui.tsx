@@ -107,6 +107,7 @@ export function Confirm(props: { open: boolean; title: string; children: Compone
       <div>{props.children}</div>
       <div class="actions">
         <button type="button" class="danger" onClick={() => { props.onConfirm(); props.onClose(); }}>{props.confirm}</button>
+        {/* biome-ignore lint/a11y/noAutofocus: showModal() would focus the destructive button first; the dialog opens on Cancel (WAI-ARIA dialog pattern) */}
         <button type="button" class="secondary" onClick={props.onClose} autoFocus>Cancel</button>
       </div>
     </dialog>

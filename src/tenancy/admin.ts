@@ -9,7 +9,7 @@ import { projectNameProblem } from './project-name.js';
 import type { InvalidationKind, Invalidator } from './invalidation.js';
 import type { LimitSpec } from '../model/limits.js';
 import { hashPassword, passwordProblem } from './passwords.js';
-import { formatUsd, parseUsdToMicros, type Micros } from '../lib/money.js';
+import { parseUsdToMicros, type Micros } from '../lib/money.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
 import type { OrgRole, User } from '../store/accounts.js';
