@@ -32,7 +32,7 @@ const BAD_KEY_DETAILS = [
 ];
 
 /** `{model, method}` from `…/models/{model}:{method}`; undefined when the path is not one. */
-export function parseModelPath(path: string): { model: string; method: string } | undefined {
+function parseModelPath(path: string): { model: string; method: string } | undefined {
   const at = path.indexOf('/models/');
   if (at < 0) return undefined;
   const rest = path.slice(at + '/models/'.length);

@@ -73,7 +73,7 @@ export const responsesFormat: StreamFormat = {
   },
 };
 
-export const messagesFormat: StreamFormat = {
+const messagesFormat: StreamFormat = {
   name: 'messages',
   request: (model, prompt, maxTokens, extra) => ({ path: '/v1/messages', body: { model, stream: true, max_tokens: maxTokens, messages: [{ role: 'user', content: prompt }], ...extra } }),
   read(events) {

@@ -42,7 +42,7 @@ export function Field({ label, class: className, error, children }: { label: str
  * An API error's message as shown under its field: without the leading field path the API
  * names fields by (`"allowed_models[0]": `, `"limits.rpm" `), which the field's label says better.
  */
-export function fieldMessage(message: string): string {
+function fieldMessage(message: string): string {
   const text = message.replace(/^"[^"]+":?\s*/, '');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }

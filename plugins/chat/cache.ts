@@ -33,7 +33,7 @@ const withoutDelivery = (body: Record<string, unknown>): Record<string, unknown>
   Object.fromEntries(Object.entries(body).filter(([k]) => !DELIVERY_FIELDS.has(k)));
 
 /** What keys a chat request: its format, its canonical body and its native body (delivery fields aside). */
-export function chatCacheRequest(format: ClientFormat, req: ChatRequest): CacheRequest {
+function chatCacheRequest(format: ClientFormat, req: ChatRequest): CacheRequest {
   const body = withoutDelivery(req.body);
   const key = { format: format.name, body, native: req.native ? withoutDelivery(req.native.body) : null };
   const toolOptOut = req.body.messages.some((m) => m.role === 'tool' && m.cacheable === false);

@@ -42,7 +42,7 @@ interface Pending {
   result: CacheResult;
 }
 
-export const CACHE_HEADER = 'x-tollgate-cache';
+const CACHE_HEADER = 'x-tollgate-cache';
 
 /**
  * The response cache (docs/cache.md). Entries are keyed by the org (and the project when
