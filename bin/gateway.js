@@ -15,7 +15,7 @@ import('../dist/cli/index.js').then((m) => m.main(process.argv)).catch((err) => 
   if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli/index.js')) {
     console.error('gateway: dist/ is missing; run `npm install` (or `npm run build`) first.');
   } else {
-    console.error(`gateway: ${err && err.message ? err.message : err}`);
+    console.error(`gateway: ${err?.message ? err.message : err}`);
   }
   process.exit(1);
 });

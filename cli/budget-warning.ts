@@ -12,7 +12,7 @@ import { loadAll } from './common.js';
  */
 
 /** gateway.yaml's `settings.chat.default_max_tokens`, if set. */
-export function configDefaultMaxTokens(config: GatewayConfig): number | undefined {
+function configDefaultMaxTokens(config: GatewayConfig): number | undefined {
   const chat = config.settings.chat as { default_max_tokens?: unknown } | undefined;
   return typeof chat?.default_max_tokens === 'number' ? chat.default_max_tokens : undefined;
 }
@@ -28,7 +28,7 @@ export interface BudgetContext {
 }
 
 /** The warning for `limits`' budget, or undefined when one request fits in it on every chat model the key may call. */
-export function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefined {
+function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefined {
   if (!limits.budget) return undefined;
   const s = budgetShortfall(ctx.catalog, limits.budget.micros, ctx.allowedModels, ctx.defaultMaxTokens);
   return s && shortfallText(limits, s, ctx.defaultMaxTokens, ctx.fix);

@@ -37,7 +37,7 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
   529: 'overloaded_error',
 };
 
-export function anthropicError(status: number, type: string, message: string, requestId: string): ErrorReply {
+function anthropicError(status: number, type: string, message: string, requestId: string): ErrorReply {
   return {
     status,
     body: { type: 'error', error: { type, message }, request_id: requestId },
@@ -46,7 +46,7 @@ export function anthropicError(status: number, type: string, message: string, re
 }
 
 /** Directive-driven errors in Anthropic's shape, tagged with this request's id. */
-export function anthropicErrorShape(requestId: string): ErrorShape {
+function anthropicErrorShape(requestId: string): ErrorShape {
   return (status) => {
     const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
     const message = type === 'overloaded_error' ? 'Overloaded' : `Simulated ${type} (status ${status}).`;

@@ -16,12 +16,12 @@ import { handleChat, handleEmbeddings } from './openai.js';
 import { parseJsonObject } from './json.js';
 
 /** The data-plane versions the simulator answers (GA and the previews around them). */
-export const AZURE_API_VERSIONS: ReadonlySet<string> = new Set([
+const AZURE_API_VERSIONS: ReadonlySet<string> = new Set([
   '2024-02-01', '2024-06-01', '2024-10-21', '2025-04-01-preview', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview',
 ]);
 
 /** The scope Entra tokens for Azure OpenAI carry. */
-export const AZURE_SCOPE = 'https://cognitiveservices.azure.com/.default';
+const AZURE_SCOPE = 'https://cognitiveservices.azure.com/.default';
 
 /** How long an issued Entra token lives (Entra's usual 3599 s). */
 const TOKEN_LIFETIME_S = 3599;
@@ -38,7 +38,7 @@ function azureError(status: number, code: string, message: string): ErrorReply {
 }
 
 /** The 400 Azure sends when its content filter refuses the prompt. */
-export function contentFilterError(): ErrorReply {
+function contentFilterError(): ErrorReply {
   const category = (filtered: boolean, severity: string) => ({ filtered, severity });
   return {
     status: 400,

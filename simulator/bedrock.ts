@@ -32,7 +32,7 @@ const TYPES: Readonly<Record<string, { status: number; message: string }>> = {
 };
 const BY_STATUS: Readonly<Record<number, string>> = { 400: 'ValidationException', 403: 'AccessDeniedException', 404: 'ResourceNotFoundException', 408: 'ModelTimeoutException', 424: 'ModelErrorException', 429: 'ThrottlingException', 500: 'InternalServerException', 503: 'ServiceUnavailableException' };
 
-export function sendAwsError(res: ServerResponse, fault: AwsFault): void {
+function sendAwsError(res: ServerResponse, fault: AwsFault): void {
   sendJson(res, fault.status, { message: fault.message }, { 'x-amzn-errortype': `${fault.type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, 'x-amzn-requestid': randomUUID() });
 }
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { applyFaults, authScheme, isRejectedKey, sendError, sendJson, type ErrorReply, type ErrorShape, type Handler } from './http.js';
 import { audioSecondsFromBytes } from './reply.js';
 
-export const DEEPGRAM_TRANSCRIPT = 'Simulated transcript.';
+const DEEPGRAM_TRANSCRIPT = 'Simulated transcript.';
 
 function dgError(status: number, code: string, message: string, requestId: string): ErrorReply {
   return { status, body: { err_code: code, err_msg: message, request_id: requestId } };

@@ -9,7 +9,7 @@ function detail(status: number, code: string, message: string): ErrorReply {
   return { status, body: { detail: { status: code, message } } };
 }
 
-export const elevenlabsErrorShape: ErrorShape = (status) => {
+const elevenlabsErrorShape: ErrorShape = (status) => {
   if (status === 429) return detail(429, 'too_many_concurrent_requests', 'Too many concurrent requests (simulated).');
   if (status === 401) return detail(401, 'invalid_api_key', 'Invalid API key');
   if (status >= 500) return detail(status, 'internal_server_error', 'Internal server error (simulated).');
@@ -17,7 +17,7 @@ export const elevenlabsErrorShape: ErrorShape = (status) => {
 };
 
 /** The voice id segment after `/text-to-speech/`, or undefined. */
-export function voiceIdOf(path: string): string | undefined {
+function voiceIdOf(path: string): string | undefined {
   const marker = '/text-to-speech/';
   const at = path.indexOf(marker);
   if (at < 0) return undefined;

@@ -19,7 +19,7 @@ import {
 import { handleLyria, isLyriaModel } from './lyria.js';
 import { pngBytes } from './png.js';
 import { jsonReply, pieces, plannedCalls, type PlannedCall } from './features.js';
-import { planReply, textTokens, thoughtPlan, type ReplyPlan, type ThoughtPlan } from './reply.js';
+import { planReply, textTokens, thoughtPlan, type ThoughtPlan } from './reply.js';
 import { embedText, toFloatList } from './vectors.js';
 
 const BAD_KEY_DETAILS = [
@@ -32,7 +32,7 @@ const BAD_KEY_DETAILS = [
 ];
 
 /** `{model, method}` from `…/models/{model}:{method}`; undefined when the path is not one. */
-export function parseModelPath(path: string): { model: string; method: string } | undefined {
+function parseModelPath(path: string): { model: string; method: string } | undefined {
   const at = path.indexOf('/models/');
   if (at < 0) return undefined;
   const rest = path.slice(at + '/models/'.length);

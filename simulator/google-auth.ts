@@ -73,25 +73,47 @@ export class GoogleAuthState {
     this.requests++;
     const form = new URLSearchParams(req.body.toString('utf8'));
     const fail = (status: number, error: string, description: string): void => sendJson(res, status, { error, error_description: description });
-    if (form.get('grant_type') !== JWT_BEARER_GRANT) return fail(400, 'unsupported_grant_type', `Invalid grant_type: ${form.get('grant_type') ?? ''}`);
+    if (form.get('grant_type') !== JWT_BEARER_GRANT) {
+      fail(400, 'unsupported_grant_type', `Invalid grant_type: ${form.get('grant_type') ?? ''}`);
+      return;
+    }
     const parts = (form.get('assertion') ?? '').split('.');
     const [head, body, signature] = parts;
     const header = parts.length === 3 ? decodeJson(head) : undefined;
     const claims = parts.length === 3 ? decodeJson(body) : undefined;
-    if (!header || !claims || signature === undefined) return fail(400, 'invalid_grant', 'Invalid JWT: the assertion is not a signed JWT.');
-    if (header.alg !== 'RS256') return fail(400, 'invalid_grant', 'Invalid JWT Signature.');
+    if (!header || !claims || signature === undefined) {
+      fail(400, 'invalid_grant', 'Invalid JWT: the assertion is not a signed JWT.');
+      return;
+    }
+    if (header.alg !== 'RS256') {
+      fail(400, 'invalid_grant', 'Invalid JWT Signature.');
+      return;
+    }
     const account = typeof claims.iss === 'string' ? this.accounts.get(claims.iss) : undefined;
-    if (!account || account.disabled) return fail(400, 'invalid_grant', 'Invalid grant: account not found');
+    if (!account || account.disabled) {
+      fail(400, 'invalid_grant', 'Invalid grant: account not found');
+      return;
+    }
     const signed = verify('RSA-SHA256', Buffer.from(`${head}.${body}`), account.publicKey, Buffer.from(signature, 'base64url'));
-    if (!signed) return fail(400, 'invalid_grant', 'Invalid JWT Signature.');
+    if (!signed) {
+      fail(400, 'invalid_grant', 'Invalid JWT Signature.');
+      return;
+    }
     const audience = `http://${req.headers.host ?? ''}${req.path}`;
-    if (claims.aud !== audience) return fail(400, 'invalid_grant', `Invalid JWT: Failed audience check. The right audience is ${audience}`);
+    if (claims.aud !== audience) {
+      fail(400, 'invalid_grant', `Invalid JWT: Failed audience check. The right audience is ${audience}`);
+      return;
+    }
     const nowS = Math.floor(this.now() / 1000);
     const { iat, exp } = claims;
     if (typeof iat !== 'number' || typeof exp !== 'number' || exp <= nowS || iat > nowS + SKEW_S || exp - iat > 3600 || exp <= iat) {
-      return fail(400, 'invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+      fail(400, 'invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+      return;
     }
-    if (typeof claims.scope !== 'string' || claims.scope === '') return fail(400, 'invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
+    if (typeof claims.scope !== 'string' || claims.scope === '') {
+      fail(400, 'invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
+      return;
+    }
     const token = `ya29.sim-${randomBytes(24).toString('base64url')}`;
     this.tokens.set(token, { email: account.email, expiresAt: this.now() + this.tokenTtlSeconds * 1000 });
     sendJson(res, 200, { access_token: token, expires_in: this.tokenTtlSeconds, token_type: 'Bearer' });

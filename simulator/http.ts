@@ -93,7 +93,7 @@ export function pause(res: ServerResponse, ms: number): Promise<boolean> {
 }
 
 /** Resolves when the client closes the connection (or the simulator shuts down). */
-export function untilClosed(res: ServerResponse): Promise<void> {
+function untilClosed(res: ServerResponse): Promise<void> {
   if (isGone(res)) return Promise.resolve();
   return new Promise((resolve) => res.once('close', () => resolve()));
 }
@@ -103,7 +103,7 @@ function isGone(res: ServerResponse): boolean {
 }
 
 /** A 200 whose body is cut off mid-JSON, for testing the gateway's parse errors. */
-export function sendMalformed(res: ServerResponse, stream: boolean): void {
+function sendMalformed(res: ServerResponse, stream: boolean): void {
   if (stream) sendRaw(res, 200, 'text/event-stream', 'data: {"simulated": "malform\n\n');
   else sendRaw(res, 200, 'application/json', '{"simulated": "malform');
 }

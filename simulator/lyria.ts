@@ -20,8 +20,8 @@ import {
 } from './gemini-wire.js';
 import { textTokens } from './reply.js';
 
-export const CLIP_SECONDS = 30;
-export const PRO_SECONDS = 150;
+const CLIP_SECONDS = 30;
+const PRO_SECONDS = 150;
 
 export function isLyriaModel(model: string): boolean {
   return model.startsWith('lyria-3-');
@@ -83,7 +83,7 @@ const SECTIONS: readonly (readonly [number, string, string])[] = [
 ];
 
 /** Timestamped structure markers (`[12.5:] <verse>`) with lyric lines unless instrumental. */
-export function lyricsText(seconds: number, images: number, instrumental: boolean): string {
+function lyricsText(seconds: number, images: number, instrumental: boolean): string {
   const lines: string[] = [];
   for (const [at, label, lyric] of SECTIONS) {
     lines.push(`[${(at * seconds).toFixed(1)}:] <${label}>`);

@@ -11,7 +11,7 @@ import { pngBytes } from './png.js';
 import { textTokens } from './reply.js';
 
 /** gpt-image-1 output tokens per image, by quality and size (OpenAI's published table). */
-export const GPT_IMAGE_TOKENS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+const GPT_IMAGE_TOKENS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
   low: { '1024x1024': 272, '1024x1536': 408, '1536x1024': 400 },
   medium: { '1024x1024': 1056, '1024x1536': 1584, '1536x1024': 1568 },
   high: { '1024x1024': 4160, '1024x1536': 6240, '1536x1024': 6208 },

@@ -9,7 +9,7 @@ import type { Directives } from './directives.js';
 /** Words the reply cycles through; 1 word = 1 completion token. */
 const SOURCE_WORDS: readonly string[] = ['This', 'is', 'a', 'simulated', 'reply.'];
 
-export const DEFAULT_REPLY_TOKENS = 8;
+const DEFAULT_REPLY_TOKENS = 8;
 
 export interface ReplyPlan {
   /** Stream pieces: the first word bare, later words with a leading space. */

@@ -80,7 +80,7 @@ const MAX_RECEIVED_BODY = 64 * 1024;
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /** Picks the handler for a provider path, or undefined (404). */
-export function routeFor(method: string, path: string): Handler | undefined {
+function routeFor(method: string, path: string): Handler | undefined {
   if (method !== 'POST') return undefined;
   if (path.includes('/openai/deployments/')) return handleAzure;
   if (path.endsWith('/oauth2/v2.0/token')) return handleEntraToken;

@@ -27,7 +27,7 @@ function sources(dir: string): string[] {
 }
 
 /** The repository-relative target of every relative import in a file (packages are not edges). */
-export function importsOf(file: string, text: string): Edge[] {
+function importsOf(file: string, text: string): Edge[] {
   const edges: Edge[] = [];
   for (const m of text.matchAll(SPECIFIER)) {
     const spec = m[1] ?? m[2] ?? m[3] ?? '';
@@ -42,12 +42,12 @@ const isTestOnly = (file: string): boolean => /\.(test|testkit)\.ts$/.test(file)
 const top = (path: string): string => path.split('/')[0] ?? '';
 
 /** Why an edge breaks the house rules, or undefined when it is allowed. */
-export function violation({ from, to }: Edge): string | undefined {
+function violation({ from, to }: Edge): string | undefined {
   const area = top(from);
   if (area === 'src') return top(to) === 'src' ? undefined : 'the core imports only the core';
   if (area === 'plugins') {
     if (to === 'src/sdk.ts') return undefined;
-    const own = from.split('/').length > 2 ? from.split('/').slice(0, 2).join('/') + '/' : 'plugins/';
+    const own = from.split('/').length > 2 ? `${from.split('/').slice(0, 2).join('/')}/` : 'plugins/';
     if (to.startsWith(own)) return undefined;
     if (isTestOnly(from) && top(to) === 'simulator') return undefined; // tests may use the fake upstream's helpers as test data
     return 'a plugin imports only src/sdk.ts and its own files';
@@ -104,7 +104,7 @@ describe('the house: who may import whom', () => {
 });
 
 /** Groups of files that import each other in a circle (type-only imports included), by Tarjan's algorithm. */
-export function cycles(edges: readonly Edge[]): string[][] {
+function cycles(edges: readonly Edge[]): string[][] {
   const next = new Map<string, string[]>();
   for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
   const index = new Map<string, number>();
@@ -159,21 +159,21 @@ describe('the store, the limits engine and the admin service', () => {
  * alerts, limits) beneath it, then object storage, the store, the provider catalogue,
  * the config, the data model and plain utilities. Entry points sit in src/ itself.
  */
-export const ROOMS = [
+const ROOMS = [
   'lib', 'model', 'config', 'providers', 'store', 'storage', 'limits', 'alerts', 'tenancy', 'routing',
   'pipeline', 'cache', 'guardrails', 'telemetry', 'management', 'http',
 ] as const;
 /** The files allowed in src/ itself: the composition root and the plugins' one door. */
-export const ROOT_FILES = ['gateway.ts', 'sdk.ts'];
+const ROOT_FILES = ['gateway.ts', 'sdk.ts'];
 
 /** A src/ file's room: its first folder, or `root` for the entry points. */
-export function roomOf(path: string): string {
+function roomOf(path: string): string {
   const parts = path.split('/');
   return parts.length > 2 ? (parts[1] ?? '') : 'root';
 }
 
 /** Why an import inside src/ breaks the layering, or undefined. */
-export function layerViolation({ from, to }: Edge): string | undefined {
+function layerViolation({ from, to }: Edge): string | undefined {
   if (!from.startsWith('src/') || !to.startsWith('src/')) return undefined;
   const a = roomOf(from);
   const b = roomOf(to);

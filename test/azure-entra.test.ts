@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { useOrgGateway } from './fixtures.js';
 import { startTestGateway } from './harness.js';

@@ -162,7 +162,10 @@ describe('azure through the gateway', () => {
   it('serves the Vercel AI SDK: generateText with a tool, streamText, embed', async () => {
     const openai = createOpenAI({ apiKey: t.key, baseURL: `${t.url}/v1` });
     const seen: string[] = [];
-    const weather = tool({ description: 'Weather of a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => (seen.push(city), { city, temperature: 21 }) });
+    const weather = tool({ description: 'Weather of a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => {
+      seen.push(city);
+      return { city, temperature: 21 };
+    } });
     const g = await generateText({ model: openai.chat('azure/gpt-4o-mini'), prompt: 'Weather?', tools: { weather }, stopWhen: stepCountIs(3), maxOutputTokens: 100 });
     expect(seen).toHaveLength(1);
     expect(g.text.length).toBeGreaterThan(0);

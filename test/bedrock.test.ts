@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, stepCountIs, streamText, tool } from 'ai';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SIM_AWS } from '../simulator/aws-sigv4.js';

@@ -12,12 +12,12 @@ import { packageRoot } from '../src/lib/paths.js';
  * browser. A missing browser fails the test with the fix; it is never skipped.
  */
 
-export const CHROMIUM_FLAGS = [
+const CHROMIUM_FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-export function chromiumPath(): string {
+function chromiumPath(): string {
   const path = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   if (!existsSync(path)) {
     throw new Error(`The console tests need Chromium at ${path} and found none: install it with \`apt-get install -y chromium\` (what .ci/run does), or set CHROMIUM_PATH.`);

@@ -12,7 +12,7 @@ import { copyProviders, tempDir } from './harness.js';
  */
 interface Named { file: string; id: string }
 
-export function aliasProblems(dir: string): string[] {
+function aliasProblems(dir: string): string[] {
   const ids = new Map<string, Named[]>();
   const aliases = new Map<string, Named[]>();
   for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {

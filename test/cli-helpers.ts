@@ -90,7 +90,7 @@ export async function killAll(): Promise<void> {
 }
 
 /** Stops every CLI process still running as an operator does (SIGTERM; SIGKILL after 15 s) and waits for them to go. */
-export async function stopAll(): Promise<void> {
+async function stopAll(): Promise<void> {
   await Promise.all([...live].map(async (c) => {
     c.kill('SIGTERM');
     const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);

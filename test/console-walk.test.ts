@@ -22,12 +22,10 @@ const micros = (text: string): number => {
 /** The console's one money format (docs/console.md). */
 const usd = (m: number): string => `$${(m / 1e6).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`;
 
-let orgId: string;
 let demoKey: string;
 let botKey: string;
 const c = useConsole({}, async (t) => {
   const o = await t.org('acme', '10');
-  orgId = o.org.id;
   demoKey = o.key;
   botKey = (await createKey(t.gateway.store, 'acme', { name: 'checkout-bot' })).key;
   await addUser(t, OPERATOR, { operator: true });

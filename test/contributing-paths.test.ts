@@ -43,7 +43,7 @@ function sourceOf(path: string): string {
 }
 
 /** Why a backticked span names nothing, or undefined when it is fine (or no path at all). */
-export function missing(span: string): string | undefined {
+function missing(span: string): string | undefined {
   // An import specifier (`./migration.js`) is relative to a file the text names elsewhere.
   if (PLACEHOLDER.test(span) || !PATHLIKE.test(span) || span.startsWith('./') || span.startsWith('../')) return undefined;
   const path = span.replace(/:\d+$/, '');

@@ -40,7 +40,7 @@ describe('POST /v1/embeddings with OpenAI models and the official openai client'
       const got = res.data[i]?.embedding ?? [];
       const want = Array.from(embedText(text, 3072));
       expect(got).toHaveLength(3072);
-      got.forEach((v, j) => expect(v).toBeCloseTo(want[j] ?? NaN, 6));
+      got.forEach((v, j) => { expect(v).toBeCloseTo(want[j] ?? NaN, 6); });
     }
     // 3 + 3 tokens × $0.13/M rounds to 1 micro-USD
     expect(res.usage.prompt_tokens).toBe(6);
@@ -54,7 +54,7 @@ describe('POST /v1/embeddings with OpenAI models and the official openai client'
     expect(typeof b64).toBe('string');
     const floats = decode(b64);
     expect(floats).toHaveLength(8);
-    toFloatList(embedText('hello', 8)).forEach((v, i) => expect(floats[i]).toBeCloseTo(v, 6));
+    toFloatList(embedText('hello', 8)).forEach((v, i) => { expect(floats[i]).toBeCloseTo(v, 6); });
   });
 
   it('shortens vectors with dimensions through the SDK', async () => {
@@ -79,7 +79,7 @@ describe('POST /v1/embeddings with Google models (batchEmbedContents mapped in Y
     const { data, response } = await t.client.embeddings.create({ model: 'gemini-embedding-001', input: [LONG, 'x'] }).withResponse();
     expect(data.data).toHaveLength(2);
     expect(data.data[0]?.embedding).toHaveLength(3072);
-    data.data[1]?.embedding.slice(0, 5).forEach((v, i) => expect(v).toBeCloseTo(embedText('x', 3072)[i] ?? NaN, 6));
+    data.data[1]?.embedding.slice(0, 5).forEach((v, i) => { expect(v).toBeCloseTo(embedText('x', 3072)[i] ?? NaN, 6); });
     // estimated: ceil(10000 / 4) + 1 = 2,501 tokens × $0.15/M = 375.15 → 375 micro-USD
     expect(data.usage.prompt_tokens).toBe(2501);
     expect(before - (await t.balance(t.orgId))).toBe(375);

@@ -4,8 +4,6 @@ import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { PG_URL, pgQuery } from '../src/store/drivers.testkit.js';
 
 export { pgQuery, sharedPostgresSchema } from '../src/store/drivers.testkit.js';
 import { buildOnce, serve, sleep, writeConfig, type Server } from './cli-helpers.js';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { useOrgGateway, type OrgTestGateway } from './fixtures.js';
+import { useOrgGateway, } from './fixtures.js';
 import { logRow, postJson, runTask } from './harness.js';
 import { addUser, type Api, signIn } from './management-helpers.js';
 

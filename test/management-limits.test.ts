@@ -53,7 +53,7 @@ describe('limits in the management API', () => {
     expect(before.bound_usd as number).toBeGreaterThan(0.01);
     expect(before.models_over as number).toBeGreaterThan(0);
     expect(before.models_over as number).toBeLessThanOrEqual(before.models_total as number);
-    expect((await check('project=' + String(project.id))).shortfall).toBeNull(); // $5 a month holds one request on every model
+    expect((await check(`project=${String(project.id)}`)).shortfall).toBeNull(); // $5 a month holds one request on every model
     expect(code(await member.get(`${org()}/budget-check`))).toBe('invalid_request');
     expect(code(await member.get(`${org()}/budget-check?key=key_missing`))).toBe('not_found');
     // A project default of 20 output tokens bounds every request far below $0.01.
@@ -100,7 +100,7 @@ describe('limits in the management API', () => {
     for (const listed of lists) {
       const byId = new Map(listed.map((k) => [k.id, k]));
       expect(byId.get(key.id)?.usage).toEqual(await detail(key.id));
-      expect((byId.get(key.id)?.usage as Obj).rpm).toMatchObject({ limit: 3, used: 2 });
+      expect((byId.get(key.id)?.usage as Obj | undefined)?.rpm).toMatchObject({ limit: 3, used: 2 });
       expect(byId.get(second.id)?.usage).toMatchObject({ rpm: { limit: 7, used: 0 }, budget: null });
       expect(byId.get(gone.id)).not.toHaveProperty('usage'); // revoked: its counts are no one's concern
     }

@@ -31,7 +31,7 @@ function tampered(body: string): string {
   return body.replace(json.id_token, forged);
 }
 
-const escape = (s: string): string => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   const chunks: Buffer[] = [];
@@ -58,7 +58,7 @@ export async function startIdp(): Promise<TestIdp> {
       if (!(req.headers.accept ?? '').includes('text/html')) return finish(req, res, idp.next);
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(`<!doctype html><html lang="en"><title>Test provider</title><link rel="icon" href="data:,"><h1>Test provider sign-in</h1>
-<form method="post" action="/interaction/${escape(interaction[1] ?? '')}/login"><label>Account <input name="login" autocomplete="username"></label><button type="submit">Continue</button></form></html>`);
+<form method="post" action="/interaction/${escapeHtml(interaction[1] ?? '')}/login"><label>Account <input name="login" autocomplete="username"></label><button type="submit">Continue</button></form></html>`);
       return;
     }
     if (url.pathname === '/token' && idp.tamperIdToken) {

@@ -40,7 +40,7 @@ describe('plugins and stages', () => {
       name: 'answering',
       modalities: {},
       register(api) {
-        api.hook('pre-upstream', (ex, req) => {
+        api.hook('pre-upstream', (_ex, req) => {
           if (req?.model !== 'gpt-4o-mini' || !req.prompt?.includes('short-circuit')) return undefined;
           if (req.prompt.includes('refuse')) throw new GatewayError('invalid_request', ['refused by a hook']);
           return {

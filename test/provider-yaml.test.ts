@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { useOrgGateway } from './fixtures.js';
 import { copyProviders, logRow, tempDir } from './harness.js';

@@ -91,6 +91,7 @@ describe('/v1/messages with thinking (Claude Code) × every dialect', () => {
   it('gemini-2.5-flash streamed: a thinking block of thinking_delta events before the text', async () => {
     const before = await t.balance(t.orgId);
     const res = await post(`${t.url}/v1/messages`, { ...CLAUDE_CODE, model: 'gemini-2.5-flash', thinking: { type: 'adaptive' }, stream: true }, t.key);
+    // biome-ignore lint/suspicious/noExplicitAny: the test reads deep into untyped SSE event JSON (e.data.delta.thinking)
     const events = (await readSse(res)).map((e) => ({ event: e.event, data: JSON.parse(e.data) as Record<string, any> }));
     expect(upstreamBody()).toMatchObject({ generationConfig: { thinkingConfig: { thinkingBudget: -1, includeThoughts: true } } });
     const starts = events.filter((e) => e.event === 'content_block_start').map((e) => e.data.content_block.type);
@@ -121,7 +122,7 @@ describe('/v1/messages with thinking (Claude Code) × every dialect', () => {
 });
 
 describe('other client formats × other dialects', () => {
-  type Completion = { choices: Array<{ message: { content: string; reasoning_content?: string } }>; usage: Record<string, any> };
+  type Completion = { choices: Array<{ message: { content: string; reasoning_content?: string } }>; usage: Record<string, number> };
 
   it('chat completions × claude: reasoning_effort → thinking with its budget; reasoning_content back', async () => {
     const before = await t.balance(t.orgId);
@@ -131,7 +132,7 @@ describe('other client formats × other dialects', () => {
     const c = r.body as Completion;
     expect(c.choices[0]!.message.reasoning_content).toBe(THOUGHT);
     expect(c.usage.completion_tokens).toBe(8 + 16); // Claude's output tokens include its thinking (a budget names no effort: 16)
-    await expectBilled(before, c.usage.cost_usd_total, expectedMicros('claude-haiku-4-5', c.usage.prompt_tokens as number, 24));
+    await expectBilled(before, c.usage.cost_usd_total, expectedMicros('claude-haiku-4-5', c.usage.prompt_tokens!, 24));
   });
 
   it('chat completions × gemini streamed: reasoning_content deltas, thoughtsTokenCount as reasoning_tokens', async () => {

@@ -42,10 +42,13 @@ async function load<T>(total: number, concurrency: number, fn: (i: number) => Pr
   return out;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the edits reach deep into an untyped gateway.yaml (y.providers.openai.keys)
+type Yaml = Record<string, any>;
+
 /** Rewrites the gateway's own gateway.yaml (JSON is YAML) through `change`. */
-function editConfig(t: TestGateway, change: (yaml: Record<string, any>) => void): void {
+function editConfig(t: TestGateway, change: (yaml: Yaml) => void): void {
   const file = t.config.file;
-  const yaml = JSON.parse(readFileSync(file, 'utf8')) as Record<string, any>;
+  const yaml = JSON.parse(readFileSync(file, 'utf8')) as Yaml;
   change(yaml);
   writeFileSync(file, JSON.stringify(yaml, null, 2));
 }
@@ -64,7 +67,6 @@ async function metricsText(t: TestGateway): Promise<string> {
 describe('several keys of one provider', () => {
   let t: TestGateway;
   let key: string;
-  let orgId: string;
   const log = logSink();
   beforeAll(async () => {
     t = await startTestGateway({
@@ -80,7 +82,6 @@ describe('several keys of one provider', () => {
     });
     const made = await t.org('routing-keys', '20');
     key = made.key;
-    orgId = made.org.id;
   });
   afterEach(async () => expectEveryLedgerExact(t));
   afterAll(async () => t?.close());

@@ -59,7 +59,7 @@ async function ssoSignIn(account: string, tamper: Tamper = {}, accept = '*/*'): 
   idp.next = account;
   const gateway = new Jar();
   const provider = new Jar();
-  const start = await fetch(t.url + '/api/v1/session/oidc/start', { redirect: 'manual' });
+  const start = await fetch(`${t.url}/api/v1/session/oidc/start`, { redirect: 'manual' });
   expect(start.status).toBe(303);
   gateway.take(start);
   let next = new URL(start.headers.get('location') ?? '');

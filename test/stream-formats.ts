@@ -28,6 +28,7 @@ export interface StreamFormat {
 }
 
 /** Test-side reading of four wire formats: loosely typed on purpose. */
+// biome-ignore lint/suspicious/noExplicitAny: the tests read deep into untyped stream event JSON
 type Json = Record<string, any>;
 
 const parse = (data: string): Json => JSON.parse(data) as Json;
@@ -72,7 +73,7 @@ export const responsesFormat: StreamFormat = {
   },
 };
 
-export const messagesFormat: StreamFormat = {
+const messagesFormat: StreamFormat = {
   name: 'messages',
   request: (model, prompt, maxTokens, extra) => ({ path: '/v1/messages', body: { model, stream: true, max_tokens: maxTokens, messages: [{ role: 'user', content: prompt }], ...extra } }),
   read(events) {

@@ -9,7 +9,7 @@ export interface Sample {
 }
 
 /** Parses the Prometheus text exposition format (what GET /metrics returns). */
-export function parseMetrics(text: string): Sample[] {
+function parseMetrics(text: string): Sample[] {
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;

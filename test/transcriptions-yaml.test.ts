@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import OpenAI, { toFile } from 'openai';
+import { toFile } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { useOrgGateway } from './fixtures.js';

@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
-import OpenAI, { toFile } from 'openai';
+import type OpenAI from 'openai';
+import { toFile } from 'openai';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';

@@ -45,7 +45,7 @@ describe('vertex/gemini-embedding-001 with the openai client', () => {
     const got = res.data[0]?.embedding ?? [];
     const want = Array.from(embedText('short me', 256));
     expect(got).toHaveLength(256);
-    got.forEach((v, j) => expect(v).toBeCloseTo(want[j] ?? NaN, 6));
+    got.forEach((v, j) => { expect(v).toBeCloseTo(want[j] ?? NaN, 6); });
     expect(JSON.parse(t.sim.received().at(-1)?.body ?? '{}')).toEqual({ instances: [{ content: 'short me' }], parameters: { outputDimensionality: 256 } });
     const usage = res.usage as typeof res.usage & { cost: number };
     expect(usage.prompt_tokens).toBe(2);

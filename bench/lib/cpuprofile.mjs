@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const SPECIAL = new Set(['(root)', '(program)', '(idle)', '(garbage collector)']);
 
 /** Where a function lives, short enough for a table: `dist/src/auth.js`, `fastify/lib/route.js`, `node:internal/…`. */
-export function shortLocation(url, root) {
+function shortLocation(url, root) {
   if (!url) return '';
   let path = url;
   if (url.startsWith('file://')) {
@@ -23,7 +23,7 @@ export function shortLocation(url, root) {
 }
 
 /** The area a location belongs to: a Tollgate dist file, an npm package, a Node internal module, or V8. */
-export function areaOf(functionName, location) {
+function areaOf(functionName, location) {
   if (SPECIAL.has(functionName)) return functionName;
   if (!location) return '(native / V8 builtins)';
   if (location.startsWith('dist/')) return `tollgate ${location.replace(/^dist\//, '').replace(/\.js$/, '')}`;

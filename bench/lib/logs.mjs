@@ -164,7 +164,6 @@ async function measure(url, cookie, q) {
 }
 
 async function oneStore({ name, dbUrl, tmp, providers, gatewayCli, rows, say }) {
-  const dir = join(tmp, `logs-${name}`);
   const config = join(tmp, `logs-${name}.yaml`);
   writeFileSync(config, JSON.stringify({
     server: { host: '127.0.0.1', port: 0 }, database: { url: dbUrl }, log: { level: 'warn' }, providers,

@@ -1,7 +1,7 @@
 // The command line of `npm run bench`: its help text, its options, and what they select.
 import { parseArgs } from 'node:util';
 
-export const HELP = `Usage: npm run bench -- [options]
+const HELP = `Usage: npm run bench -- [options]
 
   --quick            ~1-minute smoke run (short load runs)
   --peers            also measure the Portkey gateway (installed into bench/peers on first use)

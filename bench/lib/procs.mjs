@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const live = new Set();
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes begin with ESC (0x1b)
 const ANSI = /\x1b\[[0-9;]*m/g;
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 

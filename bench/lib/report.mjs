@@ -139,7 +139,7 @@ function soakText(r) {
     + `growth ${f1(s.growthMb)} MB (${f1(s.growthPct)} %), peak ${f0(s.peakMb)} MB: ${s.withinNoise ? 'no growth beyond noise' : 'GROWTH beyond noise'}.`;
 }
 
-export function targetsTable(checks) {
+function targetsTable(checks) {
   const mark = (m) => (m === true ? 'met' : m === false ? '**not met**' : 'n/a');
   return ['| target | measured | |', '|---|---:|---|', ...checks.map((c) => `| ${c.goal} | ${c.measured} | ${mark(c.met)} |`)].join('\n');
 }

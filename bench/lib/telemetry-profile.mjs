@@ -12,7 +12,7 @@ import { Child, gatewayArgs } from './procs.mjs';
 const TELEMETRY_CODE = ['/dist/src/telemetry/', '/node_modules/prom-client/', '/node_modules/@opentelemetry/'];
 
 /** Busy (non-idle) milliseconds sampled after `skipMs`, and the part of them in telemetry code. */
-export function telemetryShare(profile, skipMs) {
+function telemetryShare(profile, skipMs) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);

@@ -47,7 +47,12 @@ function scraper(url) {
   const timer = setInterval(() => {
     fetch(url).then((r) => r.text().then(() => (r.ok ? scrapes++ : failures++)), () => failures++);
   }, SCRAPE_EVERY_MS);
-  return { stop: () => (clearInterval(timer), { scrapes, failures }) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return { scrapes, failures };
+    },
+  };
 }
 
 /** Requests the gateway counted: with status 200, and in all (a request the client gave up on is a 499). */
@@ -68,7 +73,7 @@ async function measuredPair(pair, ctx) {
   const sampler = new RssSampler(pair.map((s) => s.child), 100);
   const cpu = new CpuMeter(ctx.allChildren);
   const scrapes = pair.filter((s) => s.metricsUrl).map((s) => scraper(s.metricsUrl));
-  const runs = await Promise.all(pair.map((s) => runAutocannon({ url: s.child.url + '/v1/chat/completions', headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.durationS })));
+  const runs = await Promise.all(pair.map((s) => runAutocannon({ url: `${s.child.url}/v1/chat/completions`, headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.durationS })));
   const usage = cpu.stop();
   const scraped = scrapes.map((x) => x.stop());
   const peaks = sampler.stop();
@@ -101,7 +106,7 @@ async function startServers(ctx, sinkUrl, track) {
   for (const s of servers) {
     const probe = await requestOnce({ url: s.child.url, path: '/v1/chat/completions', headers: s.headers, body: ctx.body });
     if (probe.status !== 200) throw new Error(`${s.name}: chat gave ${probe.status}: ${probe.text.slice(0, 200)}`);
-    const w = await runAutocannon({ url: s.child.url + '/v1/chat/completions', headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.warmupS, collectLatencies: false });
+    const w = await runAutocannon({ url: `${s.child.url}/v1/chat/completions`, headers: s.headers, body: ctx.body, connections: CONNECTIONS, durationS: ctx.warmupS, collectLatencies: false });
     s.sent += 1 + w.requests;
   }
   return servers;

@@ -109,7 +109,6 @@ export interface ApiKey {
   /** In the key lists: the current counts of an active key with limits (null: the limits store did not answer); absent otherwise. */
   usage?: LimitUsage | null;
 }
-export interface KeyDetail extends ApiKey { usage: LimitUsage | null }
 export interface LogItem {
   id: string; created_at: string; modality: string; project_id: string | null; project_name: string | null; key_id: string | null;
   key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null; deployment: string | null;

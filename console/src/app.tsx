@@ -105,7 +105,7 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
   const org = orgs?.find((o) => o.id === orgId);
   useEffect(() => {
     // Not while the list reloads: a page may have just made the org it shows (an operator's new org).
-    if (orgs && orgs[0] && !org && loaded === version) navigate(`/orgs/${orgs[0].id}/overview`, true);
+    if (orgs?.[0] && !org && loaded === version) navigate(`/orgs/${orgs[0].id}/overview`, true);
   }, [orgs, org, loaded, version]);
   const signOut = async (): Promise<void> => {
     try {
@@ -146,8 +146,8 @@ function Shell({ me, onSignedOut }: { me: Me; onSignedOut: () => void }): JSX.El
         <ErrorBox error={error} />
         {orgs && orgs.length === 0 ? <p>You are not a member of any organization yet: ask an owner to add you.</p> : null}
         {!orgs && !error ? <p class="muted">Loading…</p> : null}
-        {props && item && item.show(props.org, me) ? <PageFor name={pageName} props={props} onOrgChanged={() => setVersion((v) => v + 1)} /> : null}
-        {props && (!item || !item.show(props.org, me)) ? <p>No such page. <Link to={`/orgs/${props.org.id}/overview`}>Overview</Link></p> : null}
+        {props && item?.show(props.org, me) ? <PageFor name={pageName} props={props} onOrgChanged={() => setVersion((v) => v + 1)} /> : null}
+        {props && (!item?.show(props.org, me)) ? <p>No such page. <Link to={`/orgs/${props.org.id}/overview`}>Overview</Link></p> : null}
       </main>
     </>
   );

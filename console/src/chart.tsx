@@ -3,7 +3,7 @@ import { niceTicks } from './format';
 
 /** Colours for series, distinguishable in light and dark themes. */
 const PALETTE = ['#2563eb', '#db2777', '#16a34a', '#ea580c', '#7c3aed', '#0891b2', '#ca8a04', '#64748b'];
-export const colourOf = (i: number): string => PALETTE[i % PALETTE.length] as string;
+const colourOf = (i: number): string => PALETTE[i % PALETTE.length] as string;
 
 export interface Series { name: string; values: number[] }
 

@@ -20,7 +20,7 @@ export const pct = (x: number): string => `${(x * 100).toLocaleString('en-US', {
 export function when(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return d.toLocaleString('en-GB', { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZone: 'UTC' }) + ' UTC';
+  return `${d.toLocaleString('en-GB', { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZone: 'UTC' })} UTC`;
 }
 
 /** An ISO time as a datetime-local input's value, in UTC (the pickers are labelled UTC). */

@@ -2,7 +2,7 @@ import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 
 /** Client-side routes under /console (the gateway answers every /console/* page with index.html). */
-export const BASE = '/console';
+const BASE = '/console';
 const CHANGE = 'tollgate:navigate';
 
 export interface Location { path: string; query: URLSearchParams }

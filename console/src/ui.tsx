@@ -45,7 +45,7 @@ export function Field({ label, class: className, error, children }: { label: str
  * one that starts with a path of its own (`guardrails[0]: …`, the entry of a JSON list that
  * is wrong) keeps it as written, since the label cannot say which entry.
  */
-export function fieldMessage(message: string): string {
+function fieldMessage(message: string): string {
   const text = message.replace(/^"[^"]+":?\s*/, '');
   if (text === message) return message;
   return text.charAt(0).toUpperCase() + text.slice(1);
@@ -111,6 +111,7 @@ export function Confirm(props: { open: boolean; title: string; children: Compone
       <div>{props.children}</div>
       <div class="actions">
         <button type="button" class="danger" onClick={() => { props.onConfirm(); props.onClose(); }}>{props.confirm}</button>
+        {/* biome-ignore lint/a11y/noAutofocus: showModal() would focus the destructive button first; the dialog opens on Cancel (WAI-ARIA dialog pattern) */}
         <button type="button" class="secondary" onClick={props.onClose} autoFocus>Cancel</button>
       </div>
     </dialog>

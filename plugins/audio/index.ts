@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EndpointDef, exchangeSlot, GatewayError, type GatewayPlugin } from '../../src/sdk.js';
-import { MultipartForm, spoolMultipart } from './multipart.js';
+import { type MultipartForm, spoolMultipart } from './multipart.js';
 import { speechHandler } from './speech.js';
 import { cachingSpeech, speechCache } from './speech-cache.js';
 import { TRANSCRIPTIONS_URL, transcriptionHandler } from './transcription.js';

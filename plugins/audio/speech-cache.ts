@@ -1,4 +1,4 @@
-import { type CacheDef, captureBody, elapsedMs, type Metered, type ModalityHandler, type ResponseCacheApi, serverCut } from '../../src/sdk.js';
+import { type CacheDef, captureBody, type Metered, type ModalityHandler, type ResponseCacheApi, serverCut } from '../../src/sdk.js';
 import type { SpeechRequest } from './speech.js';
 
 /*

@@ -119,7 +119,7 @@ async function firstAudio(ex: Exchange, chunks: AsyncIterator<Buffer>, contentTy
 
 export const speechHandler: ModalityHandler<SpeechRequest> = {
   // The input to speak, for the guardrails (billed by its characters as the client sent it).
-  texts: (req) => [{ get: () => req.input, set: (text) => void (req.input = text, req.body.input = text) }],
+  texts: (req) => [{ get: () => req.input, set: (text) => { req.input = text; req.body.input = text; } }],
   modality: 'speech',
   parse: (body) => parseSpeechRequest(body),
   maxCostPicos: (req, route) => costPicos(route.model, { input_character: req.characters }),

@@ -1,5 +1,5 @@
 import {
-  type CacheDef, type CacheHit, type CacheRequest, captureBody, elapsedMs, type Exchange, type Metered, type ModelRoute,
+  type CacheDef, type CacheHit, type CacheRequest, captureBody, type Exchange, type Metered, type ModelRoute,
   type RespondContext, type ResponseCacheApi, SseDecoder,
 } from '../../src/sdk.js';
 import { DIALECTS } from './dialects/index.js';
@@ -33,7 +33,7 @@ const withoutDelivery = (body: Record<string, unknown>): Record<string, unknown>
   Object.fromEntries(Object.entries(body).filter(([k]) => !DELIVERY_FIELDS.has(k)));
 
 /** What keys a chat request: its format, its canonical body and its native body (delivery fields aside). */
-export function chatCacheRequest(format: ClientFormat, req: ChatRequest): CacheRequest {
+function chatCacheRequest(format: ClientFormat, req: ChatRequest): CacheRequest {
   const body = withoutDelivery(req.body);
   const key = { format: format.name, body, native: req.native ? withoutDelivery(req.native.body) : null };
   const toolOptOut = req.body.messages.some((m) => m.role === 'tool' && m.cacheable === false);
@@ -154,7 +154,7 @@ function replayChunks(completion: Record<string, unknown>, pieces: string[], ctx
     const text = i === 0 && pieces.length > 0 ? pieces : typeof message.content === 'string' && message.content ? [message.content] : [];
     for (const piece of text) out.push(withIndex(chunkJson(ctx, { content: piece }, null)));
     const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Array<{ id?: string; function?: { name?: string; arguments?: string } }>) : [];
-    calls.forEach((c, n) => out.push(withIndex(chunkJson(ctx, { tool_calls: [{ index: n, id: c.id, type: 'function', function: { name: c.function?.name, arguments: c.function?.arguments ?? '' } }] }, null))));
+    calls.forEach((c, n) => { out.push(withIndex(chunkJson(ctx, { tool_calls: [{ index: n, id: c.id, type: 'function', function: { name: c.function?.name, arguments: c.function?.arguments ?? '' } }] }, null))); });
     out.push(withIndex(chunkJson(ctx, {}, (choice.finish_reason as 'stop' | null) ?? 'stop')));
   });
   out.push(JSON.stringify({ id: ctx.id, object: 'chat.completion.chunk', created: ctx.created, model: ctx.requestedModel, choices: [], usage: {

@@ -124,7 +124,7 @@ describe('promptTokenBound', () => {
     it.each([
       ['compact', (b: object) => JSON.stringify(b)],
       ['pretty-printed', (b: object) => JSON.stringify(b, null, 2)],
-      ['with \\u escapes for every non-ASCII character', (b: object) => JSON.stringify(b).replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)],
+      ['with \\u escapes for every non-ASCII character', (b: object) => JSON.stringify(b).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)],
     ])('%s: its UTF-8 size, never below the bound of the parsed parts', (_n, serialise) => {
       const body = { model: 'm', messages: [{ role: 'user', content: 'héllo "wörld" — 東京' }], tools };
       const text = serialise(body);

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Exchange, GatewayError, type ObjectStore, type Store } from '../../src/sdk.js';
+import { type Exchange, GatewayError, type ObjectBody, type ObjectStore, type Store } from '../../src/sdk.js';
 
 /**
  * `GET /v1/images/{id}/content`: a hosted image (a `url` reply) of the bearer's org.
@@ -12,7 +12,7 @@ export async function serveImage(deps: { store: Store; objectStore: ObjectStore 
   if (!record || record.orgId !== ex.org?.id || record.modality !== 'image') throw new GatewayError('not_found', [`No image ${id}`]);
   if (record.cleanedAt !== null) throw new GatewayError('gone', [`Image ${id} was deleted when its hosting period ended`]);
   if (!record.objectKey || !deps.objectStore) throw new GatewayError('not_found', [`Image ${id} is not hosted`]);
-  let body;
+  let body: ObjectBody;
   try {
     body = await deps.objectStore.get(record.objectKey);
   } catch (err) {

@@ -56,7 +56,7 @@ export function imagesHandler(deps: ImageDeps): ModalityHandler<ImageRequest> {
     checkRoute: checkImageRoute,
     maxCostPicos: maxCost,
     // The prompt, for the guardrails: both the transform's and the OpenAI body's.
-    texts: (req) => [{ get: () => req.prompt, set: (text) => void (req.prompt = text, req.body.prompt = text) }],
+    texts: (req) => [{ get: () => req.prompt, set: (text) => { req.prompt = text; req.body.prompt = text; } }],
     async buildUpstream(req, route) {
       const input = { model: route.model.upstreamId, prompt: req.prompt, n: req.n, size: req.size ?? null, quality: req.quality ?? null };
       const built = await applyRequestTransform(route.endpoint.transforms.request, input, 'size');

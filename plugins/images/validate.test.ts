@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, type ModelRoute } from '../../src/sdk.js';
+import type { GatewayError, ModelRoute } from '../../src/sdk.js';
 import { checkImageRoute, parseImageRequest, pricedPerToken, variantOf } from './validate.js';
 
 const route = (model: Record<string, unknown>): ModelRoute => ({

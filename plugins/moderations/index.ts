@@ -60,7 +60,7 @@ const moderationHandler = (cache: ResponseCacheApi): ModalityHandler<ModerationR
 /** The cache's view of a moderation request: its input and options, the model aside (the core adds it resolved); the stored reply is the provider's. */
 const moderationCache: CacheDef<ModerationRequest, Record<string, unknown>> = {
   request: (req) => ({ key: Object.fromEntries(Object.entries(req.body).filter(([k]) => k !== 'model')) }),
-  async replay({ ex, parsed, reply }, hit) {
+  async replay({ parsed, reply }, hit) {
     const charged = hit.price(hit.entry.costMicros);
     const result = hit.entry.body;
     void reply.code(200).type('application/json').send(JSON.stringify({ ...result, model: parsed.model, usage: { cost_usd_total: microsToUsd(charged) } }));

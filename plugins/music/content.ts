@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, type MediaRecord, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
+import { GatewayError, type MediaRecord, type ObjectBody, type ObjectStore, parseRange, type Store } from '../../src/sdk.js';
 import type { MusicSettings } from './settings.js';
 
 export interface ContentDeps {
@@ -27,7 +27,7 @@ export async function serveContent(deps: ContentDeps, orgId: string | undefined,
       headers: { 'content-range': `bytes */${record.bytes}` },
     });
   }
-  let body;
+  let body: ObjectBody;
   try {
     body = await objects.get(objectKey, range);
   } catch (err) {

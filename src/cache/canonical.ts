@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
  * only in key order or formatting have the same text. `undefined` members are left out,
  * as JSON.stringify does.
  */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
   const obj = value as Record<string, unknown>;

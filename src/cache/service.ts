@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Exchange } from '../pipeline/exchange.js';
 import type { ShortCircuit, ShortCircuitContext } from '../pipeline/hooks.js';
 import { microsToUsd } from '../lib/money.js';
-import type { CacheDef, CacheRequest, Metered, ModalityHandler, ModelRequest, RespondContext, ResponseCacheApi } from '../pipeline/plugin.js';
+import type { CacheDef, Metered, ModalityHandler, ModelRequest, ResponseCacheApi } from '../pipeline/plugin.js';
 import { meteredMicros } from '../pipeline/request-lifecycle.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import { canonicalHash } from './canonical.js';
@@ -42,7 +42,7 @@ interface Pending {
   result: CacheResult;
 }
 
-export const CACHE_HEADER = 'x-tollgate-cache';
+const CACHE_HEADER = 'x-tollgate-cache';
 
 /**
  * The response cache (docs/cache.md). Entries are keyed by the org (and the project when
@@ -79,7 +79,7 @@ export class ResponseCache implements ResponseCacheApi {
 
   wants(ex: Exchange): boolean {
     const p = this.pending.get(ex);
-    return p !== undefined && p.directive.write && p.result !== 'bypass';
+    return p?.directive.write === true && p.result !== 'bypass';
   }
 
   offer<E>(ex: Exchange, body: E): void {

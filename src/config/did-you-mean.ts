@@ -1,7 +1,7 @@
 /** "did you mean …?" for a mistyped name: the closest known one, when it is close enough to be a typo. */
 
 /** Edit distance (insert, delete, substitute, swap of two neighbours), case-insensitive. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const s = a.toLowerCase();
   const t = b.toLowerCase();
   const d: number[][] = Array.from({ length: s.length + 1 }, (_, i) => Array.from({ length: t.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));

@@ -110,7 +110,6 @@ function pointerOf(path: readonly unknown[]): string {
       const key = (step as { key: unknown }).key;
       keys.push(isScalar(key) ? String(key.value) : String(key));
     } else if (step && typeof step === 'object' && 'items' in step) {
-      continue;
     }
   }
   return keys.length ? `/${keys.join('/')}` : '';

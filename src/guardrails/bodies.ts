@@ -5,7 +5,7 @@ import type { BodyLogging, CapturedBodies, StoredBodies } from '../model/guardra
 export type { StoredBodies };
 
 /** Appended to a body cut at `max_bytes`. */
-export const TRUNCATED_MARKER = '\n…[truncated by body_logging.max_bytes]';
+const TRUNCATED_MARKER = '\n…[truncated by body_logging.max_bytes]';
 
 /** Text cut to at most `max` UTF-8 bytes (on a character boundary). */
 function cutBytes(text: string, max: number): string {

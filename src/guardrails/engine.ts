@@ -3,7 +3,7 @@ import type { TextSlot } from '../pipeline/plugin.js';
 import { tokensForChars } from '../lib/tokens.js';
 import type { MaskBook } from './masker.js';
 import type { Matcher } from './matchers.js';
-import { nameOf, type GuardrailSpec, type GuardrailStage, type ModerationGuardrail, type Verdict, type WebhookGuardrail } from '../model/guardrails.js';
+import type { GuardrailSpec, GuardrailStage, ModerationGuardrail, Verdict, WebhookGuardrail } from '../model/guardrails.js';
 
 /** A guardrail ready to run: its spec, its name and its compiled text matcher (pii, regex, deny_list). */
 export interface CompiledGuardrail {

@@ -4,7 +4,7 @@ import { fillPath, type UpstreamClient } from '../pipeline/upstream.js';
 import type { ExternalVerdict, RequestMeta } from './engine.js';
 import type { GuardrailStage, ModerationGuardrail, WebhookGuardrail } from '../model/guardrails.js';
 
-export const DEFAULT_WEBHOOK_TIMEOUT_MS = 2000;
+const DEFAULT_WEBHOOK_TIMEOUT_MS = 2000;
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
 /** The most of a webhook's answer read (a verdict is small). */
 const MAX_VERDICT_BYTES = 4 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import type { GatewayError } from '../lib/errors.js';
 import type { ReplyFilter } from '../pipeline/hooks.js';
 import type { BodyCapture } from './bodies.js';
-import { addVerdict, blocked, type CompiledGuardrail, type GuardrailServices, type RequestMeta } from './engine.js';
+import { addVerdict, blocked, type CompiledGuardrail, type ExternalVerdict, type GuardrailServices, type RequestMeta } from './engine.js';
 import type { MaskBook } from './masker.js';
 import { jsonReplyText, sseReplyText } from './reply-text.js';
 import { streamRestorer } from './stream-restore.js';
@@ -59,7 +59,7 @@ export function replyFilter(p: ReplyParts): ReplyFilter {
         continue;
       }
       if (spec.type !== 'webhook' && spec.type !== 'moderation') continue;
-      let outcome;
+      let outcome: ExternalVerdict;
       try {
         outcome = spec.type === 'webhook'
           ? await svc.webhook(spec, 'post-upstream', [text], p.meta, p.signal)

@@ -7,7 +7,7 @@ import { GUARDRAIL_STAGES, PII_ENTITIES, type BodyLogging, type GuardrailSpec } 
 type JsonSchema = Record<string, unknown>;
 
 /** The most guardrails a project may have, and the most words or patterns one may hold. */
-export const MAX_GUARDRAILS = 20;
+const MAX_GUARDRAILS = 20;
 const MAX_ITEMS = 1000;
 
 const common: Record<string, JsonSchema> = {
@@ -22,7 +22,7 @@ const variant = (type: string, props: Record<string, JsonSchema>, required: stri
 });
 
 /** One guardrail (docs/guardrails.md), by its `type`. */
-export const GUARDRAIL_INPUT: JsonSchema = {
+const GUARDRAIL_INPUT: JsonSchema = {
   description: 'A guardrail: pii, regex, deny_list, max_input_tokens, max_input_chars, webhook or moderation (docs/guardrails.md)',
   oneOf: [
     variant('pii', { action: ACTION, entities: { type: 'array', items: { type: 'string', enum: [...PII_ENTITIES] }, minItems: 1, uniqueItems: true }, restore: { type: 'boolean' } }, ['action']),

@@ -55,7 +55,10 @@ function codes(results: AdmitResult[]): Record<string, number> {
 /** Deterministic costs in [0, bound] (a seeded LCG, so a failure reproduces). */
 function costs(n: number, bound: number): number[] {
   let x = 12345;
-  return Array.from({ length: n }, () => ((x = (x * 1103515245 + 12345) % 2 ** 31), x % (bound + 1)));
+  return Array.from({ length: n }, () => {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    return x % (bound + 1);
+  });
 }
 
 export function limiterContract(name: string, setup: () => Promise<ContractEnv> | ContractEnv): void {
@@ -155,7 +158,10 @@ export function limiterContract(name: string, setup: () => Promise<ContractEnv> 
       expect(codes(burst)).toEqual({ ok: 33, budget_exceeded: 167 }); // 33 × 300 ≤ 10 000 < 34 × 300
       let charged = 0;
       const metered = costs(400, bound);
-      await Promise.all(held(burst).map((h, i) => ((charged += metered[i]!), limiter.settle(h, { tokens: 10, costMicros: metered[i]! }))));
+      await Promise.all(held(burst).map((h, i) => {
+        charged += metered[i]!;
+        return limiter.settle(h, { tokens: 10, costMicros: metered[i]! });
+      }));
       // Admit-then-settle races: the spend plus the holds in flight must stay within the budget.
       await Promise.all(Array.from({ length: 200 }, async (_, i) => {
         const r = await limiter.admit(request([key], 10, bound));

@@ -122,7 +122,7 @@ export class LeaseBook {
     const leases: Lease[] = [];
     for (const scope of req.scopes) {
       const lease = this.slots.get(scope.id)?.lease;
-      if (!lease || !lease.open || now >= lease.until || !sameLimits(lease.limits, scope.limits) || !fits(lease, req)) return undefined;
+      if (!lease?.open || now >= lease.until || !sameLimits(lease.limits, scope.limits) || !fits(lease, req)) return undefined;
       leases.push(lease);
     }
     const readings: ScopeReading[] = [];
@@ -159,7 +159,7 @@ export class LeaseBook {
       if (!slot) this.slots.set(scope.id, (slot = { lease: undefined, busy: false, quietUntil: 0 }));
       if (slot.busy || now < slot.quietUntil) continue;
       const lease = slot.lease;
-      if (lease && lease.open && now < lease.until && sameLimits(lease.limits, scope.limits) && !low(lease)) continue;
+      if (lease?.open && now < lease.until && sameLimits(lease.limits, scope.limits) && !low(lease)) continue;
       this.track(this.renew(scope, slot, need));
     }
   }

@@ -2,7 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
-import { GatewayError, invalidField } from '../lib/errors.js';
+import { type GatewayError, invalidField } from '../lib/errors.js';
 import type { OrgRouteDef } from '../pipeline/plugin.js';
 import type { Store } from '../store/types.js';
 import { audited, auditedPluginRoute } from './audit-hook.js';

@@ -158,7 +158,7 @@ export class OidcSignIn {
       const held = await accounts.roleIn(org.id, user.id);
       if (role === held) continue;
       const change = role === undefined ? await accounts.removeMember(org.id, user.id)
-        : held === undefined ? (await accounts.addMember(org.id, user.id, role), 'ok' as const)
+        : held === undefined ? await accounts.addMember(org.id, user.id, role).then(() => 'ok' as const)
           : await accounts.changeRole(org.id, user.id, role);
       if (change === 'last_owner') keptLastOwner.push(orgName);
     }

@@ -12,7 +12,7 @@ import { iso, logItemView } from './views.js';
 export const EXPORT_PAGE = 1000;
 
 /** Exact USD text of integer micro-USD: 6 decimals, no float on the way. */
-export function usdText(micros: number): string {
+function usdText(micros: number): string {
   const abs = Math.abs(micros);
   return `${micros < 0 ? '-' : ''}${Math.floor(abs / 1_000_000)}.${String(abs % 1_000_000).padStart(6, '0')}`;
 }

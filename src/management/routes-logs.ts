@@ -187,7 +187,7 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
       ]);
       const count = (pick: (code: string | null) => boolean): number => codes.filter((c) => pick(c.code)).reduce((n, c) => n + c.requests, 0);
       const refusals = count((c) => c !== null && REFUSAL_CODES.has(c));
-      const upstream = count((c) => c !== null && c.startsWith('upstream_'));
+      const upstream = count((c) => c?.startsWith('upstream_') === true);
       const all30 = totals(buckets);
       const top = (key: (b: UsageBucket) => string | null) => {
         const by = new Map<string | null, { requests: number; costMicros: number }>();

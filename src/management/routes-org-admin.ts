@@ -2,13 +2,12 @@ import { putProviderKey, removeProviderKey } from '../tenancy/admin.js';
 import { GatewayError, invalidField } from '../lib/errors.js';
 import { microsToUsd } from '../lib/money.js';
 import { SecretKeyMissingError } from '../lib/secrets.js';
-import type { OrgRole } from '../store/accounts.js';
 import { CreditRefusedError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import { invitationRoutes, memberRoutes } from './routes-members.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
-import { conflictAs409, usdInput } from './routes-orgs.js';
+import { usdInput } from './routes-orgs.js';
 import { input, list, maybe, obj, PAGE_LIMIT, params, str, usd, USD_INPUT } from './schemas.js';
 import { CREDIT, creditView, PROVIDER_KEY, providerKeyView } from './views.js';
 

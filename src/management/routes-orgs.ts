@@ -1,9 +1,7 @@
 import { allowedModels, futureTime, issueKey } from '../tenancy/admin.js';
 import { GatewayError, invalidField } from '../lib/errors.js';
-import { closestByWords } from '../config/did-you-mean.js';
 import { projectNameProblem } from '../tenancy/project-name.js';
 import { DuplicateError } from '../store/types.js';
-import { fieldLabel } from '../lib/field-messages.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';

@@ -5,7 +5,7 @@ import type { TokenCounts } from './usage.js';
  * on with, what gateway.yaml bounds it with, and what one request's cache did.
  */
 
-export const CACHE_MODES = ['off', 'exact', 'semantic'] as const;
+const CACHE_MODES = ['off', 'exact', 'semantic'] as const;
 export type CacheMode = (typeof CACHE_MODES)[number];
 
 /**

@@ -70,7 +70,6 @@ export interface ModerationGuardrail extends Common {
 }
 
 export type GuardrailSpec = PiiGuardrail | RegexGuardrail | DenyListGuardrail | MaxInputGuardrail | WebhookGuardrail | ModerationGuardrail;
-export type GuardrailType = GuardrailSpec['type'];
 
 /** `body_logging` of a project: off by default. */
 export interface BodyLogging {

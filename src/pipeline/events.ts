@@ -5,7 +5,7 @@ import type { Exchange, ExchangeTelemetry, RequestTrace } from './exchange.js';
 export type { ExchangeTelemetry, RequestTrace };
 import type { LimitKind } from '../model/limits.js';
 import type { ModelRoute } from '../providers/types.js';
-import type { LogRow, UpstreamAttempt } from '../store/types.js';
+import type { LogRow, } from '../store/types.js';
 import type { FailureKind } from './upstream.js';
 
 /** The kind of scope a limit belongs to (a label value of `tollgate_ratelimit_rejections_total`). */

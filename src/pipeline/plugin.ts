@@ -326,7 +326,9 @@ export interface RequestView {
  * and on routes that do not call a model. Only a `pre-upstream` hook's ShortCircuit is
  * honoured; the first hook that returns one ends the stage.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: `void` lets a hook that answers nothing be written without a return (undefined would not)
 export type StageHook = (ex: ExchangeView, request?: ModelRequest, view?: RequestView) => void | ShortCircuit | Promise<void | ShortCircuit>;
 
 /** The core's own hooks (the response cache, guardrails) record on the exchange itself; a plugin's StageHook is one of them. */
+// biome-ignore lint/suspicious/noConfusingVoidType: `void` lets a hook that answers nothing be written without a return (undefined would not)
 export type CoreStageHook = (ex: Exchange, request?: ModelRequest, view?: RequestView) => void | ShortCircuit | Promise<void | ShortCircuit>;

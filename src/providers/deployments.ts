@@ -3,7 +3,7 @@ import type { ProviderOverride } from '../config/gateway-config.js';
 import type { Deployment } from '../model/routing.js';
 
 /** The name of the one deployment of a provider configured with a single `api_key` (or none). */
-export const DEFAULT_DEPLOYMENT = 'default';
+const DEFAULT_DEPLOYMENT = 'default';
 
 /**
  * The deployments of a provider from its gateway.yaml entry: each of `keys`, or one

@@ -1,7 +1,7 @@
 import jsonata from 'jsonata';
 import { invalidField } from '../lib/errors.js';
 
-/**
+/*
  * Declarative request/response transforms for providers whose wire format is simple
  * body reshaping (a music API's JSON, a TTS vendor's field names). Each value is a
  * JSONata expression, compiled once when the provider file loads; a syntax error is
@@ -17,14 +17,6 @@ import { invalidField } from '../lib/errors.js';
  *     audio: 'candidates[0].content.parts[inlineData].inlineData.data'
  *     text: '$join(candidates[0].content.parts.text, "\n")'
  */
-export interface RequestTransformSpec {
-  body?: string;
-  path?: Record<string, string>;
-  query?: Record<string, string>;
-  headers?: Record<string, string>;
-}
-
-export type ResponseTransformSpec = Record<string, string>;
 
 export interface BuiltRequest {
   /** The JSON-serialised body, when the transform declares one. */

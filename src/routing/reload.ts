@@ -126,7 +126,7 @@ export class ConfigReloader {
 }
 
 /** The settings outside routing that differ (`server.port`, `database.url`, …): names only, never values (they may be secrets). */
-export function restartOnly(running: GatewayConfig, next: GatewayConfig): string[] {
+function restartOnly(running: GatewayConfig, next: GatewayConfig): string[] {
   const changed: string[] = [];
   for (const key of Object.keys(running) as Array<keyof GatewayConfig>) {
     if (RELOADED.has(key)) continue;

@@ -1,7 +1,7 @@
 import type { RoutingStrategy } from '../config/gateway-config.js';
 import type { Hold, Limiter } from '../model/limits.js';
 import type { FailureKind } from '../providers/upstream-failure.js';
-import { CooldownBook, retryAfterMs, type CooldownReason } from './cooldown.js';
+import { type CooldownBook, retryAfterMs, type CooldownReason } from './cooldown.js';
 import type { Deployment, DeploymentState, RoutingSettings } from '../model/routing.js';
 
 /** What routing tells the metrics (src/telemetry/routing-metrics.ts). */

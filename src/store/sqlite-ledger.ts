@@ -59,7 +59,7 @@ export class BufferedSqliteLedger {
    * may run it on another thread): charges with no log batch to ride are written with it.
    */
   constructor(
-    private readonly db: Database.Database, private readonly now: () => number,
+    db: Database.Database, private readonly now: () => number,
     private readonly write: (steps: ChargeStep[]) => Promise<void>, private readonly flushMs = 100, balanceTtlMs = 1000,
   ) {
     this.balances = new TtlCache<string, { micros: Micros }>({ max: MAX_CACHED_BALANCES, ttlMs: balanceTtlMs, now: Date.now });

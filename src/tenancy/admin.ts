@@ -9,7 +9,7 @@ import { projectNameProblem } from './project-name.js';
 import type { InvalidationKind, Invalidator } from './invalidation.js';
 import type { LimitSpec } from '../model/limits.js';
 import { hashPassword, passwordProblem } from './passwords.js';
-import { formatUsd, parseUsdToMicros, type Micros } from '../lib/money.js';
+import { parseUsdToMicros, type Micros } from '../lib/money.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
 import type { OrgRole, User } from '../store/accounts.js';
@@ -232,8 +232,8 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
 }
 
 /** What the first start's demo key and credit are called (gateway.yaml's `bootstrap`). */
-export const DEMO_KEY_NAME = 'demo key (first start)';
-export const DEMO_CREDITS_NOTE = 'demo credits: first start (gateway.yaml bootstrap)';
+const DEMO_KEY_NAME = 'demo key (first start)';
+const DEMO_CREDITS_NOTE = 'demo credits: first start (gateway.yaml bootstrap)';
 
 /** The operator login the embedded default creates on its first start. */
 const BOOTSTRAP_EMAIL = 'admin@localhost';

@@ -4,7 +4,7 @@
  * because people type it in commands (`--project web-app`) and scripts, like `default`.
  * Checked when a project is created, by the management API and the CLI alike.
  */
-export const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /** Why `name` is not a project name (with the slug it could be), or undefined when it is one. */
 export function projectNameProblem(name: string): string | undefined {

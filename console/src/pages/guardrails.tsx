@@ -152,9 +152,15 @@ export function Bodies({ bodies }: { bodies: LogBodies | null }): JSX.Element {
       <h2>Bodies</h2>
       <p class="muted small">As the upstream got and sent them: masked values are their placeholders{bodies.truncated ? '; cut at the project\'s max_bytes' : ''}. Deleted {when(bodies.expires_at)}.</p>
       <h3>Request</h3>
-      {bodies.request === null ? <p class="muted">None.</p> : <pre class="prompt body" data-testid="request-body" tabIndex={0} aria-label="Request body">{highlight(pretty(bodies.request))}</pre>}
+      {bodies.request === null ? <p class="muted">None.</p> : (
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a body that scrolls takes keyboard focus (axe: scrollable-region-focusable)
+        <pre class="prompt body" data-testid="request-body" role="document" tabIndex={0} aria-label="Request body">{highlight(pretty(bodies.request))}</pre>
+      )}
       <h3>Response</h3>
-      {bodies.response === null ? <p class="muted">None.</p> : <pre class="prompt body" data-testid="response-body" tabIndex={0} aria-label="Response body">{highlight(pretty(bodies.response))}</pre>}
+      {bodies.response === null ? <p class="muted">None.</p> : (
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a body that scrolls takes keyboard focus (axe: scrollable-region-focusable)
+        <pre class="prompt body" data-testid="response-body" role="document" tabIndex={0} aria-label="Response body">{highlight(pretty(bodies.response))}</pre>
+      )}
     </>
   );
 }

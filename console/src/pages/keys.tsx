@@ -65,7 +65,7 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
           <h2>{created.previous_expires_at ? 'New secret of key' : 'New key'} “{created.name || created.prefix}”</h2>
           <p>Copy it now: it is shown only this once and cannot be shown again.</p>
           {created.previous_expires_at ? <p>The old secret is accepted until {when(created.previous_expires_at)}, then refused.</p> : null}
-          <p><code class="secret" aria-label="New API key">{created.key}</code></p>
+          <p><output class="secret" aria-label="New API key"><code>{created.key}</code></output></p>
           <p><CopyButton text={created.key} label="Copy key" /> <button type="button" class="secondary" onClick={() => setCreated(undefined)}>Done</button></p>
         </div>
       ) : null}

@@ -17,7 +17,7 @@ type DraftField = keyof LimitsDraft;
 
 export const EMPTY_LIMITS: LimitsDraft = { rpm: '', tpm: '', concurrent: '', budget: '', period: 'month', mode: '' };
 
-export function draftOf(l: Limits): LimitsDraft {
+function draftOf(l: Limits): LimitsDraft {
   const s = (n: number | null): string => (n === null ? '' : String(n));
   return { rpm: s(l.rpm), tpm: s(l.tpm), concurrent: s(l.max_concurrent), budget: s(l.budget_usd), period: l.budget_period ?? 'month', mode: l.mode ?? '' };
 }
@@ -36,7 +36,7 @@ export function createLimits(d: LimitsDraft): Record<string, unknown> | undefine
 }
 
 /** `limits` for PATCH: every field, null where emptied (removes that limit); no budget removes the budget with its period. */
-export function patchLimits(d: LimitsDraft): Record<string, unknown> {
+function patchLimits(d: LimitsDraft): Record<string, unknown> {
   const or = (v: string): number | null => (v.trim() ? num(v) : null);
   return {
     rpm: or(d.rpm), tpm: or(d.tpm), max_concurrent: or(d.concurrent), mode: d.mode || null,
@@ -93,7 +93,7 @@ export function LimitFields({ value, onChange, error }: { value: LimitsDraft; on
 const PER: Record<BudgetPeriod, string> = { day: 'per day', month: 'per month', total: 'in total' };
 
 /** Each limit as a short phrase ("2 requests/min", "$1.00 per day"); empty when nothing is limited. */
-export function limitPhrases(l: Limits): string[] {
+function limitPhrases(l: Limits): string[] {
   const out: string[] = [];
   if (l.rpm !== null) out.push(`${int(l.rpm)} requests/min`);
   if (l.tpm !== null) out.push(`${int(l.tpm)} tokens/min`);

@@ -61,10 +61,12 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
   const setD = (k: keyof Filters) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setDraft({ ...draft, [k]: e.currentTarget.value });
   return (
     <Page title="Logs">
-      <form class="search" role="search" onSubmit={find}>
-        <Field label="Find a request by id"><input value={search} placeholder="req_…" onInput={(e) => setSearch(e.currentTarget.value)} /></Field>
-        <button type="submit" class="secondary">Find</button>
-      </form>
+      <search>
+        <form class="search" onSubmit={find}>
+          <Field label="Find a request by id"><input value={search} placeholder="req_…" onInput={(e) => setSearch(e.currentTarget.value)} /></Field>
+          <button type="submit" class="secondary">Find</button>
+        </form>
+      </search>
       <form class="filters" onSubmit={apply} aria-label="Filter the log">
         <Field label="Search" class="wide-search"><input type="search" value={draft.q} placeholder="model, key name, error, req_…" onInput={setD('q')} /></Field>
         <Field label="Project">
@@ -104,7 +106,8 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
         {(p) => (
           <>
             <p class="scroll-hint muted small" aria-hidden="true">Scroll the table sideways for every column →</p>
-            <div class="scroll" tabIndex={0} role="region" aria-label="Requests (scrolls sideways)">
+            {/* biome-ignore lint/a11y/noNoninteractiveTabindex: the table scrolls sideways, so its region takes keyboard focus (axe: scrollable-region-focusable) */}
+            <section class="scroll" tabIndex={0} aria-label="Requests (scrolls sideways)">
               <table class="logs">
                 <caption class="sr-only">Requests, newest first</caption>
                 <thead>
@@ -131,7 +134,7 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </section>
             <Pager label="Pages of the log" cursor={cursor} next={p.next_cursor} previous={previous} setPrevious={setPrevious} go={(c) => go(filters, c)} />
           </>
         )}

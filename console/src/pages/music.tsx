@@ -44,6 +44,7 @@ function TrackItem({ track }: { track: Track }): JSX.Element {
           : gone ? <p class="badge bad" data-state="expired" role="status">{gone}</p>
             : url ? (
               <div class="player">
+                {/* biome-ignore lint/a11y/useMediaCaption: a generated track comes with no caption file (the API returns audio only) */}
                 <audio controls preload="metadata" src={url} aria-label={`Play: ${title}`} onError={() => void failed()} />
                 <a href={url} download={`${track.id}.${track.metadata.response_format || 'mp3'}`}>Download</a>
               </div>

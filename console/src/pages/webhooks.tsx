@@ -32,7 +32,7 @@ function WebhookList({ org }: Pick<PageProps, 'org'>): JSX.Element {
         <div class="notice" role="status">
           <h2>New webhook for {created.url}</h2>
           <p>Copy its signing secret now: it is shown only this once and cannot be shown again.</p>
-          <p><code class="secret" aria-label="Signing secret">{created.secret}</code></p>
+          <p><output class="secret" aria-label="Signing secret"><code>{created.secret}</code></output></p>
           <p><CopyButton text={created.secret} label="Copy secret" /> <button type="button" class="secondary" onClick={() => setCreated(undefined)}>Done</button></p>
         </div>
       ) : null}

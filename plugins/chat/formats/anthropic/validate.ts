@@ -28,7 +28,7 @@ export function parseMessagesRequest(body: unknown, headers: IncomingHttpHeaders
   const { model, messages, system, stream } = body;
   if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');
   if (!Array.isArray(messages) || messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array');
-  messages.forEach((m, i) => validateMessage(m, i));
+  messages.forEach((m, i) => { validateMessage(m, i); });
   validateSystem(system);
   if (stream !== undefined && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
   const maxTokens = optionalMaxTokens(body.max_tokens);
@@ -58,10 +58,13 @@ function validateMessage(m: unknown, i: number): void {
   const param = `messages[${i}]`;
   if (!isObject(m)) throw invalidField(param, `${param} must be an object with role and content`);
   if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') throw invalidField(`${param}.role`, `${param}.role must be "user", "assistant" or "system"`);
-  if (m.role === 'system') return validateSystemMessage(m, param);
+  if (m.role === 'system') {
+    validateSystemMessage(m, param);
+    return;
+  }
   if (typeof m.content === 'string') return;
   if (!Array.isArray(m.content)) throw invalidField(`${param}.content`, `${param}.content must be a string or an array of content blocks`);
-  m.content.forEach((block, j) => validateBlock(block, `${param}.content[${j}]`));
+  m.content.forEach((block, j) => { validateBlock(block, `${param}.content[${j}]`); });
 }
 
 /**
@@ -228,7 +231,7 @@ function canonicalSystem(m: { content: unknown; clear_at?: unknown }, userFollow
 function canonicalBody(body: Record<string, unknown>, messages: Array<{ role: string; content: unknown }>, system: string, maxTokens: number | undefined): ChatRequest['body'] {
   const out: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
-  messages.forEach((m, i) => out.push(...(m.role === 'system' ? canonicalSystem(m, lastUser > i) : canonicalMessages(m))));
+  messages.forEach((m, i) => { out.push(...(m.role === 'system' ? canonicalSystem(m, lastUser > i) : canonicalMessages(m))); });
   const metadata = isObject(body.metadata) ? body.metadata : {};
   return {
     model: body.model,

@@ -14,7 +14,7 @@ export function parseChatRequest(body: unknown, text?: string): ChatRequest {
   const { model, messages, stream, stream_options: streamOptions } = body;
   if (typeof model !== 'string' || model.length === 0) throw invalidField('model', 'model is required and must be a non-empty string');
   if (!Array.isArray(messages) || messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array');
-  messages.forEach((m, i) => validateMessage(m, i));
+  messages.forEach((m, i) => { validateMessage(m, i); });
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidField('stream', 'stream must be a boolean');
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw invalidField('stream_options', 'stream_options must be an object');
   // Upstreams differ in which of the two they honour (OpenAI takes max_completion_tokens over
