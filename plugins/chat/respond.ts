@@ -1,5 +1,5 @@
 import { estimateTokens, GatewayError, InvalidUsage, type Metered, type RespondContext, upstreamText } from '../../src/sdk.js';
-import type { ChatCodec, ClientReply } from './formats/types.js';
+import type { ChatCodec, ClientReply, PassedReply } from './formats/types.js';
 import { chatCost, tokenCounts, usageRecord } from './metering.js';
 import type { ChatRequest } from './request.js';
 import { respondStream } from './stream.js';
@@ -16,12 +16,21 @@ export function respondChat(ctx: RespondContext<ChatRequest>, codec: ChatCodec):
 async function respondJson(ctx: RespondContext<ChatRequest>, codec: ChatCodec): Promise<Metered> {
   const { ex, parsed, route, upstream, reply } = ctx;
   const text = await upstreamText(upstream, ex.abort.signal);
-  let translated: ClientReply;
+  let translated: ClientReply | undefined;
+  let passed: PassedReply | undefined;
   try {
-    translated = codec.response(text);
+    // Nothing reads the reply object when no guardrail filters it: the upstream's bytes go on (codec.passthrough).
+    passed = ex.replyFilter ? undefined : codec.passthrough?.(text);
+    if (!passed) translated = codec.response(text);
   } catch (err) {
     throw new GatewayError('upstream_error', [err instanceof InvalidUsage ? err.message : 'the upstream sent a malformed response']);
   }
+  if (passed) {
+    const cost = chatCost(route.model, passed.usage);
+    void reply.code(200).type('application/json').send(passed.text(passed.usage, cost));
+    return { costMicros: cost.totalMicros, estimated: false, usage: tokenCounts(passed.usage), extra: { usage: usageRecord(passed.usage) } };
+  }
+  translated = translated as ClientReply;
   const usage = translated.usage ?? { promptTokens: estimateTokens(parsed.prompt ?? ''), completionTokens: estimateTokens(translated.text) };
   const cost = chatCost(route.model, usage);
   const body = await translated.render(usage, cost);
