@@ -39,10 +39,25 @@ export interface ClientReply {
   render(usage: TokenUsage, cost: ChatCost): unknown;
 }
 
+/** A non-streamed reply forwarded as the upstream's bytes, with only the gateway's members spliced in. */
+export interface PassedReply {
+  /** The upstream's usage (a pass-through needs one: a reply without it takes `response`). */
+  usage: TokenUsage;
+  /** The reply's JSON text: the upstream's, with the requested model and the usage's cost fields. */
+  text(usage: TokenUsage, cost: ChatCost): string;
+}
+
 /** Upstream replies (through a dialect) → one client format. */
 export interface ChatCodec {
   /** Throws when the upstream body is malformed. */
   response(body: string): ClientReply;
+  /**
+   * The same reply as `response` renders, read without parsing the body (formats/reply-scan.ts),
+   * when the upstream speaks this format natively; undefined when the scan is not sure of the
+   * body (not one valid JSON object, no usage, a member missing): `response` then parses it,
+   * and refuses a malformed one. Throws InvalidUsage as `response` does.
+   */
+  passthrough?(body: string): PassedReply | undefined;
   stream(): ClientStream;
 }
 

@@ -1,5 +1,6 @@
 import { estimateTokens, formatSse, type GatewayError } from '../../../../src/sdk.js';
-import type { ChatCodec, StreamStep } from '../types.js';
+import { isArrayAt, isObjectAt, isStringAt, scanReply, splice } from '../reply-scan.js';
+import type { ChatCodec, PassedReply, StreamStep } from '../types.js';
 import { anthropicUsage, type AnthropicUsage } from '../../dialects/anthropic/index.js';
 import { MALFORMED_EVENT, parseStreamEvent, type ReplyContext } from '../../dialects/types.js';
 import { anthropicUsageObject, errorFrame } from './encode.js';
@@ -10,6 +11,28 @@ interface NativeEvent {
   delta?: { type?: string; text?: string; partial_json?: string; thinking?: string; stop_reason?: string; stop_sequence?: null };
   usage?: AnthropicUsage;
   error?: { message?: string };
+}
+
+/** The top-level members a pass-through reads or replaces. */
+const OWN_MEMBERS = ['model', 'usage', 'content'];
+
+/**
+ * The reply `response` and `render` below would give — the requested model, the usage
+ * completed with its cost — spliced into the upstream's text (only `usage` is parsed);
+ * undefined when the scan is not sure of the body.
+ */
+function passedAnthropic(body: string, modelJson: string): PassedReply | undefined {
+  const at = scanReply(body, OWN_MEMBERS);
+  const modelAt = at?.get('model');
+  const usageAt = at?.get('usage');
+  if (!at || !isArrayAt(body, at.get('content')) || !isStringAt(body, modelAt) || !isObjectAt(body, usageAt)) return undefined;
+  const upstreamUsage = JSON.parse(body.slice(usageAt[0], usageAt[1])) as AnthropicUsage;
+  const usage = anthropicUsage(upstreamUsage);
+  if (!usage) return undefined;
+  return {
+    usage,
+    text: (u, c) => splice(body, [[modelAt, modelJson], [usageAt, JSON.stringify({ ...upstreamUsage, ...anthropicUsageObject(u, c) })]]),
+  };
 }
 
 const NOTHING: StreamStep = Object.freeze({ frames: Object.freeze([]) as unknown as string[], deliveredTokens: 0, done: false });
@@ -33,6 +56,7 @@ export function nativeAnthropicCodec(ctx: ReplyContext, errorBody: (err: Gateway
         render: (u, c) => ({ ...msg, model: ctx.requestedModel, usage: { ...msg.usage, ...anthropicUsageObject(u, c) } }),
       };
     },
+    passthrough: (body) => passedAnthropic(body, JSON.stringify(ctx.requestedModel)),
     stream() {
       let usage: AnthropicUsage = {};
       let held: NativeEvent | undefined;
