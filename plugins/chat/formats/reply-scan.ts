@@ -9,6 +9,7 @@
  */
 
 /** A JSON string: no raw control characters, only JSON's escapes. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON refuses raw in a string; matching them is the point
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const LITERAL = /true|false|null/y;
