@@ -8,14 +8,14 @@ import { bool, EMAIL, input, list, NAME, obj, params, str, time } from './schema
 import { NO_PASSWORD } from '../store/sso.js';
 import { iso, ME, ME_SELF, meView, TOKEN, tokenView } from './views.js';
 
-const SIGNED_IN = { ...ME, properties: { ...(ME.properties as object), expires_at: time('When the session ends') }, required: [...(ME.required as string[]), 'expires_at'] };
-const CREATED_TOKEN = { ...TOKEN, properties: { ...(TOKEN.properties as object), token: str('The token: shown this once, stored only hashed') }, required: [...(TOKEN.required as string[]), 'token'] };
+const SIGNED_IN = { ...ME, title: 'SignedIn', properties: { ...(ME.properties as object), expires_at: time('When the session ends') }, required: [...(ME.required as string[]), 'expires_at'] };
+const CREATED_TOKEN = { ...TOKEN, title: 'CreatedToken', properties: { ...(TOKEN.properties as object), token: str('The token: shown this once, stored only hashed') }, required: [...(TOKEN.required as string[]), 'token'] };
 
 /** Signing in and out, the caller's own account, and their management tokens. */
 export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
     {
-      method: 'POST', url: '/api/v1/session', tag: 'session',
+      method: 'POST', url: '/api/v1/session', access: 'public', tag: 'session',
       summary: 'Sign in: sets the HttpOnly session cookie. Failed attempts are throttled per account and per client address (429).',
       schema: { body: input({ email: EMAIL, password: str('', { minLength: 1, maxLength: 1024 }) }, ['email', 'password']), response: { 200: SIGNED_IN } },
       async handler(request, reply) {
@@ -44,7 +44,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/session', tag: 'session',
+      method: 'GET', url: '/api/v1/session', access: 'public', tag: 'session',
       summary: 'Whether the request\'s session cookie is signed in: the user (as GET /api/v1/me) or null. Never 401, so a page can ask before showing a sign-in form.',
       schema: { response: { 200: obj({ user: { anyOf: [ME, { type: 'null' }] } }) } },
       async handler(request) {
@@ -53,7 +53,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/session', tag: 'session', summary: 'Sign out: ends the session and clears its cookie.',
+      method: 'DELETE', url: '/api/v1/session', access: 'user', tag: 'session', summary: 'Sign out: ends the session and clears its cookie.',
       schema: { response: { 200: obj({ signed_out: bool() }) } },
       async handler(request, reply) {
         const caller = callerOf(request);
@@ -63,7 +63,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/me', tag: 'session', summary: 'The signed-in user, whether they are an operator, whether they have a password (`has_password`: false for a user created by single sign-on), and their orgs with their roles.',
+      method: 'GET', url: '/api/v1/me', access: 'user', tag: 'session', summary: 'The signed-in user, whether they are an operator, whether they have a password (`has_password`: false for a user created by single sign-on), and their orgs with their roles.',
       schema: { response: { 200: ME_SELF } },
       async handler(request) {
         const { user } = callerOf(request);
@@ -72,14 +72,14 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/tokens', tag: 'tokens', summary: "The caller's management tokens (never the tokens themselves).",
+      method: 'GET', url: '/api/v1/tokens', access: 'user', tag: 'tokens', summary: "The caller's management tokens (never the tokens themselves).",
       schema: { response: { 200: list(TOKEN) } },
       async handler(request) {
         return { data: (await d.store.accounts.listTokens(callerOf(request).user.id)).map(tokenView) };
       },
     },
     {
-      method: 'POST', url: '/api/v1/tokens', tag: 'tokens',
+      method: 'POST', url: '/api/v1/tokens', access: 'user', tag: 'tokens',
       summary: 'A management token (tgm_…) for automation: send it as "Authorization: Bearer"; it has its user\'s rights. Shown once.',
       schema: { body: input({ name: NAME }, ['name']), response: { 201: CREATED_TOKEN } },
       async handler(request, reply) {
@@ -90,7 +90,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/tokens/:token', tag: 'tokens', summary: 'Revokes one of the caller\'s tokens, at once.',
+      method: 'DELETE', url: '/api/v1/tokens/:token', access: 'user', tag: 'tokens', summary: 'Revokes one of the caller\'s tokens, at once.',
       schema: { params: params('token'), response: { 200: TOKEN } },
       async handler(request) {
         const id = (request.params as { token: string }).token;

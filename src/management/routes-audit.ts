@@ -15,7 +15,7 @@ const AUDIT_ROW = obj({
   actor: obj({ type: str('user (session), token, cli ("command line") or anonymous (a failed sign-in)'), user_id: maybe(str()), email: maybe(str()), token_id: maybe(str()) }),
   ip: maybe(str('The client address; null for the CLI')), user_agent: maybe(str()),
   before: { ...ANY_OBJECT, description: 'The changed fields before (secrets masked)' }, after: { ...ANY_OBJECT, description: 'The changed fields after, or the request (secrets masked)' },
-});
+}, { title: 'AuditItem' });
 
 const QUERY = input({
   actor: str('A user id, token id, email, or `cli`'), action: str('An action, or a prefix ending in "." (key.)'), target: str('A target id'),
@@ -82,7 +82,7 @@ const RESPONSE = { 200: obj({ data: { type: 'array', items: AUDIT_ROW }, next_cu
 export function auditRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/audit', tag: 'audit',
+      method: 'GET', url: '/api/v1/orgs/:org/audit', access: 'admin', tag: 'audit',
       summary: 'The org\'s audit log, newest first: who changed what, when, from where, before and after. Filters; cursor paging; `format=csv|jsonl` exports.',
       schema: { params: params('org'), querystring: QUERY, response: RESPONSE },
       async handler(request, reply) {
@@ -90,7 +90,7 @@ export function auditRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/audit', tag: 'audit',
+      method: 'GET', url: '/api/v1/audit', access: 'operator', tag: 'audit',
       summary: 'The whole instance\'s audit log (every org, sign-ins, org creation), for operators; same filters and formats.',
       schema: { querystring: QUERY, response: RESPONSE },
       async handler(request, reply) {

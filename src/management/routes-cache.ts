@@ -16,7 +16,7 @@ const CACHE_DAY = obj({
 /** The console's cache view (docs/cache.md): hit rate and money saved per project and UTC day. */
 export function cacheRoutes(d: ManagementDeps): ManagementRoute[] {
   return [{
-    method: 'GET', url: '/api/v1/orgs/:org/cache', tag: 'usage',
+    method: 'GET', url: '/api/v1/orgs/:org/cache', access: 'member', tag: 'usage',
     summary: 'The response cache per project and UTC day over the last `days` days (today included): hits, misses, bypasses, hit rate, money saved.',
     schema: {
       params: params('org'),

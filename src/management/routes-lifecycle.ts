@@ -16,6 +16,7 @@ const userView = (u: User) => ({ id: u.id, email: u.email, operator: u.operator,
 
 const ROTATED_KEY = {
   ...CREATED_KEY,
+  title: 'RotatedKey',
   properties: { ...(CREATED_KEY.properties as object), previous_expires_at: time('Until when the old secret is still accepted') },
   required: [...(CREATED_KEY.required as string[]), 'previous_expires_at'],
 };
@@ -25,7 +26,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
     {
-      method: 'PUT', url: '/api/v1/me/password', tag: 'session',
+      method: 'PUT', url: '/api/v1/me/password', access: 'user', tag: 'session',
       summary: 'Changes the caller\'s password: the current one is checked (failures count towards sign-in throttling); every other session of the user ends, this one stays.',
       schema: {
         body: input({ current_password: str('', { minLength: 1, maxLength: MAX_PASSWORD_LENGTH }), new_password: str('At least 10 characters', { maxLength: MAX_PASSWORD_LENGTH }) },
@@ -57,7 +58,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'PATCH', url: '/api/v1/users/:user', tag: 'users',
+      method: 'PATCH', url: '/api/v1/users/:user', access: 'operator', tag: 'users',
       summary: 'Deactivates (`active: false`) or reactivates a user, by id or email. A deactivated user cannot sign in; their sessions end and their management tokens are refused at once, on every instance.',
       schema: { params: params('user'), body: input({ active: bool() }, ['active']), response: { 200: USER } },
       async handler(request) {
@@ -73,7 +74,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/keys/:key/rotate', tag: 'keys',
+      method: 'POST', url: '/api/v1/orgs/:org/keys/:key/rotate', access: 'admin', tag: 'keys',
       summary: 'Gives an API key a new secret (shown in this response only), keeping its id, prefix, project, limits and usage. The old secret is accepted for `grace_seconds` (0 to 7 days) more, then refused by every instance.',
       schema: {
         params: params('org', 'key'),

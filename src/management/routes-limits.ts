@@ -16,11 +16,11 @@ import { input, int, maybe, params, str, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
-const withUsage = (view: JsonSchema): JsonSchema => ({
-  ...view, properties: { ...(view.properties as object), usage: USAGE }, required: [...(view.required as string[]), 'usage'],
+const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
+  ...view, title, properties: { ...(view.properties as object), usage: USAGE }, required: [...(view.required as string[]), 'usage'],
 });
-const KEY_DETAIL = withUsage(API_KEY);
-const PROJECT_DETAIL = withUsage(PROJECT);
+const KEY_DETAIL = withUsage(API_KEY, 'KeyDetail');
+const PROJECT_DETAIL = withUsage(PROJECT, 'ProjectDetail');
 const PATCH_BODY: JsonSchema = {
   ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }),
   minProperties: 1,
@@ -65,7 +65,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', access: 'member', tag: 'keys',
       summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
       schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
       async handler(request) {
@@ -73,7 +73,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+      method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', access: 'admin', tag: 'keys',
       summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
@@ -88,7 +88,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', access: 'member', tag: 'projects',
       summary: 'One project with its limits (shared by all its keys) and their current counts.',
       schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
       async handler(request) {
@@ -96,7 +96,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+      method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', access: 'admin', tag: 'projects',
       summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {

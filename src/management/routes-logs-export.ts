@@ -52,7 +52,7 @@ async function* lines(d: ManagementDeps, filter: LogFilter, format: 'csv' | 'jso
   }
 }
 
-const PERCENTILES = obj({ p50: maybe(int('ms')), p95: maybe(int('ms')), count: int('Rows measured') });
+const PERCENTILES = obj({ p50: maybe(int('ms')), p95: maybe(int('ms')), count: int('Rows measured') }, { title: 'Percentiles' });
 const percentilesView = (p: Percentiles) => ({ p50: p.p50, p95: p.p95, count: p.count });
 
 /** The log as a file, and latency percentiles. */
@@ -60,7 +60,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
   const { q: _search, ...rangeFilters } = FILTERS;
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/logs/export', tag: 'logs',
+      method: 'GET', url: '/api/v1/orgs/:org/logs/export', access: 'member', tag: 'logs',
       summary: 'The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all).',
       schema: {
         params: params('org'),
@@ -80,7 +80,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/latency', tag: 'usage',
+      method: 'GET', url: '/api/v1/orgs/:org/latency', access: 'member', tag: 'usage',
       summary: 'Latency (whole request) and time to first byte, p50 and p95, per UTC day and over the range (default: the last 30 days), to two significant digits.',
       schema: {
         params: params('org'),

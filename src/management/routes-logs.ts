@@ -43,12 +43,12 @@ const USAGE_SUMS = {
   requests: int(), errors: int('Requests answered with status 400 or above'), cost_usd: usd('Cost'),
   prompt_tokens: int(), completion_tokens: int(),
 };
-const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') });
+const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') }, { title: 'Totals' });
 const BUCKET = obj({
   day: str('UTC day, YYYY-MM-DD'), model: maybe(str()), project_id: maybe(str()), project_name: maybe(str()),
   key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()),
   user_id: maybe(str('The user who created the keys; null: keys made by the command line or the first start')), user_email: maybe(str()), ...USAGE_SUMS,
-}, { optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name', 'user_id', 'user_email'] });
+}, { title: 'Bucket', optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name', 'user_id', 'user_email'] });
 
 /** Exact integer sums of buckets, converted to USD once. */
 function totals(buckets: readonly UsageBucket[]) {
@@ -97,7 +97,7 @@ function parseGroupBy(text: string): GroupBy[] {
 export function logRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/logs', tag: 'logs',
+      method: 'GET', url: '/api/v1/orgs/:org/logs', access: 'member', tag: 'logs',
       summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
       schema: {
         params: params('org'),
@@ -114,7 +114,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
+      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', access: 'member', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
       schema: { params: params('org', 'id'), response: { 200: LOG_DETAIL } },
       async handler(request) {
         const { org } = scopeOf(request);
@@ -125,7 +125,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/usage', tag: 'usage',
+      method: 'GET', url: '/api/v1/orgs/:org/usage', access: 'member', tag: 'usage',
       summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys\' creator; one or two, comma-separated); the sums equal the logs exactly.',
       schema: {
         params: params('org'),
@@ -157,7 +157,7 @@ const TOP = (fields: Record<string, JsonSchema>) => ({ type: 'array', items: obj
 /** The console's first page in one request, from one grouped query over the last 30 UTC days. */
 function overviewRoute(d: ManagementDeps): ManagementRoute {
   return {
-    method: 'GET', url: '/api/v1/orgs/:org/overview', tag: 'usage',
+    method: 'GET', url: '/api/v1/orgs/:org/overview', access: 'member', tag: 'usage',
     summary: 'Balance; requests, errors and spend over the last 7 and 30 UTC days (today included); top models and projects; 30 daily points.',
     schema: {
       params: params('org'),

@@ -15,14 +15,14 @@ const INVITATION = obj({
   id: str('inv_…'), org_id: str('org_…'), org_name: str(), email: EMAIL, role: ROLE,
   status: str('pending until its invitee accepts or declines it, or an owner revokes it', { enum: ['pending', 'accepted', 'declined', 'revoked'] }),
   created_at: time(), expires_at: time('After this it can no longer be accepted'),
-});
+}, { title: 'Invitation' });
 const invitationView = (i: Invitation) => ({
   id: i.id, org_id: i.orgId, org_name: i.orgName, email: i.email, role: i.role, status: i.status, created_at: iso(i.createdAt), expires_at: iso(i.expiresAt),
 });
 /** What `POST …/members` answers: a member added (operators) or an invitation sent (owners). */
 const ADDED = obj({
   member: maybe(MEMBER), invitation: maybe(INVITATION),
-}, { description: 'Exactly one is set: `member` when an operator added the user at once, `invitation` when an invitation was sent' });
+}, { title: 'MemberAdded', description: 'Exactly one is set: `member` when an operator added the user at once, `invitation` when an invitation was sent' });
 
 /**
  * Members of an org. An owner's "add" is an invitation to an email: the same answer
@@ -37,14 +37,14 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/members', tag: 'members', summary: 'The org\'s members and their roles.',
+      method: 'GET', url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.',
       schema: { params: params('org'), response: { 200: list(MEMBER) } },
       async handler(request) {
         return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/members', tag: 'members',
+      method: 'POST', url: '/api/v1/orgs/:org/members', access: 'owner', tag: 'members',
       summary: 'An owner invites an email with a role (202, the invitation: the same answer whether a user has that email or not; they join when they accept). '
         + 'An operator adds an existing user at once (201), or with `password` creates the user; an unknown email without one is invited.',
       schema: {
@@ -79,7 +79,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
+      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', access: 'owner', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
       schema: { params: params('org', 'user'), body: input({ role: ROLE }, ['role']), response: { 200: MEMBER } },
       async handler(request) {
         const { org } = scopeOf(request);
@@ -91,7 +91,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
+      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', access: 'owner', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
       schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
       async handler(request) {
         const { user } = request.params as { user: string };
@@ -109,14 +109,14 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
   const gone = (id: string): GatewayError => new GatewayError('not_found', [`No pending invitation ${id} for you`]);
   return [
     {
-      method: 'GET', url: '/api/v1/invitations', tag: 'invitations', summary: 'The pending invitations addressed to the signed-in user\'s email.',
+      method: 'GET', url: '/api/v1/invitations', access: 'user', tag: 'invitations', summary: 'The pending invitations addressed to the signed-in user\'s email.',
       schema: { response: { 200: list(INVITATION) } },
       async handler(request) {
         return { data: (await store.accounts.invitationsFor(callerOf(request).user.email)).map(invitationView) };
       },
     },
     {
-      method: 'POST', url: '/api/v1/invitations/:invitation/accept', tag: 'invitations',
+      method: 'POST', url: '/api/v1/invitations/:invitation/accept', access: 'user', tag: 'invitations',
       summary: 'Accepts one of the signed-in user\'s invitations: they become a member with its role. Anyone else\'s, an expired or an ended one is 404.',
       schema: { params: params('invitation'), response: { 200: obj({ invitation: INVITATION, member: MEMBER }) } },
       async handler(request) {
@@ -129,7 +129,7 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/invitations/:invitation/decline', tag: 'invitations', summary: 'Declines one of the signed-in user\'s invitations.',
+      method: 'POST', url: '/api/v1/invitations/:invitation/decline', access: 'user', tag: 'invitations', summary: 'Declines one of the signed-in user\'s invitations.',
       schema: { params: params('invitation'), response: { 200: INVITATION } },
       async handler(request) {
         const { invitation: id } = request.params as { invitation: string };
@@ -139,14 +139,14 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/invitations', tag: 'invitations', summary: 'The org\'s pending invitations.',
+      method: 'GET', url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.',
       schema: { params: params('org'), response: { 200: list(INVITATION) } },
       async handler(request) {
         return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
+      method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', access: 'owner', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
       schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },
       async handler(request) {
         const { invitation: id } = request.params as { invitation: string };

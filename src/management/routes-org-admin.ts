@@ -19,7 +19,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
     {
-      method: 'GET', url: '/api/v1/orgs/:org/credits', tag: 'credits', summary: 'The balance and the credit history (top-ups and corrections, who and when), newest first.',
+      method: 'GET', url: '/api/v1/orgs/:org/credits', access: 'member', tag: 'credits', summary: 'The balance and the credit history (top-ups and corrections, who and when), newest first.',
       schema: {
         params: params('org'), querystring: input({ limit: PAGE_LIMIT(200, 50), cursor: str('From the previous page', { pattern: '^[0-9]{1,15}$' }) }),
         response: { 200: CREDITS },
@@ -37,7 +37,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/credits', tag: 'credits', summary: 'Adds credits (a negative amount removes them, never below zero). Operators only.',
+      method: 'POST', url: '/api/v1/orgs/:org/credits', access: 'operator', tag: 'credits', summary: 'Adds credits (a negative amount removes them, never below zero). Operators only.',
       schema: { params: params('org'), body: input({ amount_usd: USD_INPUT, note: str('', { maxLength: 500 }) }, ['amount_usd']), response: { 201: CREDITS } },
       async handler(request, reply) {
         const { org } = scopeOf(request);
@@ -56,7 +56,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/provider-keys', tag: 'provider-keys',
+      method: 'GET', url: '/api/v1/orgs/:org/provider-keys', access: 'admin', tag: 'provider-keys',
       summary: "The org's own provider keys (bring your own key), masked; and the providers a key can be set for.",
       schema: { params: params('org'), response: { 200: list(PROVIDER_KEY, { providers: { type: 'array', items: str(), description: 'Provider ids of this gateway' } }) } },
       async handler(request) {
@@ -64,7 +64,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'PUT', url: '/api/v1/orgs/:org/provider-keys/:provider', tag: 'provider-keys',
+      method: 'PUT', url: '/api/v1/orgs/:org/provider-keys/:provider', access: 'admin', tag: 'provider-keys',
       summary: 'Sets the org\'s own key for a provider (encrypted at rest); requests it serves are not debited.',
       schema: { params: params('org', 'provider'), body: input({ key: str('The provider API key', { minLength: 1, maxLength: 4096, pattern: '^\\S+$' }) }, ['key']), response: { 200: PROVIDER_KEY } },
       async handler(request) {
@@ -80,7 +80,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/orgs/:org/provider-keys/:provider', tag: 'provider-keys', summary: 'Removes the org\'s own key for a provider.',
+      method: 'DELETE', url: '/api/v1/orgs/:org/provider-keys/:provider', access: 'admin', tag: 'provider-keys', summary: 'Removes the org\'s own key for a provider.',
       schema: { params: params('org', 'provider'), response: { 200: obj({ provider: str(), deleted: { type: 'boolean' } }) } },
       async handler(request) {
         const { provider } = request.params as { provider: string };

@@ -37,7 +37,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
     {
-      method: 'GET', url: '/api/v1/orgs', tag: 'orgs', summary: 'Organizations: every one for an operator, else those the caller belongs to.',
+      method: 'GET', url: '/api/v1/orgs', access: 'user', tag: 'orgs', summary: 'Organizations: every one for an operator, else those the caller belongs to.',
       schema: { response: { 200: list(ORG) } },
       async handler(request) {
         const { user } = callerOf(request);
@@ -46,7 +46,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs', tag: 'orgs', summary: 'Creates an organization (with its `default` project), optionally with starting credits and an owner.',
+      method: 'POST', url: '/api/v1/orgs', access: 'operator', tag: 'orgs', summary: 'Creates an organization (with its `default` project), optionally with starting credits and an owner.',
       schema: {
         body: input({
           name: NAME, credits_usd: USD_INPUT, retention: str('', { enum: ['standard', 'none'], default: 'standard' }),
@@ -67,7 +67,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org', tag: 'orgs', summary: 'One organization: balance, retention and the caller\'s role.',
+      method: 'GET', url: '/api/v1/orgs/:org', access: 'member', tag: 'orgs', summary: 'One organization: balance, retention and the caller\'s role.',
       schema: { params: params('org'), response: { 200: ORG } },
       async handler(request) {
         const { org, role } = scopeOf(request);
@@ -75,14 +75,14 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
+      method: 'GET', url: '/api/v1/orgs/:org/projects', access: 'member', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
       schema: { params: params('org'), response: { 200: list(PROJECT) } },
       async handler(request) {
         return { data: (await store.tenancy.listProjects(scopeOf(request).org.id)).map(projectView) };
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
+      method: 'POST', url: '/api/v1/orgs/:org/projects', access: 'admin', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
       schema: { params: params('org'), body: input({ name: NAME, limits: LIMITS_INPUT }, ['name']), response: { 201: PROJECT } },
       async handler(request, reply) {
         const b = request.body as { name: string; limits?: LimitsBody };
@@ -95,7 +95,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/keys', tag: 'keys',
+      method: 'GET', url: '/api/v1/orgs/:org/keys', access: 'member', tag: 'keys',
       summary: 'Every API key of the org, newest first (never the keys themselves); active keys with limits carry their current `usage`.',
       schema: { params: params('org'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
@@ -103,7 +103,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', access: 'member', tag: 'keys',
       summary: 'The API keys of one project, newest first; active keys with limits carry their current `usage`.',
       schema: { params: params('org', 'project'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
@@ -112,7 +112,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+      method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', access: 'admin', tag: 'keys',
       summary: 'Creates an API key in the project; the key is in this response only. Optional expiry, model allow-list and limits.',
       schema: { params: params('org', 'project'), body: KEY_BODY, response: { 201: CREATED_KEY } },
       async handler(request, reply) {
@@ -130,7 +130,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', summary: 'Revokes an API key: refused by every instance once this answers (pushed to their caches).',
+      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', access: 'admin', tag: 'keys', summary: 'Revokes an API key: refused by every instance once this answers (pushed to their caches).',
       schema: { params: params('org', 'key'), response: { 200: API_KEY } },
       async handler(request) {
         const id = (request.params as { key: string }).key;

@@ -37,7 +37,7 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   return [
     {
-      method: 'GET', url: '/api/v1/session/options', tag: 'session',
+      method: 'GET', url: '/api/v1/session/options', access: 'public', tag: 'session',
       summary: 'How this gateway signs in, for the sign-in page: whether SSO is configured and whether email and password are accepted.',
       schema: { response: { 200: obj({ sso: bool('GET /api/v1/session/oidc/start signs in with the OIDC provider'), password: bool('POST /api/v1/session accepts email and password') }) } },
       async handler() {
@@ -45,7 +45,7 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/session/oidc/start', tag: 'session',
+      method: 'GET', url: '/api/v1/session/oidc/start', access: 'public', tag: 'session',
       summary: 'Starts single sign-on: redirects the browser to the OIDC provider (authorization code with PKCE, state and nonce kept in the database for ten minutes).',
       schema: { response: { 303: REDIRECT } },
       async handler(request, reply) {
@@ -55,7 +55,7 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
       },
     },
     {
-      method: 'GET', url: CALLBACK_PATH, tag: 'session',
+      method: 'GET', url: CALLBACK_PATH, access: 'public', tag: 'session',
       summary: 'Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/. A refused sign-in redirects a browser (Accept: text/html) to /console/?sso_error=<code>; other clients get the error (401 sso_failed, 403 account_deactivated).',
       schema: {
         querystring: { type: 'object', properties: { code: str(), state: str(), error: str(), error_description: str() }, additionalProperties: { type: 'string' } },
