@@ -5,7 +5,7 @@ import { scopeOf } from './authn.js';
 import { REFUSAL_CODES, resolveSearch } from './log-search.js';
 import { byUser, emailsOf } from './usage-users.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { decodeCursor, encodeCursor, input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
 import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js';
 
@@ -96,7 +96,7 @@ function parseGroupBy(text: string): GroupBy[] {
 /** The request log and usage of an org. */
 export function logRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
-    {
+    route({
       method: 'GET', url: '/api/v1/orgs/:org/logs', access: 'member', tag: 'logs',
       summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
       schema: {
@@ -105,26 +105,26 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
         response: { 200: obj({ data: { type: 'array', items: LOG_ITEM }, next_cursor: maybe(str('Pass as `cursor` for the next page; null on the last')) }) },
       },
       async handler(request) {
-        const q = request.query as FilterQuery & { limit: number; cursor?: string };
+        const q = request.query;
         const filter = await searchFilterOf(d, scopeOf(request).org.id, q);
         const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : logCursor(decodeCursor(q.cursor)));
         const page = rows.slice(0, q.limit);
         const last = page[page.length - 1];
         return { data: page.map(logListItemView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.createdAt, last.requestId) : null };
       },
-    },
-    {
+    }),
+    route({
       method: 'GET', url: '/api/v1/orgs/:org/logs/:id', access: 'member', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
       schema: { params: params('org', 'id'), response: { 200: LOG_DETAIL } },
       async handler(request) {
         const { org } = scopeOf(request);
-        const { id } = request.params as { id: string };
+        const { id } = request.params;
         const row = await d.store.logQuery.get(org.id, id);
         if (!row) throw new GatewayError('not_found', [`No request ${id} in this organization's log (rows are written within a second)`]);
         return logDetailView(row, org, await d.store.bodies.get(org.id, row.requestId));
       },
-    },
-    {
+    }),
+    route({
       method: 'GET', url: '/api/v1/orgs/:org/usage', access: 'member', tag: 'usage',
       summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys\' creator; one or two, comma-separated); the sums equal the logs exactly.',
       schema: {
@@ -134,7 +134,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const { org } = scopeOf(request);
-        const q = request.query as FilterQuery & { group_by: string };
+        const q = request.query;
         const filter = filterOf(org.id, q, d.now(), true);
         const groupBy = parseGroupBy(q.group_by);
         const dims = groupBy.map((g) => (g === 'user' ? 'key' : g));
@@ -147,7 +147,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
           totals: totals(buckets), data: buckets.map((b) => bucketView(b, l, emails)),
         };
       },
-    },
+    }),
     overviewRoute(d),
   ];
 }
@@ -156,7 +156,7 @@ const TOP = (fields: Record<string, JsonSchema>) => ({ type: 'array', items: obj
 
 /** The console's first page in one request, from one grouped query over the last 30 UTC days. */
 function overviewRoute(d: ManagementDeps): ManagementRoute {
-  return {
+  return route({
     method: 'GET', url: '/api/v1/orgs/:org/overview', access: 'member', tag: 'usage',
     summary: 'Balance; requests, errors and spend over the last 7 and 30 UTC days (today included); top models and projects; 30 daily points.',
     schema: {
@@ -215,5 +215,5 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
         },
       };
     },
-  };
+  });
 }

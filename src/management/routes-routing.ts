@@ -2,7 +2,7 @@ import { GatewayError } from '../lib/errors.js';
 import type { ConfigReloader, ReloadResult } from '../routing/reload.js';
 import type { Router } from '../routing/router.js';
 import type { Deployment } from '../model/routing.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { int, list, maybe, num, obj, str, time } from './schemas.js';
 
 /** What the routing routes read: the gateway's router, its configured deployments, its reloader. */
@@ -42,7 +42,7 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
     return access;
   };
   return [
-    {
+    route({
       method: 'GET', url: '/api/v1/deployments', access: 'operator', tag: 'routing',
       summary: 'Every provider key (deployment) and its health as this instance sees it (cooldowns are shared by every instance with Redis), the strategy, the model groups and the latest reload.',
       schema: { response: { 200: list(DEPLOYMENT, { strategy: str(), cooldown_ms: int(), groups: { type: 'array', items: GROUP }, last_reload: { anyOf: [RELOAD, { type: 'null' }] } }) } },
@@ -65,8 +65,8 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
           last_reload: last ? reloadView(last) : null,
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'POST', url: '/api/v1/reload', access: 'operator', tag: 'routing',
       summary: 'Re-reads gateway.yaml and providers/ on this instance and serves them to new requests (in-flight ones finish on the old). An invalid config is refused (422 config_invalid, each problem as file:line) and the running one keeps serving.',
       schema: { response: { 200: RELOAD } },
@@ -75,6 +75,6 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
         if (r.result === 'error') throw new GatewayError('config_invalid', [r.problems.join('; ')]);
         return reloadView(r);
       },
-    },
+    }),
   ];
 }
