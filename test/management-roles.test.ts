@@ -1,13 +1,21 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../src/tenancy/admin.js';
-import { isOrgAccess, ROUTE_ACCESS, type Access } from '../src/management/roles.js';
+import type { ManagementDeps } from '../src/management/deps.js';
+import { managementRoutes } from '../src/management/index.js';
+import { isOrgAccess, type Access } from '../src/management/roles.js';
 import { chat } from './cli-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow } from './harness.js';
 import { addUser, Api, code, rows, signIn } from './management-helpers.js';
 
+/** Every core route and the access it declares (routes are built for their declarations only: no request reaches these). */
+const ROUTE_ACCESS: Record<string, Access> = {
+  'GET /api/openapi.json': 'public',
+  ...Object.fromEntries(managementRoutes({} as ManagementDeps, undefined).map((r) => [`${r.method} ${r.url}`, r.access])),
+};
+
 /**
- * The roles matrix: every route of the role table, called by every kind of caller.
+ * The roles matrix: every route, as its declaration says, called by every kind of caller.
  * Anonymous → 401; a caller with no role in the org → 404 (never 403: another org's
  * resources are not confirmed); a role too low → 403; enough → 2xx.
  */
@@ -124,12 +132,15 @@ describe('the roles matrix', () => {
     }
   });
 
-  it('covers every route the server has under /api (the table is the whole surface)', async () => {
+  it('covers every route the server has under /api (the declarations are the whole surface)', async () => {
     const doc = (await clients.anonymous.get('/api/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
     const served = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`));
     const plugin = served.filter((r) => r.includes('/music') || r.endsWith('/models') || r.endsWith('/budget-check'));
     expect(plugin.sort()).toEqual(['GET /api/v1/orgs/:org/budget-check', 'GET /api/v1/orgs/:org/models', 'GET /api/v1/orgs/:org/music', 'GET /api/v1/orgs/:org/music/:id/content']);
     expect(served.filter((r) => !plugin.includes(r)).sort()).toEqual(Object.keys(ROUTE_ACCESS).filter((r) => r !== 'GET /api/openapi.json').sort());
+    // What the document tells clients each route needs is what the route declares.
+    const needs = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([m, op]) => [`${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`, (op as { description?: string }).description]));
+    for (const [route, description] of needs) if (!plugin.includes(route!)) expect(description, route).toBe(`Needs: ${ROUTE_ACCESS[route!]}.`);
     expect((await clients.anonymous.get('/api/openapi.json')).status).toBe(200);
   });
 });

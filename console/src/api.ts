@@ -3,6 +3,8 @@
  * session cookie). Errors arrive in the gateway's standard body and become ApiError.
  */
 
+import type { ApiRoutes, AuditItem, KeyListItem, LimitUsage, Limits, LogDetail, Member, Project } from './api-types';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -59,101 +61,43 @@ export const put = <T>(path: string, body: unknown) => api<T>('PUT', path, { bod
 export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, { body });
 export const del = <T>(path: string) => api<T>('DELETE', path);
 
-/* The API's shapes (docs/management.md), as far as the console reads them. */
+/*
+ * The API's shapes come from api-types.ts, generated from the gateway's route schemas
+ * (`npm run gen:api`): the names below are the console's for them. Only the plugins'
+ * routes (music, models) are described by hand.
+ */
+export type {
+  AuditItem, CreatedWebhook, Credit, Invitation, KeyDetail, LimitUsage, Limits, LogDetail, LogItem, Member, MemberAdded,
+  Me, MeSelf, Org, Percentiles, Project, ProjectDetail, ProviderKey, ReloadResult, Totals, Bucket, Webhook, WebhookDelivery,
+} from './api-types';
 
-export type Role = 'owner' | 'admin' | 'member';
-export interface Me { id: string; email: string; operator: boolean; orgs: Array<{ id: string; name: string; role: Role }> }
-/** GET /api/v1/me: has_password is false for a user created by single sign-on. */
-export interface MeSelf extends Me { has_password: boolean }
-export interface Org { id: string; name: string; balance_usd: number; retention: string; role: Role | 'operator' }
-export type BudgetPeriod = 'day' | 'month' | 'total';
-/** The limits of a key or project (docs/limits.md): null where that kind is not limited. */
-export type LimitMode = 'exact' | 'lease';
-export interface Limits { rpm: number | null; tpm: number | null; max_concurrent: number | null; budget_usd: number | null; budget_period: BudgetPeriod | null; mode?: LimitMode | null }
-export interface WindowUsage { limit: number; used: number; remaining: number; resets_at: string | null }
-/** What the limits count now (GET of one key or project); null when the limits store does not answer. */
-export interface LimitUsage {
-  at: string; rpm: WindowUsage | null; tpm: WindowUsage | null; concurrency: { limit: number; used: number; remaining: number } | null;
-  budget: { limit_usd: number; period: BudgetPeriod; spent_usd: number; held_usd: number; remaining_usd: number; period_start: string | null; resets_at: string | null } | null;
-}
-export interface Project {
-  id: string; name: string; created_at: string; live_keys: number; limits: Limits;
-  /** Chat output bound for requests that name none (docs/chat.md); null: gateway.yaml's, if any. */
-  default_max_tokens: number | null;
-  /** Chat policy for parameters a model cannot take (docs/chat.md); null: gateway.yaml's, else the provider files'. */
-  unsupported_params: UnsupportedParams | null;
-  /** The response cache of the project's keys (docs/cache.md); null: off unless a key turns it on. */
-  cache: CacheSetting | null;
-  /** The project's guardrails, in order (docs/guardrails.md). */
-  guardrails: Array<Record<string, unknown>>;
-  body_logging: BodyLogging;
-}
+/** What a route answers (its 2xx body), by its key as the gateway writes it: `'GET /api/v1/orgs/:org/usage'`. */
+export type Answer<K extends keyof ApiRoutes> = ApiRoutes[K]['response'];
+
+export type Role = Member['role'];
+export type BudgetPeriod = NonNullable<Limits['budget_period']>;
+export type LimitMode = NonNullable<Limits['mode']>;
+export type WindowUsage = NonNullable<LimitUsage['rpm']>;
 /** A project's or key's response-cache setting (docs/cache.md): a key's fields win over its project's. */
-export interface CacheSetting { mode?: 'off' | 'exact' | 'semantic'; ttl_s?: number; scope?: 'org' | 'project'; hit_price?: number; max_temperature?: number; cache_all?: boolean; threshold?: number }
+export type CacheSetting = NonNullable<Project['cache']>;
 /** GET /orgs/{org}/cache: hit rate and money saved per project and UTC day. */
-export interface CacheStats {
-  from: string; to: string; saved_usd: number;
-  data: Array<{ day: string; project_id: string | null; project_name: string | null; hits: number; misses: number; bypasses: number; hit_rate: number; saved_usd: number; charged_usd: number }>;
-}
-export interface BodyLogging { mode: 'off' | 'on' | 'redacted'; retention_days: number; max_bytes: number }
-export interface GuardrailVerdict { guardrail: string; stage: string; action: string; categories: string[]; count: number }
-export interface LogBodies { request: string | null; response: string | null; truncated: boolean; expires_at: string }
-export type UnsupportedParams = 'error' | 'drop' | 'translate';
-export interface ProjectDetail extends Project { usage: LimitUsage | null }
-export interface ApiKey {
-  id: string; prefix: string; name: string; project_id: string; project_name: string; status: 'active' | 'revoked' | 'expired';
-  created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; allowed_models: string[] | null;
-  limits: Limits;
-  /** The key's response cache, over its project's; null: the project's. */
-  cache: CacheSetting | null;
-  /** In the key lists: the current counts of an active key with limits (null: the limits store did not answer); absent otherwise. */
-  usage?: LimitUsage | null;
-}
-export interface LogItem {
-  id: string; created_at: string; modality: string; project_id: string | null; project_name: string | null; key_id: string | null;
-  key_prefix: string | null; key_name: string | null; model: string | null; used_model: string | null; provider: string | null; deployment: string | null;
-  status: number; error_code: string | null; prompt_tokens: number | null; completion_tokens: number | null; cost_usd: number;
-  cost_estimated: boolean; byok: boolean; duration_ms: number; ttfb_ms: number | null;
-  /** The response cache's result (docs/cache.md); null when it was off. */
-  cache: 'hit' | 'miss' | 'bypass' | null; cache_age_ms: number | null; saved_usd: number | null;
-}
-export interface LogDetail extends LogItem {
-  prompt: string | null; prompt_retained: boolean;
-  attempts: Array<{ provider: string; model: string; deployment: string | null; status: number | null; error: string | null; duration_ms: number }>;
-  extra: Record<string, unknown> | null;
-  guardrails: GuardrailVerdict[];
-  bodies: LogBodies | null;
-}
-export interface ReloadResult { result: 'ok' | 'error'; trigger: string; at: string; restart_needed: string[]; problems: string[] }
+export type CacheStats = Answer<'GET /api/v1/orgs/:org/cache'>;
+export type BodyLogging = Project['body_logging'];
+export type GuardrailVerdict = LogDetail['guardrails'][number];
+export type LogBodies = NonNullable<LogDetail['bodies']>;
+export type UnsupportedParams = NonNullable<Project['unsupported_params']>;
+/** A key as the lists show it: `usage` only on active keys with limits. */
+export type ApiKey = KeyListItem;
 /** GET /api/v1/deployments (operators): each provider key and its health on this instance. */
-export interface Deployments {
-  data: Array<{
-    provider: string; name: string; base_url: string; weight: number; rpm: number | null; tpm: number | null; state: string; reason: string | null;
-    cooling_until: string | null; in_flight: number; latency_ms: number | null;
-  }>;
-  strategy: string; cooldown_ms: number; groups: Array<{ name: string; targets: string[]; fallbacks: string[]; strategy: string }>; last_reload: ReloadResult | null;
-}
-export interface Sums { requests: number; errors: number; cost_usd: number; prompt_tokens: number; completion_tokens: number }
-export interface Totals extends Sums { error_rate: number }
-export interface Bucket extends Sums { day?: string; model?: string | null; project_id?: string | null; project_name?: string | null; key_id?: string | null; key_prefix?: string | null; key_name?: string | null; user_id?: string | null; user_email?: string | null }
-export interface Usage { from: string; to: string; group_by: string[]; totals: Totals; data: Bucket[] }
-export interface Overview {
-  balance_usd: number; last_7_days: Totals; last_30_days: Totals;
-  top_models: Array<{ model: string | null; requests: number; cost_usd: number }>;
-  top_projects: Array<{ project_id: string | null; project_name: string | null; requests: number; cost_usd: number }>;
-  daily: Array<{ day: string; requests: number; errors: number; cost_usd: number }>;
-  /** The 30 days' errors by kind: the gateway's limit refusals are deliberate, not failures. */
-  errors_30_days: { limit_refusals: number; upstream: number; other: number; failure_rate: number };
-}
-export interface Percentiles { p50: number | null; p95: number | null; count: number }
-export interface Latency { from: string; to: string; latency: Percentiles; ttfb: Percentiles; sampled: boolean; data: Array<{ day: string; latency: Percentiles; ttfb: Percentiles }> }
-export interface Credit { id: number; amount_usd: number; note: string | null; created_at: string; created_by: { id: string; email: string } | null }
-export interface Credits { balance_usd: number; data: Credit[]; next_cursor: string | null }
-export interface ProviderKey { provider: string; masked: string; updated_at: string; updated_by: string | null }
-export interface Member { user_id: string; email: string; role: Role; created_at: string; active: boolean }
-export interface Invitation { id: string; org_id: string; org_name: string; email: string; role: Role; status: string; created_at: string; expires_at: string }
-/** What adding a member answers: the member (an operator's direct add) or the invitation sent (an owner's). */
-export interface MemberAdded { member: Member | null; invitation: Invitation | null }
+export type Deployments = Answer<'GET /api/v1/deployments'>;
+export type Usage = Answer<'GET /api/v1/orgs/:org/usage'>;
+export type Overview = Answer<'GET /api/v1/orgs/:org/overview'>;
+export type Latency = Answer<'GET /api/v1/orgs/:org/latency'>;
+export type Credits = Answer<'GET /api/v1/orgs/:org/credits'>;
+export type AuditActor = AuditItem['actor'];
+export type WebhookEvent = Answer<'GET /api/v1/orgs/:org/webhooks'>['data'][number]['events'][number];
+
+/* The plugins' routes (music, models). */
 export interface Track {
   id: string; model?: string; prompt: string; created: number; audio: { mime_type: string; storage: string; url?: string } | null;
   usage: { cost_usd: number }; metadata: { used_model: string; used_provider: string; response_format: string }; expired: boolean; error: boolean;
@@ -162,17 +106,4 @@ export interface ModelRecord {
   id: string; name: string; modality: string; family: string; context_length: number; pricing: Record<string, string>;
   providers: Array<{ providerId: string }>; deprecated_at: string | null; deactivated_at: string | null;
 }
-export interface AuditActor { type: 'user' | 'token' | 'cli' | 'anonymous'; user_id: string | null; email: string | null; token_id: string | null }
-export interface AuditItem {
-  id: string; at: string; org_id: string | null; action: string; target_type: string | null; target_id: string | null; actor: AuditActor;
-  ip: string | null; user_agent: string | null; before: Record<string, unknown> | null; after: Record<string, unknown> | null;
-}
 export interface ListOf<T> { data: T[] }
-export type WebhookEvent = 'budget.threshold' | 'balance.below';
-export interface Webhook { id: string; url: string; events: WebhookEvent[]; slack: boolean; created_at: string; created_by: string | null }
-/** What creating a webhook answers: the webhook and its signing secret, shown this once. */
-export interface CreatedWebhook extends Webhook { secret: string }
-export interface WebhookDelivery {
-  id: string; event_id: string; type: string; status: 'pending' | 'delivered' | 'failed'; attempts: number; next_attempt_at: string | null;
-  last_status: number | null; last_error: string | null; created_at: string; delivered_at: string | null;
-}

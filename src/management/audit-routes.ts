@@ -1,6 +1,6 @@
 import { microsToUsd } from '../lib/money.js';
 import type { Store } from '../store/types.js';
-import type { RouteKey } from './roles.js';
+import type { RouteKey } from './api-types.js';
 
 type Obj = Record<string, unknown>;
 
@@ -26,7 +26,10 @@ export interface RouteAudit {
   actorFromResult?: boolean;
 }
 
-/** Every route but reads: what each records. A mutating route missing here does not compile, and a route not in it fails at boot. */
+/**
+ * Every route but reads: what each records. A mutating route missing here fails at boot,
+ * and once `npm run gen:api` has listed it in api-types.ts, does not compile.
+ */
 export type MutatingRouteKey = Exclude<RouteKey, `GET ${string}`>;
 
 export const keyState = async (store: Store, orgId: string, id: string): Promise<Obj | null> => {

@@ -8,18 +8,42 @@ import type { Store } from '../store/types.js';
 import { audited, auditedPluginRoute } from './audit-hook.js';
 import { ROUTE_AUDIT, type RouteAudit } from './audit-routes.js';
 import { authorize, scopeOf, callerOf } from './authn.js';
-import { ROUTE_ACCESS, type Access, type RouteKey } from './roles.js';
+import type { ApiRoutes, RouteKey } from './api-types.js';
+import type { Access } from './roles.js';
 import { fieldLabel, ruleMessage } from '../lib/field-messages.js';
 import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
 
-/** A management route: its path and method name its entry in ROUTE_ACCESS (the role table). */
+/** A management route: who may call it (`access`), its schemas, its handler. */
 export interface ManagementRoute {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
+  /** Who may call it (src/management/roles.ts); checked before validation and the handler. */
+  access: Access;
   summary: string;
   tag: string;
   schema: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema; response: Record<number, JsonSchema> };
   handler(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+}
+
+type Method = ManagementRoute['method'];
+/** What the route's schemas accept, from src/management/api-types.ts (generated from those schemas: `npm run gen:api`). */
+type Accepts<K extends string> = K extends RouteKey ? ApiRoutes[K] : { body: unknown; query: unknown; params: unknown };
+/** The request a route's handler gets: body, query and path parameters typed as its schemas validated them. */
+export type RouteRequest<K extends string> = FastifyRequest<{ Body: Accepts<K>['body']; Querystring: Accepts<K>['query']; Params: Accepts<K>['params'] }>;
+
+export interface TypedRoute<M extends Method, U extends string> extends Omit<ManagementRoute, 'method' | 'url' | 'handler'> {
+  method: M;
+  url: U;
+  handler(request: RouteRequest<`${M} ${U}`>, reply: FastifyReply): Promise<unknown>;
+}
+
+/**
+ * A management route whose handler sees `request.body`, `.query` and `.params` typed
+ * from its own schemas (through the generated api-types.ts; a route added since the
+ * last `npm run gen:api` sees `unknown` until it is run).
+ */
+export function route<M extends Method, U extends string>(def: TypedRoute<M, U>): ManagementRoute {
+  return def as unknown as ManagementRoute;
 }
 
 // ajv-formats is CommonJS; its default export arrives as the module object under ESM.
@@ -66,8 +90,8 @@ function fastifySchema(def: { summary: string; tag: string; schema: ManagementRo
 
 function addRoute(app: FastifyInstance, store: Store, def: ManagementRoute): void {
   const key = `${def.method} ${def.url}`;
-  const access: Access | undefined = (ROUTE_ACCESS as Record<string, Access>)[key];
-  if (!access) throw new Error(`management route ${key} has no entry in ROUTE_ACCESS (src/management/roles.ts)`);
+  const access: Access | undefined = def.access;
+  if (!access) throw new Error(`management route ${key} declares no access (src/management/roles.ts)`);
   // Every change goes through the audit log: a mutating route must say what it records.
   const audit: RouteAudit | undefined = def.method === 'GET' ? undefined : (ROUTE_AUDIT as Record<string, RouteAudit>)[key];
   if (def.method !== 'GET' && !audit) throw new Error(`management route ${key} has no entry in ROUTE_AUDIT (src/management/audit-routes.ts)`);

@@ -9,7 +9,7 @@ import type { Limiter, RedisLike } from '../limits/index.js';
 import { authorize } from './authn.js';
 import { SESSION_TTL_MS } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
-import { mountManagement } from './http.js';
+import { mountManagement, type ManagementRoute } from './http.js';
 import { dummyHash } from '../tenancy/passwords.js';
 import type { ConsoleSettings } from '../config/console-config.js';
 import { OidcSignIn } from './oidc.js';
@@ -52,6 +52,14 @@ export interface ManagementOptions {
   sessionTtlMs?: number;
 }
 
+/** Every route of the core's management API, each declaring who may call it (`access`). */
+export function managementRoutes(deps: ManagementDeps, routing: RoutingAccess | undefined): ManagementRoute[] {
+  return [
+    ...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...logExportRoutes(deps),
+    ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps), ...routingRoutes(routing),
+  ];
+}
+
 /**
  * The management API (`/api/v1`, `/api/openapi.json`) on the gateway's own fastify app:
  * organizations, projects, keys, members, credits, provider keys, the request log and
@@ -69,7 +77,7 @@ export function registerManagement(app: FastifyInstance, opts: ManagementOptions
     publicUrl: opts.console?.publicUrl,
   };
   mountManagement(app, () => ({
-    routes: [...accountRoutes(deps), ...ssoRoutes(deps), ...coreOrgRoutes(deps), ...limitRoutes(deps), ...orgAdminRoutes(deps), ...logRoutes(deps), ...logExportRoutes(deps), ...cacheRoutes(deps), ...lifecycleRoutes(deps), ...webhookRoutes(deps), ...auditRoutes(deps), ...routingRoutes(opts.routing)],
+    routes: managementRoutes(deps, opts.routing),
     orgRoutes: opts.orgRoutes,
     store: opts.store,
     authorize: (request, access) => authorize(opts.store, request, access),

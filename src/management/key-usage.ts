@@ -16,6 +16,7 @@ import { API_KEY, keyView } from './views.js';
 /** A key list item: the key's view, with `usage` when it is active and has limits. */
 export const KEY_LIST_ITEM: JsonSchema = {
   ...API_KEY,
+  title: 'KeyListItem',
   properties: {
     ...(API_KEY.properties as object),
     usage: { ...USAGE, description: 'Present for active keys with limits: their current counts, as on GET …/keys/{key}; null when the limits store does not answer' },

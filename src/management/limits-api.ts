@@ -42,7 +42,7 @@ export const LIMITS = obj({
   rpm: maybe(int()), tpm: maybe(int()), max_concurrent: maybe(int()),
   budget_usd: maybe(usd('Budget per period')), budget_period: maybe(str('', { enum: ['day', 'month', 'total'] })),
   mode: { ...maybe(str('exact or lease as set; null: the rule decides (docs/limits.md, "Exact and lease mode")')), enum: ['exact', 'lease', null] },
-}, { description: 'Limits of this key or project (docs/limits.md); null: none of that kind' });
+}, { title: 'Limits', description: 'Limits of this key or project (docs/limits.md); null: none of that kind' });
 
 export const limitsView = (l: LimitSpec) => ({
   rpm: l.rpm ?? null, tpm: l.tpm ?? null, max_concurrent: l.maxConcurrent ?? null,
@@ -81,7 +81,7 @@ export const USAGE = maybe(obj({
     period_start: maybe(time('Start of this period (UTC); null for total')),
     resets_at: maybe(time('When the spend starts again from 0; null for total (never)')),
   })),
-}, { description: 'The limits\' current counts; null when the limits store does not answer' }));
+}, { title: 'LimitUsage', description: 'The limits\' current counts; null when the limits store does not answer' }));
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 

@@ -1,9 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { invalidField } from '../lib/errors.js';
 import type { AuditCursor, AuditFilter, AuditRow } from '../model/audit.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import type { ApiRoutes } from './api-types.js';
+import { route, type ManagementRoute } from './http.js';
 import { decodeCursor, encodeCursor, input, maybe, obj, PAGE_LIMIT, params, str, time, type JsonSchema } from './schemas.js';
 import { auditView } from './views.js';
 
@@ -15,7 +16,7 @@ const AUDIT_ROW = obj({
   actor: obj({ type: str('user (session), token, cli ("command line") or anonymous (a failed sign-in)'), user_id: maybe(str()), email: maybe(str()), token_id: maybe(str()) }),
   ip: maybe(str('The client address; null for the CLI')), user_agent: maybe(str()),
   before: { ...ANY_OBJECT, description: 'The changed fields before (secrets masked)' }, after: { ...ANY_OBJECT, description: 'The changed fields after, or the request (secrets masked)' },
-});
+}, { title: 'AuditItem' });
 
 const QUERY = input({
   actor: str('A user id, token id, email, or `cli`'), action: str('An action, or a prefix ending in "." (key.)'), target: str('A target id'),
@@ -23,7 +24,8 @@ const QUERY = input({
   format: str('json (pages), csv or jsonl (every matching row, for export)', { enum: ['json', 'csv', 'jsonl'], default: 'json' }),
 });
 
-interface Query { actor?: string; action?: string; target?: string; from?: string; to?: string; limit: number; cursor?: string; format: 'json' | 'csv' | 'jsonl' }
+/** Both routes take the same query (generated from QUERY: `npm run gen:api`). */
+type Query = ApiRoutes['GET /api/v1/audit']['query'];
 
 /** The most rows one export holds (narrow by time for more). */
 const EXPORT_MAX = 100_000;
@@ -53,8 +55,7 @@ function exportText(rows: readonly AuditRow[], format: 'csv' | 'jsonl'): string 
   return `${[CSV_COLUMNS.join(','), ...lines].join('\r\n')}\r\n`;
 }
 
-async function answer(d: ManagementDeps, request: FastifyRequest, reply: FastifyReply, orgId: string | undefined): Promise<unknown> {
-  const q = request.query as Query;
+async function answer(d: ManagementDeps, q: Query, reply: FastifyReply, orgId: string | undefined): Promise<unknown> {
   const filter = filterOf(q, orgId);
   if (q.format !== 'json') {
     const rows: AuditRow[] = [];
@@ -81,21 +82,21 @@ const RESPONSE = { 200: obj({ data: { type: 'array', items: AUDIT_ROW }, next_cu
 /** The audit log, read only: no route edits or deletes a row (docs/management.md, "Audit log"). */
 export function auditRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/audit', tag: 'audit',
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/audit', access: 'admin', tag: 'audit',
       summary: 'The org\'s audit log, newest first: who changed what, when, from where, before and after. Filters; cursor paging; `format=csv|jsonl` exports.',
       schema: { params: params('org'), querystring: QUERY, response: RESPONSE },
       async handler(request, reply) {
-        return answer(d, request, reply, scopeOf(request).org.id);
+        return answer(d, request.query, reply, scopeOf(request).org.id);
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/audit', tag: 'audit',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/audit', access: 'operator', tag: 'audit',
       summary: 'The whole instance\'s audit log (every org, sign-ins, org creation), for operators; same filters and formats.',
       schema: { querystring: QUERY, response: RESPONSE },
       async handler(request, reply) {
-        return answer(d, request, reply, undefined);
+        return answer(d, request.query, reply, undefined);
       },
-    },
+    }),
   ];
 }

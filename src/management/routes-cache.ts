@@ -1,7 +1,7 @@
 import { microsToUsd } from '../lib/money.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { input, int, maybe, num, obj, params, str, usd } from './schemas.js';
 
 const DAY_MS = 86_400_000;
@@ -15,8 +15,8 @@ const CACHE_DAY = obj({
 
 /** The console's cache view (docs/cache.md): hit rate and money saved per project and UTC day. */
 export function cacheRoutes(d: ManagementDeps): ManagementRoute[] {
-  return [{
-    method: 'GET', url: '/api/v1/orgs/:org/cache', tag: 'usage',
+  return [route({
+    method: 'GET', url: '/api/v1/orgs/:org/cache', access: 'member', tag: 'usage',
     summary: 'The response cache per project and UTC day over the last `days` days (today included): hits, misses, bypasses, hit rate, money saved.',
     schema: {
       params: params('org'),
@@ -25,7 +25,7 @@ export function cacheRoutes(d: ManagementDeps): ManagementRoute[] {
     },
     async handler(request) {
       const { org } = scopeOf(request);
-      const days = (request.query as { days: number }).days;
+      const days = request.query.days;
       const today = Math.floor(d.now() / DAY_MS) * DAY_MS;
       const from = today - (days - 1) * DAY_MS;
       const to = today + DAY_MS;
@@ -40,5 +40,5 @@ export function cacheRoutes(d: ManagementDeps): ManagementRoute[] {
         })),
       };
     },
-  }];
+  })];
 }

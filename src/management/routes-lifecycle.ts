@@ -3,7 +3,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { User } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { MAX_PASSWORD_LENGTH, verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, int, obj, params, str, time } from './schemas.js';
 import { CREATED_KEY, iso, keyView } from './views.js';
@@ -16,6 +16,7 @@ const userView = (u: User) => ({ id: u.id, email: u.email, operator: u.operator,
 
 const ROTATED_KEY = {
   ...CREATED_KEY,
+  title: 'RotatedKey',
   properties: { ...(CREATED_KEY.properties as object), previous_expires_at: time('Until when the old secret is still accepted') },
   required: [...(CREATED_KEY.required as string[]), 'previous_expires_at'],
 };
@@ -24,8 +25,8 @@ const ROTATED_KEY = {
 export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
-    {
-      method: 'PUT', url: '/api/v1/me/password', tag: 'session',
+    route({
+      method: 'PUT', url: '/api/v1/me/password', access: 'user', tag: 'session',
       summary: 'Changes the caller\'s password: the current one is checked (failures count towards sign-in throttling); every other session of the user ends, this one stays.',
       schema: {
         body: input({ current_password: str('', { minLength: 1, maxLength: MAX_PASSWORD_LENGTH }), new_password: str('At least 10 characters', { maxLength: MAX_PASSWORD_LENGTH }) },
@@ -34,7 +35,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const caller = callerOf(request);
-        const b = request.body as { current_password: string; new_password: string };
+        const b = request.body;
         const stored = await store.lifecycle.passwordHashOf(caller.user.id);
         if (!stored || stored === NO_PASSWORD) throw new GatewayError('password_not_set'); // a user of single sign-on
         const subject = { email: caller.user.email, ip: request.ip };
@@ -55,25 +56,25 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
         }
         return { password_changed: true };
       },
-    },
-    {
-      method: 'PATCH', url: '/api/v1/users/:user', tag: 'users',
+    }),
+    route({
+      method: 'PATCH', url: '/api/v1/users/:user', access: 'operator', tag: 'users',
       summary: 'Deactivates (`active: false`) or reactivates a user, by id or email. A deactivated user cannot sign in; their sessions end and their management tokens are refused at once, on every instance.',
       schema: { params: params('user'), body: input({ active: bool() }, ['active']), response: { 200: USER } },
       async handler(request) {
-        const ref = (request.params as { user: string }).user;
+        const ref = request.params.user;
         const user = ref.includes('@') ? await store.accounts.findUserByEmail(ref) : await store.accounts.getUser(ref);
         if (!user) throw new GatewayError('not_found', [`No user ${ref}`]);
-        const { active } = request.body as { active: boolean };
+        const { active } = request.body;
         if (!active && user.id === callerOf(request).user.id) throw invalidField('active', 'you cannot deactivate yourself');
         const change = await setActive(store, user.id, active);
         if (change === 'not_found') throw new GatewayError('not_found', [`No user ${ref}`]);
         if (change === 'last_owner') throw new GatewayError('last_owner');
         return userView({ ...user, active });
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs/:org/keys/:key/rotate', tag: 'keys',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/orgs/:org/keys/:key/rotate', access: 'admin', tag: 'keys',
       summary: 'Gives an API key a new secret (shown in this response only), keeping its id, prefix, project, limits and usage. The old secret is accepted for `grace_seconds` (0 to 7 days) more, then refused by every instance.',
       schema: {
         params: params('org', 'key'),
@@ -82,13 +83,13 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
-        const id = (request.params as { key: string }).key;
-        const { grace_seconds: grace } = request.body as { grace_seconds: number };
+        const id = request.params.key;
+        const { grace_seconds: grace } = request.body;
         const rotated = await rotateKey(store, d.invalidation, orgId, id, grace, d.now());
         const item = rotated && (await store.tenancy.getKey(orgId, id));
         if (!rotated || !item) throw new GatewayError('not_found', [`No active API key ${id}`]);
         return { ...keyView(item, d.now()), key: rotated.key, previous_expires_at: iso(rotated.record.previousExpiresAt ?? d.now()) };
       },
-    },
+    }),
   ];
 }

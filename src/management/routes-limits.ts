@@ -1,14 +1,13 @@
 import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
-import type { CacheSetting } from '../model/cache.js';
 import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../tenancy/admin.js';
 import { GatewayError } from '../lib/errors.js';
 import type { LimitSpec } from '../model/limits.js';
-import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../providers/types.js';
+import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardrails/schema.js';
-import { DEFAULT_BODY_LOGGING, type BodyLogging, type GuardrailSpec } from '../model/guardrails.js';
+import { DEFAULT_BODY_LOGGING } from '../model/guardrails.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
 import { keyScope, projectScope } from '../pipeline/admission.js';
 import { projectOf } from './routes-orgs.js';
@@ -16,11 +15,11 @@ import { input, int, maybe, params, str, type JsonSchema } from './schemas.js';
 import { API_KEY, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
-const withUsage = (view: JsonSchema): JsonSchema => ({
-  ...view, properties: { ...(view.properties as object), usage: USAGE }, required: [...(view.required as string[]), 'usage'],
+const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
+  ...view, title, properties: { ...(view.properties as object), usage: USAGE }, required: [...(view.required as string[]), 'usage'],
 });
-const KEY_DETAIL = withUsage(API_KEY);
-const PROJECT_DETAIL = withUsage(PROJECT);
+const KEY_DETAIL = withUsage(API_KEY, 'KeyDetail');
+const PROJECT_DETAIL = withUsage(PROJECT, 'ProjectDetail');
 const PATCH_BODY: JsonSchema = {
   ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }),
   minProperties: 1,
@@ -64,48 +63,45 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', access: 'member', tag: 'keys',
       summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
       schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
       async handler(request) {
-        return keyDetail(scopeOf(request).org.id, (request.params as { key: string }).key);
+        return keyDetail(scopeOf(request).org.id, request.params.key);
       },
-    },
-    {
-      method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
+    }),
+    route({
+      method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', access: 'admin', tag: 'keys',
       summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
-        const key = await keyOf(orgId, (request.params as { key: string }).key);
-        const body = request.body as { name?: string; limits?: LimitsBody; cache?: CacheSetting | null };
+        const key = await keyOf(orgId, request.params.key);
+        const body = request.body;
         // Everything is checked before anything is written: a bad limit leaves the name as it was.
         const limits = body.limits === undefined ? undefined : patched(key.limits, body);
         const change = { ...(limits ? { limits } : {}), cache: body.cache, name: body.name?.trim() };
         if (!(await changeKey(store, d.invalidation, key, change))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
         return keyDetail(orgId, key.id);
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', access: 'member', tag: 'projects',
       summary: 'One project with its limits (shared by all its keys) and their current counts.',
       schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
       async handler(request) {
-        return projectDetail(scopeOf(request).org.id, (request.params as { project: string }).project);
+        return projectDetail(scopeOf(request).org.id, request.params.project);
       },
-    },
-    {
-      method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
+    }),
+    route({
+      method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', access: 'admin', tag: 'projects',
       summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
         const orgId = scopeOf(request).org.id;
-        const project = await projectOf(d, request.params as { project: string }, orgId);
-        const body = request.body as {
-          limits?: LimitsBody; default_max_tokens?: number | null; unsupported_params?: UnsupportedParamsPolicy | null; cache?: CacheSetting | null;
-          guardrails?: GuardrailSpec[]; body_logging?: Partial<BodyLogging> | null;
-        };
+        const project = await projectOf(d, request.params, orgId);
+        const body = request.body;
         // Everything is checked before anything is written: a bad limit leaves the settings as they were.
         const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
         if (body.guardrails) await checkGuardrails(body.guardrails, d.allowPrivateWebhookUrls);
@@ -117,6 +113,6 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         if (!changed) throw new GatewayError('not_found', [`No project ${project.id}`]);
         return projectDetail(orgId, project.id);
       },
-    },
+    }),
   ];
 }

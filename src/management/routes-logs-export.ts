@@ -3,8 +3,8 @@ import type { LogCursor, LogFilter, LogListItem } from '../store/log-query.js';
 import type { Percentiles } from '../store/log-stats.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
-import { filterOf, FILTERS, searchFilterOf, type FilterQuery } from './routes-logs.js';
+import { route, type ManagementRoute } from './http.js';
+import { filterOf, FILTERS, searchFilterOf } from './routes-logs.js';
 import { input, int, maybe, obj, params, str, time } from './schemas.js';
 import { iso, logItemView } from './views.js';
 
@@ -52,15 +52,15 @@ async function* lines(d: ManagementDeps, filter: LogFilter, format: 'csv' | 'jso
   }
 }
 
-const PERCENTILES = obj({ p50: maybe(int('ms')), p95: maybe(int('ms')), count: int('Rows measured') });
+const PERCENTILES = obj({ p50: maybe(int('ms')), p95: maybe(int('ms')), count: int('Rows measured') }, { title: 'Percentiles' });
 const percentilesView = (p: Percentiles) => ({ p50: p.p50, p95: p.p95, count: p.count });
 
 /** The log as a file, and latency percentiles. */
 export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
   const { q: _search, ...rangeFilters } = FILTERS;
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/logs/export', tag: 'logs',
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/logs/export', access: 'member', tag: 'logs',
       summary: 'The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all).',
       schema: {
         params: params('org'),
@@ -69,7 +69,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request, reply) {
         const { org } = scopeOf(request);
-        const q = request.query as FilterQuery & { status?: string; format: 'csv' | 'jsonl' };
+        const q = request.query;
         const filter = await searchFilterOf(d, org.id, q);
         const stamp = iso(d.now()).slice(0, 19).replace(/[:T]/g, '-');
         return reply
@@ -78,9 +78,9 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
           .header('cache-control', 'no-store')
           .send(Readable.from(lines(d, filter, q.format), { objectMode: false }));
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/latency', tag: 'usage',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/latency', access: 'member', tag: 'usage',
       summary: 'Latency (whole request) and time to first byte, p50 and p95, per UTC day and over the range (default: the last 30 days), to two significant digits.',
       schema: {
         params: params('org'),
@@ -95,13 +95,13 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const { org } = scopeOf(request);
-        const filter = filterOf(org.id, request.query as FilterQuery, d.now(), true);
+        const filter = filterOf(org.id, request.query, d.now(), true);
         const s = await d.store.logQuery.latency(filter);
         return {
           from: iso(filter.from as number), to: iso(filter.to as number), latency: percentilesView(s.all.latency), ttfb: percentilesView(s.all.ttfb), sampled: s.sampled,
           data: s.days.map((x) => ({ day: iso(x.day).slice(0, 10), latency: percentilesView(x.latency), ttfb: percentilesView(x.ttfb) })),
         };
       },
-    },
+    }),
   ];
 }

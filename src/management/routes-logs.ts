@@ -5,7 +5,7 @@ import { scopeOf } from './authn.js';
 import { REFUSAL_CODES, resolveSearch } from './log-search.js';
 import { byUser, emailsOf } from './usage-users.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { decodeCursor, encodeCursor, input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
 import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js';
 
@@ -43,12 +43,12 @@ const USAGE_SUMS = {
   requests: int(), errors: int('Requests answered with status 400 or above'), cost_usd: usd('Cost'),
   prompt_tokens: int(), completion_tokens: int(),
 };
-const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') });
+const TOTALS = obj({ ...USAGE_SUMS, error_rate: num('errors ÷ requests (0 when none)') }, { title: 'Totals' });
 const BUCKET = obj({
   day: str('UTC day, YYYY-MM-DD'), model: maybe(str()), project_id: maybe(str()), project_name: maybe(str()),
   key_id: maybe(str()), key_prefix: maybe(str()), key_name: maybe(str()),
   user_id: maybe(str('The user who created the keys; null: keys made by the command line or the first start')), user_email: maybe(str()), ...USAGE_SUMS,
-}, { optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name', 'user_id', 'user_email'] });
+}, { title: 'Bucket', optional: ['day', 'model', 'project_id', 'project_name', 'key_id', 'key_prefix', 'key_name', 'user_id', 'user_email'] });
 
 /** Exact integer sums of buckets, converted to USD once. */
 function totals(buckets: readonly UsageBucket[]) {
@@ -96,8 +96,8 @@ function parseGroupBy(text: string): GroupBy[] {
 /** The request log and usage of an org. */
 export function logRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/logs', tag: 'logs',
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/logs', access: 'member', tag: 'logs',
       summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
       schema: {
         params: params('org'),
@@ -105,27 +105,27 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
         response: { 200: obj({ data: { type: 'array', items: LOG_ITEM }, next_cursor: maybe(str('Pass as `cursor` for the next page; null on the last')) }) },
       },
       async handler(request) {
-        const q = request.query as FilterQuery & { limit: number; cursor?: string };
+        const q = request.query;
         const filter = await searchFilterOf(d, scopeOf(request).org.id, q);
         const rows = await d.store.logQuery.list(filter, q.limit + 1, q.cursor === undefined ? undefined : logCursor(decodeCursor(q.cursor)));
         const page = rows.slice(0, q.limit);
         const last = page[page.length - 1];
         return { data: page.map(logListItemView), next_cursor: rows.length > q.limit && last ? encodeCursor(last.createdAt, last.requestId) : null };
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/logs/:id', access: 'member', tag: 'logs', summary: 'One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies.',
       schema: { params: params('org', 'id'), response: { 200: LOG_DETAIL } },
       async handler(request) {
         const { org } = scopeOf(request);
-        const { id } = request.params as { id: string };
+        const { id } = request.params;
         const row = await d.store.logQuery.get(org.id, id);
         if (!row) throw new GatewayError('not_found', [`No request ${id} in this organization's log (rows are written within a second)`]);
         return logDetailView(row, org, await d.store.bodies.get(org.id, row.requestId));
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/usage', tag: 'usage',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/usage', access: 'member', tag: 'usage',
       summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys\' creator; one or two, comma-separated); the sums equal the logs exactly.',
       schema: {
         params: params('org'),
@@ -134,7 +134,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       },
       async handler(request) {
         const { org } = scopeOf(request);
-        const q = request.query as FilterQuery & { group_by: string };
+        const q = request.query;
         const filter = filterOf(org.id, q, d.now(), true);
         const groupBy = parseGroupBy(q.group_by);
         const dims = groupBy.map((g) => (g === 'user' ? 'key' : g));
@@ -147,7 +147,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
           totals: totals(buckets), data: buckets.map((b) => bucketView(b, l, emails)),
         };
       },
-    },
+    }),
     overviewRoute(d),
   ];
 }
@@ -156,8 +156,8 @@ const TOP = (fields: Record<string, JsonSchema>) => ({ type: 'array', items: obj
 
 /** The console's first page in one request, from one grouped query over the last 30 UTC days. */
 function overviewRoute(d: ManagementDeps): ManagementRoute {
-  return {
-    method: 'GET', url: '/api/v1/orgs/:org/overview', tag: 'usage',
+  return route({
+    method: 'GET', url: '/api/v1/orgs/:org/overview', access: 'member', tag: 'usage',
     summary: 'Balance; requests, errors and spend over the last 7 and 30 UTC days (today included); top models and projects; 30 daily points.',
     schema: {
       params: params('org'),
@@ -215,5 +215,5 @@ function overviewRoute(d: ManagementDeps): ManagementRoute {
         },
       };
     },
-  };
+  });
 }

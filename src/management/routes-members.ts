@@ -1,8 +1,8 @@
 import { GatewayError, invalidField } from '../lib/errors.js';
-import type { Invitation, OrgRole } from '../store/accounts.js';
+import type { Invitation } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { hashPassword, passwordProblem } from '../tenancy/passwords.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
@@ -15,14 +15,14 @@ const INVITATION = obj({
   id: str('inv_…'), org_id: str('org_…'), org_name: str(), email: EMAIL, role: ROLE,
   status: str('pending until its invitee accepts or declines it, or an owner revokes it', { enum: ['pending', 'accepted', 'declined', 'revoked'] }),
   created_at: time(), expires_at: time('After this it can no longer be accepted'),
-});
+}, { title: 'Invitation' });
 const invitationView = (i: Invitation) => ({
   id: i.id, org_id: i.orgId, org_name: i.orgName, email: i.email, role: i.role, status: i.status, created_at: iso(i.createdAt), expires_at: iso(i.expiresAt),
 });
 /** What `POST …/members` answers: a member added (operators) or an invitation sent (owners). */
 const ADDED = obj({
   member: maybe(MEMBER), invitation: maybe(INVITATION),
-}, { description: 'Exactly one is set: `member` when an operator added the user at once, `invitation` when an invitation was sent' });
+}, { title: 'MemberAdded', description: 'Exactly one is set: `member` when an operator added the user at once, `invitation` when an invitation was sent' });
 
 /**
  * Members of an org. An owner's "add" is an invitation to an email: the same answer
@@ -36,15 +36,15 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
     if (result === 'last_owner') throw new GatewayError('last_owner');
   };
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/members', tag: 'members', summary: 'The org\'s members and their roles.',
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.',
       schema: { params: params('org'), response: { 200: list(MEMBER) } },
       async handler(request) {
         return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs/:org/members', tag: 'members',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/orgs/:org/members', access: 'owner', tag: 'members',
       summary: 'An owner invites an email with a role (202, the invitation: the same answer whether a user has that email or not; they join when they accept). '
         + 'An operator adds an existing user at once (201), or with `password` creates the user; an unknown email without one is invited.',
       schema: {
@@ -55,7 +55,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request, reply) {
         const { org } = scopeOf(request);
         const caller = callerOf(request).user;
-        const b = request.body as { email: string; role: OrgRole; password?: string };
+        const b = request.body;
         const email = b.email.toLowerCase();
         if (caller.operator) {
           let user = await store.accounts.findUserByEmail(email);
@@ -77,28 +77,28 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.code(202);
         return { member: null, invitation: invitationView(invitation) };
       },
-    },
-    {
-      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
+    }),
+    route({
+      method: 'PATCH', url: '/api/v1/orgs/:org/members/:user', access: 'owner', tag: 'members', summary: 'Changes a member\'s role; the last owner stays owner (409).',
       schema: { params: params('org', 'user'), body: input({ role: ROLE }, ['role']), response: { 200: MEMBER } },
       async handler(request) {
         const { org } = scopeOf(request);
-        const { user } = request.params as { user: string };
-        changed(await store.accounts.changeRole(org.id, user, (request.body as { role: OrgRole }).role), user);
+        const { user } = request.params;
+        changed(await store.accounts.changeRole(org.id, user, request.body.role), user);
         const member = (await store.accounts.listMembers(org.id)).find((m) => m.userId === user);
         if (!member) throw new GatewayError('not_found', [`No member ${user}`]);
         return memberView(member);
       },
-    },
-    {
-      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
+    }),
+    route({
+      method: 'DELETE', url: '/api/v1/orgs/:org/members/:user', access: 'owner', tag: 'members', summary: 'Removes a member; the last owner cannot be removed (409).',
       schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
       async handler(request) {
-        const { user } = request.params as { user: string };
+        const { user } = request.params;
         changed(await store.accounts.removeMember(scopeOf(request).org.id, user), user);
         return { user_id: user, removed: true };
       },
-    },
+    }),
   ];
 }
 
@@ -108,52 +108,52 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
   // Someone else's invitation, an expired or an ended one: the same 404, so an id says nothing about anyone else.
   const gone = (id: string): GatewayError => new GatewayError('not_found', [`No pending invitation ${id} for you`]);
   return [
-    {
-      method: 'GET', url: '/api/v1/invitations', tag: 'invitations', summary: 'The pending invitations addressed to the signed-in user\'s email.',
+    route({
+      method: 'GET', url: '/api/v1/invitations', access: 'user', tag: 'invitations', summary: 'The pending invitations addressed to the signed-in user\'s email.',
       schema: { response: { 200: list(INVITATION) } },
       async handler(request) {
         return { data: (await store.accounts.invitationsFor(callerOf(request).user.email)).map(invitationView) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/invitations/:invitation/accept', tag: 'invitations',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/invitations/:invitation/accept', access: 'user', tag: 'invitations',
       summary: 'Accepts one of the signed-in user\'s invitations: they become a member with its role. Anyone else\'s, an expired or an ended one is 404.',
       schema: { params: params('invitation'), response: { 200: obj({ invitation: INVITATION, member: MEMBER }) } },
       async handler(request) {
-        const { invitation: id } = request.params as { invitation: string };
+        const { invitation: id } = request.params;
         const user = callerOf(request).user;
         const accepted = await store.accounts.resolveInvitation(id, 'accepted', { email: user.email });
         if (!accepted) throw gone(id);
         const member = await conflictAs409(() => store.accounts.addMember(accepted.orgId, user.id, accepted.role));
         return { invitation: invitationView(accepted), member: memberView(member) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/invitations/:invitation/decline', tag: 'invitations', summary: 'Declines one of the signed-in user\'s invitations.',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/invitations/:invitation/decline', access: 'user', tag: 'invitations', summary: 'Declines one of the signed-in user\'s invitations.',
       schema: { params: params('invitation'), response: { 200: INVITATION } },
       async handler(request) {
-        const { invitation: id } = request.params as { invitation: string };
+        const { invitation: id } = request.params;
         const declined = await store.accounts.resolveInvitation(id, 'declined', { email: callerOf(request).user.email });
         if (!declined) throw gone(id);
         return invitationView(declined);
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/invitations', tag: 'invitations', summary: 'The org\'s pending invitations.',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.',
       schema: { params: params('org'), response: { 200: list(INVITATION) } },
       async handler(request) {
         return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
       },
-    },
-    {
-      method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
+    }),
+    route({
+      method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', access: 'owner', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
       schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },
       async handler(request) {
-        const { invitation: id } = request.params as { invitation: string };
+        const { invitation: id } = request.params;
         const revoked = await store.accounts.resolveInvitation(id, 'revoked', { orgId: scopeOf(request).org.id });
         if (!revoked) throw new GatewayError('not_found', [`No pending invitation ${id}`]);
         return invitationView(revoked);
       },
-    },
+    }),
   ];
 }

@@ -4,11 +4,11 @@ import { projectNameProblem } from '../tenancy/project-name.js';
 import { DuplicateError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { usdInput } from './usd.js';
 
 export { usdInput };
-import { LIMITS_INPUT, limitsFromBody, type LimitsBody } from './limits-api.js';
+import { LIMITS_INPUT, limitsFromBody } from './limits-api.js';
 import { EMAIL, input, list, maybe, NAME, params, str, time, USD_INPUT } from './schemas.js';
 import { keyListView, KEY_LIST_ITEM } from './key-usage.js';
 import { API_KEY, CREATED_KEY, keyView, ORG, orgView, PROJECT, projectView } from './views.js';
@@ -34,17 +34,17 @@ const KEY_BODY = input({
 export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs', tag: 'orgs', summary: 'Organizations: every one for an operator, else those the caller belongs to.',
+    route({
+      method: 'GET', url: '/api/v1/orgs', access: 'user', tag: 'orgs', summary: 'Organizations: every one for an operator, else those the caller belongs to.',
       schema: { response: { 200: list(ORG) } },
       async handler(request) {
         const { user } = callerOf(request);
         const rows = await store.tenancy.listOrgs(user.operator ? null : user.id);
         return { data: rows.map((r) => orgView(r.org, user.operator ? 'operator' : r.role ?? 'member')) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs', tag: 'orgs', summary: 'Creates an organization (with its `default` project), optionally with starting credits and an owner.',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/orgs', access: 'operator', tag: 'orgs', summary: 'Creates an organization (with its `default` project), optionally with starting credits and an owner.',
       schema: {
         body: input({
           name: NAME, credits_usd: USD_INPUT, retention: str('', { enum: ['standard', 'none'], default: 'standard' }),
@@ -53,7 +53,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         response: { 201: ORG },
       },
       async handler(request, reply) {
-        const b = request.body as { name: string; credits_usd?: number | string; retention: 'standard' | 'none'; owner_email?: string };
+        const b = request.body;
         const credits = b.credits_usd === undefined ? 0 : usdInput(b.credits_usd, 'credits_usd');
         if (credits < 0) throw invalidField('credits_usd', '"credits_usd" must not be negative');
         const owner = b.owner_email === undefined ? undefined : await store.accounts.findUserByEmail(b.owner_email);
@@ -63,27 +63,27 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.code(201);
         return orgView(org, 'operator');
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org', tag: 'orgs', summary: 'One organization: balance, retention and the caller\'s role.',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org', access: 'member', tag: 'orgs', summary: 'One organization: balance, retention and the caller\'s role.',
       schema: { params: params('org'), response: { 200: ORG } },
       async handler(request) {
         const { org, role } = scopeOf(request);
         return orgView(org, role);
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/projects', access: 'member', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
       schema: { params: params('org'), response: { 200: list(PROJECT) } },
       async handler(request) {
         return { data: (await store.tenancy.listProjects(scopeOf(request).org.id)).map(projectView) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs/:org/projects', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/orgs/:org/projects', access: 'admin', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
       schema: { params: params('org'), body: input({ name: NAME, limits: LIMITS_INPUT }, ['name']), response: { 201: PROJECT } },
       async handler(request, reply) {
-        const b = request.body as { name: string; limits?: LimitsBody };
+        const b = request.body;
         const problem = projectNameProblem(b.name.trim());
         if (problem) throw invalidField('name', problem);
         const limits = limitsFromBody(b.limits);
@@ -91,31 +91,31 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.code(201);
         return projectView({ ...p, liveKeys: 0 });
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/keys', tag: 'keys',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/keys', access: 'member', tag: 'keys',
       summary: 'Every API key of the org, newest first (never the keys themselves); active keys with limits carry their current `usage`.',
       schema: { params: params('org'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
         return { data: await keyListView(d.limiter, await store.tenancy.listKeys(scopeOf(request).org.id), d.now()) };
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', access: 'member', tag: 'keys',
       summary: 'The API keys of one project, newest first; active keys with limits carry their current `usage`.',
       schema: { params: params('org', 'project'), response: { 200: list(KEY_LIST_ITEM) } },
       async handler(request) {
-        const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
+        const project = await projectOf(d, request.params, scopeOf(request).org.id);
         return { data: await keyListView(d.limiter, await store.tenancy.listKeys(project.orgId, project.id), d.now()) };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', tag: 'keys',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/orgs/:org/projects/:project/keys', access: 'admin', tag: 'keys',
       summary: 'Creates an API key in the project; the key is in this response only. Optional expiry, model allow-list and limits.',
       schema: { params: params('org', 'project'), body: KEY_BODY, response: { 201: CREATED_KEY } },
       async handler(request, reply) {
-        const project = await projectOf(d, request.params as { project: string }, scopeOf(request).org.id);
-        const b = (request.body ?? {}) as { name?: string; expires_at?: string | null; allowed_models?: string[] | null; limits?: LimitsBody };
+        const project = await projectOf(d, request.params, scopeOf(request).org.id);
+        const b = request.body ?? {};
         const limits = limitsFromBody(b.limits);
         const issued = await issueKey(store, project, {
           name: b.name?.trim() ?? '', expiresAt: futureTime(b.expires_at, d.now(), 'expires_at'), allowedModels: allowedModels(d.catalog, b.allowed_models),
@@ -126,18 +126,18 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.code(201);
         return { ...keyView({ ...record, projectName: project.name }, d.now()), key };
       },
-    },
-    {
-      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', summary: 'Revokes an API key: refused by every instance once this answers (pushed to their caches).',
+    }),
+    route({
+      method: 'DELETE', url: '/api/v1/orgs/:org/keys/:key', access: 'admin', tag: 'keys', summary: 'Revokes an API key: refused by every instance once this answers (pushed to their caches).',
       schema: { params: params('org', 'key'), response: { 200: API_KEY } },
       async handler(request) {
-        const id = (request.params as { key: string }).key;
+        const id = request.params.key;
         const revoked = await store.tenancy.revokeKey(scopeOf(request).org.id, id);
         if (!revoked) throw new GatewayError('not_found', [`No API key ${id}`]);
         await d.invalidation.invalidate('api_key', revoked.prefix);
         return keyView(revoked, d.now());
       },
-    },
+    }),
   ];
 }
 

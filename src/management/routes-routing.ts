@@ -2,7 +2,7 @@ import { GatewayError } from '../lib/errors.js';
 import type { ConfigReloader, ReloadResult } from '../routing/reload.js';
 import type { Router } from '../routing/router.js';
 import type { Deployment } from '../model/routing.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { int, list, maybe, num, obj, str, time } from './schemas.js';
 
 /** What the routing routes read: the gateway's router, its configured deployments, its reloader. */
@@ -22,7 +22,7 @@ const DEPLOYMENT = obj({
   cooling_until: maybe(time('When a cooling deployment is back in rotation')),
   in_flight: int('Requests it holds on this instance now'),
   latency_ms: maybe(num('Moving average of its time to first byte on this instance (lowest_latency)')),
-});
+}, { title: 'Deployment' });
 
 const GROUP = obj({ name: str(), targets: { type: 'array', items: str() }, fallbacks: { type: 'array', items: str() }, strategy: str() });
 
@@ -31,7 +31,7 @@ const RELOAD = obj({
   trigger: str('signal, api or watch', { enum: ['signal', 'api', 'watch'] }), at: time(),
   restart_needed: { type: 'array', items: str(), description: 'Settings that changed but take effect only after a restart (e.g. server.port, database.url)' },
   problems: { type: 'array', items: str(), description: 'file:line: path: message, for a refused config' },
-});
+}, { title: 'ReloadResult' });
 
 const reloadView = (r: ReloadResult) => ({ result: r.result, trigger: r.trigger, at: new Date(r.at).toISOString(), restart_needed: r.restartNeeded, problems: r.problems });
 
@@ -42,8 +42,8 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
     return access;
   };
   return [
-    {
-      method: 'GET', url: '/api/v1/deployments', tag: 'routing',
+    route({
+      method: 'GET', url: '/api/v1/deployments', access: 'operator', tag: 'routing',
       summary: 'Every provider key (deployment) and its health as this instance sees it (cooldowns are shared by every instance with Redis), the strategy, the model groups and the latest reload.',
       schema: { response: { 200: list(DEPLOYMENT, { strategy: str(), cooldown_ms: int(), groups: { type: 'array', items: GROUP }, last_reload: { anyOf: [RELOAD, { type: 'null' }] } }) } },
       async handler() {
@@ -65,9 +65,9 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
           last_reload: last ? reloadView(last) : null,
         };
       },
-    },
-    {
-      method: 'POST', url: '/api/v1/reload', tag: 'routing',
+    }),
+    route({
+      method: 'POST', url: '/api/v1/reload', access: 'operator', tag: 'routing',
       summary: 'Re-reads gateway.yaml and providers/ on this instance and serves them to new requests (in-flight ones finish on the old). An invalid config is refused (422 config_invalid, each problem as file:line) and the running one keeps serving.',
       schema: { response: { 200: RELOAD } },
       async handler() {
@@ -75,6 +75,6 @@ export function routingRoutes(access: RoutingAccess | undefined): ManagementRout
         if (r.result === 'error') throw new GatewayError('config_invalid', [r.problems.join('; ')]);
         return reloadView(r);
       },
-    },
+    }),
   ];
 }

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../lib/errors.js';
 import { newSession, ownOrigin, readCookie, sessionCookie } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
-import type { ManagementRoute } from './http.js';
+import { route, type ManagementRoute } from './http.js';
 import { CALLBACK_PATH, FLOW_TTL_MS, type OidcSignIn } from './oidc.js';
 import { bool, obj, str } from './schemas.js';
 import { recordChange } from './audit-hook.js';
@@ -36,16 +36,16 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
     return null;
   };
   return [
-    {
-      method: 'GET', url: '/api/v1/session/options', tag: 'session',
+    route({
+      method: 'GET', url: '/api/v1/session/options', access: 'public', tag: 'session',
       summary: 'How this gateway signs in, for the sign-in page: whether SSO is configured and whether email and password are accepted.',
       schema: { response: { 200: obj({ sso: bool('GET /api/v1/session/oidc/start signs in with the OIDC provider'), password: bool('POST /api/v1/session accepts email and password') }) } },
       async handler() {
         return { sso: d.oidc !== undefined, password: d.oidc?.settings.allowPasswordLogin ?? true };
       },
-    },
-    {
-      method: 'GET', url: '/api/v1/session/oidc/start', tag: 'session',
+    }),
+    route({
+      method: 'GET', url: '/api/v1/session/oidc/start', access: 'public', tag: 'session',
       summary: 'Starts single sign-on: redirects the browser to the OIDC provider (authorization code with PKCE, state and nonce kept in the database for ten minutes).',
       schema: { response: { 303: REDIRECT } },
       async handler(request, reply) {
@@ -53,9 +53,9 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.header('set-cookie', flowCookie(request, state, FLOW_TTL_MS));
         return redirect(reply, url);
       },
-    },
-    {
-      method: 'GET', url: CALLBACK_PATH, tag: 'session',
+    }),
+    route({
+      method: 'GET', url: CALLBACK_PATH, access: 'public', tag: 'session',
       summary: 'Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/. A refused sign-in redirects a browser (Accept: text/html) to /console/?sso_error=<code>; other clients get the error (401 sso_failed, 403 account_deactivated).',
       schema: {
         querystring: { type: 'object', properties: { code: str(), state: str(), error: str(), error_description: str() }, additionalProperties: { type: 'string' } },
@@ -93,6 +93,6 @@ export function ssoRoutes(d: ManagementDeps): ManagementRoute[] {
         void reply.header('set-cookie', [flowCookie(request, '', 0), sessionCookie(request, secret, d.sessionTtlMs)]);
         return redirect(reply, `${d.publicUrl ?? ''}/console/`);
       },
-    },
+    }),
   ];
 }

@@ -18,9 +18,11 @@ export const maybe = nullable;
 export const usd = (description: string): JsonSchema => num(`${description} (USD, from an exact sum of micro-USD)`);
 
 /** An object whose listed properties are all present in responses. */
-export function obj(properties: Record<string, JsonSchema>, opts: { optional?: readonly string[]; description?: string } = {}): JsonSchema {
+export function obj(properties: Record<string, JsonSchema>, opts: { optional?: readonly string[]; description?: string; title?: string } = {}): JsonSchema {
   const optional = new Set(opts.optional ?? []);
   return {
+    // The title names its TypeScript type in the generated api-types.ts (npm run gen:api).
+    ...(opts.title ? { title: opts.title } : {}),
     type: 'object',
     ...(opts.description ? { description: opts.description } : {}),
     properties,

@@ -24,7 +24,7 @@ const isoOrNull = (ms: number | null): string | null => (ms === null ? null : is
 export const ORG = obj({
   id: str('org_…'), name: str(), balance_usd: usd('Credit balance'), retention: str('Media and prompt retention', { enum: ['standard', 'none'] }),
   created_at: time(), role: CALLER_ROLE,
-});
+}, { title: 'Org' });
 export const orgView = (org: Org, role: OrgRole | 'operator') => ({
   id: org.id, name: org.name, balance_usd: microsToUsd(org.balanceMicros), retention: org.retention, created_at: iso(org.createdAt), role,
 });
@@ -38,7 +38,7 @@ export const PROJECT = obj({
   cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
   guardrails: GUARDRAILS_VIEW,
   body_logging: BODY_LOGGING_VIEW,
-});
+}, { title: 'Project' });
 export const projectView = (p: ProjectSummary) => ({
   id: p.id, name: p.name, created_at: iso(p.createdAt), live_keys: p.liveKeys, limits: limitsView(p.limits), default_max_tokens: p.defaultMaxTokens,
   unsupported_params: p.unsupportedParams, cache: p.cache ?? null, guardrails: p.guardrails, body_logging: p.bodyLogging,
@@ -50,7 +50,7 @@ export const API_KEY = obj({
   created_at: time(), expires_at: maybe(time()), last_used_at: maybe(time('Newest logged request made with the key')),
   revoked_at: maybe(time()), allowed_models: maybe({ type: 'array', items: str(), description: 'Model ids the key may call; null: all' }),
   limits: LIMITS, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
-});
+}, { title: 'ApiKey' });
 export function keyView(k: KeyListItem, now: number) {
   const status = k.revokedAt !== null ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active';
   return {
@@ -59,7 +59,7 @@ export function keyView(k: KeyListItem, now: number) {
     revoked_at: isoOrNull(k.revokedAt), allowed_models: k.allowedModels, limits: limitsView(k.limits), cache: k.cache ?? null,
   };
 }
-export const CREATED_KEY: JsonSchema = { ...API_KEY, properties: { ...(API_KEY.properties as object), key: str('The API key: shown this once, stored only hashed') }, required: [...(API_KEY.required as string[]), 'key'] };
+export const CREATED_KEY: JsonSchema = { ...API_KEY, title: 'CreatedKey', properties: { ...(API_KEY.properties as object), key: str('The API key: shown this once, stored only hashed') }, required: [...(API_KEY.required as string[]), 'key'] };
 
 const LOG_ITEM_FIELDS = {
   id: str('req_… (the x-request-id of the request)'), created_at: time(), modality: str(),
@@ -73,7 +73,7 @@ const LOG_ITEM_FIELDS = {
   cache_age_ms: maybe(int('A hit: age of the stored reply')),
   saved_usd: maybe(usd('A hit: the original cost less what the hit was charged')),
 };
-export const LOG_ITEM = obj(LOG_ITEM_FIELDS);
+export const LOG_ITEM = obj(LOG_ITEM_FIELDS, { title: 'LogItem' });
 
 type LogBase = Omit<LogRow, 'prompt' | 'attempts' | 'extra'> & { keyPrefix: string | null; keyName?: string | null; projectName: string | null };
 export const logItemView = (r: LogBase) => ({
@@ -98,7 +98,7 @@ export const LOG_DETAIL = obj({
     truncated: bool('Cut at the project\'s body_logging.max_bytes'),
     expires_at: time('When the retention sweep deletes them'),
   }, { description: 'The logged bodies (the project\'s body_logging); null when none were logged or the retention deleted them' })),
-});
+}, { title: 'LogDetail' });
 export function logDetailView(r: LogRow & { keyPrefix: string | null; projectName: string | null }, org: Org, bodies: StoredBodies | undefined) {
   const retained = org.retention === 'standard';
   return {
@@ -113,16 +113,16 @@ export function logDetailView(r: LogRow & { keyPrefix: string | null; projectNam
 export const CREDIT = obj({
   id: int(), amount_usd: usd('Credits added (negative: removed)'), note: maybe(str()), created_at: time(),
   created_by: maybe(obj({ id: str(), email: str() }, { description: 'The console user; null for the CLI' })),
-});
+}, { title: 'Credit' });
 export const creditView = (c: CreditEntry) => ({ id: c.id, amount_usd: microsToUsd(c.amountMicros), note: c.note, created_at: iso(c.createdAt), created_by: c.createdBy });
 
-export const PROVIDER_KEY = obj({ provider: str(), masked: str('The key as shown: its start and end only'), updated_at: time(), updated_by: maybe(str('User id; null for the CLI')) });
+export const PROVIDER_KEY = obj({ provider: str(), masked: str('The key as shown: its start and end only'), updated_at: time(), updated_by: maybe(str('User id; null for the CLI')) }, { title: 'ProviderKey' });
 export const providerKeyView = (k: ProviderKeyInfo) => ({ provider: k.providerId, masked: k.masked, updated_at: iso(k.updatedAt), updated_by: k.updatedBy });
 
-export const MEMBER = obj({ user_id: str('usr_…'), email: EMAIL, role: ROLE, created_at: time(), active: bool('False while the user is deactivated') });
+export const MEMBER = obj({ user_id: str('usr_…'), email: EMAIL, role: ROLE, created_at: time(), active: bool('False while the user is deactivated') }, { title: 'Member' });
 export const memberView = (m: Member) => ({ user_id: m.userId, email: m.email, role: m.role, created_at: iso(m.createdAt), active: m.active });
 
-export const TOKEN = obj({ id: str('tok_…'), name: str(), prefix: str('tgm_ + 8 characters'), created_at: time(), last_used_at: maybe(time()), revoked_at: maybe(time()) });
+export const TOKEN = obj({ id: str('tok_…'), name: str(), prefix: str('tgm_ + 8 characters'), created_at: time(), last_used_at: maybe(time()), revoked_at: maybe(time()) }, { title: 'Token' });
 export const tokenView = (t: MgmtToken) => ({
   id: t.id, name: t.name, prefix: t.prefix, created_at: iso(t.createdAt), last_used_at: isoOrNull(t.lastUsedAt), revoked_at: isoOrNull(t.revokedAt),
 });
@@ -130,9 +130,9 @@ export const tokenView = (t: MgmtToken) => ({
 export const ME = obj({
   id: str('usr_…'), email: EMAIL, operator: bool('An operator of this instance: every org, org creation, credits'), created_at: time(),
   orgs: { type: 'array', items: obj({ id: str(), name: str(), role: ROLE }) },
-});
+}, { title: 'Me' });
 /** GET /api/v1/me: ME and whether the user has a password to change (users created by single sign-on have none). */
-export const ME_SELF = { ...ME, properties: { ...(ME.properties as object), has_password: bool('False for a user created by single sign-on: no password to change') }, required: [...(ME.required as string[]), 'has_password'] };
+export const ME_SELF = { ...ME, title: 'MeSelf', properties: { ...(ME.properties as object), has_password: bool('False for a user created by single sign-on: no password to change') }, required: [...(ME.required as string[]), 'has_password'] };
 export const meView = (u: User, orgs: Array<{ orgId: string; orgName: string; role: OrgRole }>) => ({
   id: u.id, email: u.email, operator: u.operator, created_at: iso(u.createdAt), orgs: orgs.map((o) => ({ id: o.orgId, name: o.orgName, role: o.role })),
 });
