@@ -92,7 +92,7 @@ describe('a project\'s unsupported_params, with no gateway.yaml policy (translat
       expect(r.status, JSON.stringify(bad)).toBe(400);
       expect((r.body as unknown as ErrorBody).error, JSON.stringify(bad)).toMatchObject({ code: 'invalid_request', param: 'unsupported_params' });
       // The message names the field in words (docs/management.md), `param` by its path.
-      expect((r.body as unknown as ErrorBody).error.message).toMatch(/^Unsupported parameters policy must be one of "error", "drop", "translate", null/);
+      expect((r.body as unknown as ErrorBody).error.message).toMatch(/^Unsupported parameters policy must be (one of "error", "drop", "translate", null|text or null)$/);
     }
     expect((await owner.get(path)).body.unsupported_params).toBe('drop');
   });
