@@ -214,8 +214,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   try {
     // The sweep-only process of `gateway sweep` serves no requests: nothing of it to evict.
     if (opts.maintenanceOnly !== true) {
-      await invalidation.start();
-      await routing.start();
+      // Each waits a bounded time for a Redis that does not answer: at once, so those waits do not add up.
+      await Promise.all([invalidation.start(), routing.start()]);
     }
     // Provider keys from before encryption are sealed now; a wrong or missing key stops the start, naming the fix.
     const sealed = await store.providerKeys.sealPlaintext();

@@ -282,6 +282,7 @@ describe('admin commands', () => {
       'console-sessions-purge: deleted 0 expired session(s), 0 expired SSO flow(s)',
       'images-retention-sweep: deleted 0 expired image(s)',
       'music-retention-sweep: deleted 0 expired track(s)',
+      'request-bodies-retention: deleted 0 logged request bodies past their retention',
       'webhook-delivery: nothing to deliver',
     ]);
   });

@@ -144,7 +144,7 @@ describe('a project\'s default_max_tokens', () => {
     const r = await owner.patch(projectPath, { default_max_tokens: 42 });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.default_max_tokens).toBe(42);
-    expect(r.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null }); // limits untouched
+    expect(r.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null, mode: null }); // limits untouched
     expect((await owner.get(projectPath)).body.default_max_tokens).toBe(42);
     const listed = (await owner.get(`/api/v1/orgs/${t.orgId}/projects`)).body.data as Body[];
     expect(listed.find((p) => p.name === 'agents')?.default_max_tokens).toBe(42);

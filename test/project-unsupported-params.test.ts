@@ -59,7 +59,7 @@ describe('a project\'s unsupported_params, with no gateway.yaml policy (translat
     const p = await owner.patch(path, { unsupported_params: 'error' });
     expect(p.status, JSON.stringify(p.body)).toBe(200);
     expect(p.body).toMatchObject({ unsupported_params: 'error', default_max_tokens: null });
-    expect(p.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null });
+    expect(p.body.limits).toEqual({ rpm: null, tpm: null, max_concurrent: null, budget_usd: null, budget_period: null, mode: null });
     expect((await owner.get(path)).body.unsupported_params).toBe('error');
     const listed = (await owner.get(`/api/v1/orgs/${t.orgId}/projects`)).body.data as Body[];
     expect(listed.find((x) => x.name === 'agents')?.unsupported_params).toBe('error');
@@ -91,7 +91,8 @@ describe('a project\'s unsupported_params, with no gateway.yaml policy (translat
       const r = await owner.patch(path, { unsupported_params: bad });
       expect(r.status, JSON.stringify(bad)).toBe(400);
       expect((r.body as unknown as ErrorBody).error, JSON.stringify(bad)).toMatchObject({ code: 'invalid_request', param: 'unsupported_params' });
-      expect((r.body as unknown as ErrorBody).error.message).toContain('unsupported_params');
+      // The message names the field in words (docs/management.md), `param` by its path.
+      expect((r.body as unknown as ErrorBody).error.message).toMatch(/^Unsupported parameters policy must be (one of "error", "drop", "translate", null|text or null)$/);
     }
     expect((await owner.get(path)).body.unsupported_params).toBe('drop');
   });
@@ -170,7 +171,7 @@ describe('gateway projects update --unsupported-params', { timeout: 60_000 }, ()
     expect(column()).toBe('error');
     const none = await cli(['projects', 'update', 'default', '--org', 'acme', '--config', env.config]);
     expect(none.code).toBe(1);
-    expect(none.stderr).toMatch(/give --default-max-tokens .* or --unsupported-params/);
+    expect(none.stderr).toMatch(/give --default-max-tokens .*, --unsupported-params .* or --body-logging/);
     const r = await cli(['projects', 'update', 'default', '--org', 'acme', '--unsupported-params', 'none', '--config', env.config]);
     expect(r.stdout).toBe('project "default" in "acme": unsupported_params none\n');
     expect(column()).toBeNull();

@@ -30,7 +30,7 @@ describe('parseLimit', () => {
 describe('historyItem', () => {
   it('a hosted track: its content URL, cost in USD, seconds since the epoch', () => {
     expect(historyItem(RECORD)).toEqual({
-      id: 'req_abc', object: 'music.generation', prompt: 'Warm lofi', created: Math.floor(RECORD.createdAt / 1000),
+      id: 'req_abc', object: 'music.generation', model: 'tune-3-clip-preview', prompt: 'Warm lofi', created: Math.floor(RECORD.createdAt / 1000),
       audio: { mime_type: 'audio/mpeg', storage: 's3', url: '/v1/music/req_abc/content' },
       usage: { cost_usd: 0.05 },
       metadata: { used_model: 'lyria-3-clip-preview', used_provider: 'google', response_format: 'mp3' },

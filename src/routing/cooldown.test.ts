@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CooldownBook, retryAfterMs } from './cooldown.js';
@@ -54,5 +55,36 @@ describe('cooldowns shared through Redis', () => {
     expect(late.state(west!)).toBe('cooling');
     const [replaced] = deploymentsOf('openai', { keys: [{ name: 'east', api_key: 'k1-new' }] }, 'http://127.0.0.1:9', () => undefined);
     expect(late.state(replaced!)).toBe('healthy');
+  });
+});
+
+describe('cooldowns with a Redis that never answers', () => {
+  it('start resolves without the shared cooldowns (no hold on the gateway\'s start), and cooldowns hold on this instance', async () => {
+    // Accepts connections and never answers: ioredis's connect() stays pending (no error, no close).
+    const sockets = new Set<Socket>();
+    const silent = createServer((s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const redis = new Redis(`redis://127.0.0.1:${(silent.address() as { port: number }).port}`, { maxRetriesPerRequest: 1, connectTimeout: 2000 });
+    redis.on('error', () => undefined);
+    const errors: string[] = [];
+    const b = new CooldownBook({ now: Date.now, redis, keyPrefix: 'tollgate-test-silent:', startWaitMs: 50, onError: (_err, what) => errors.push(what) });
+    try {
+      await b.start();
+      const [d] = deploymentsOf('openai', { keys: [{ name: 'only', api_key: 'k' }] }, 'http://127.0.0.1:9', () => undefined);
+      expect(b.state(d!)).toBe('healthy');
+      b.cool(d!, 60_000, '5xx');
+      expect(b.state(d!)).toBe('cooling');
+      expect(b.reason(d!)).toBe('5xx');
+    } finally {
+      b.close();
+      redis.disconnect();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+    // Closing while the connection was pending is not reported as a failure to share cooldowns.
+    expect(errors).toEqual([]);
   });
 });

@@ -12,6 +12,8 @@ interface Entry {
 
 /** How long Redis keeps a rejection (the config changing gives the deployment a new fingerprint, so a new key). */
 const REJECTED_TTL_MS = 24 * 3_600_000;
+/** The longest `start` waits for Redis (the invalidation bus waits as long). */
+const START_WAIT_MS = 2500;
 
 export interface CooldownOptions {
   now: () => number;
@@ -21,6 +23,8 @@ export interface CooldownOptions {
   keyPrefix?: string;
   /** A Redis call that failed: the cooldown still holds on this instance. */
   onError?: (err: unknown, what: string) => void;
+  /** How long `start` waits for Redis to answer before serving without the shared cooldowns (joined later, on `ready`). */
+  startWaitMs?: number;
 }
 
 /**
@@ -88,14 +92,19 @@ export class CooldownBook {
       }
     };
     sub.on('ready', () => void join());
-    try {
-      await sub.connect();
-    } catch (err) {
+    const joined = sub.connect().then(join, (err: unknown) => {
       // Redis down at boot: ioredis keeps reconnecting, and `ready` joins then.
-      this.opts.onError?.(err, 'connecting to Redis for shared cooldowns');
-      return;
-    }
-    await join();
+      if (this.subscriber === sub) this.opts.onError?.(err, 'connecting to Redis for shared cooldowns');
+    });
+    // A Redis that accepts connections and never answers leaves connect() pending: the start waits
+    // for it at most this long (it joins on `ready` if that ever comes), as the invalidation bus does.
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.opts.startWaitMs ?? START_WAIT_MS);
+      timer.unref();
+    });
+    await Promise.race([joined, bound]);
+    clearTimeout(timer);
   }
 
   close(): void {

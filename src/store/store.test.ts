@@ -172,13 +172,13 @@ describe.each(drivers)('$name store', ({ setup }) => {
   const logRow = (over: Partial<LogRow> = {}): LogRow => ({
     requestId: newId('req'), orgId: null, projectId: null, apiKeyId: null, modality: 'chat', requestedModel: 'gpt-4o-mini', usedModel: 'gpt-4o-mini',
     usedProvider: 'openai', status: 200, errorCode: null, costMicros: 0, costEstimated: false, byok: false, durationMs: 12,
-    ttfbMs: null, prompt: null, attempts: [], createdAt: T0, extra: null, promptTokens: null, completionTokens: null, ...over,
+    ttfbMs: null, prompt: null, attempts: [], createdAt: T0, extra: null, promptTokens: null, completionTokens: null, deployment: null, ...over,
   });
 
   it('writes and reads request logs by request id and by log id', async () => {
     const org = await newOrg(0);
     const full = logRow({
-      orgId: org.id, apiKeyId: 'key_abc', modality: 'music', status: 502, errorCode: 'upstream_error', costMicros: 1_234,
+      orgId: org.id, apiKeyId: 'key_abc', modality: 'music', deployment: 'primary', status: 502, errorCode: 'upstream_error', costMicros: 1_234,
       costEstimated: true, durationMs: 1_500, ttfbMs: 40, prompt: 'a "quoted" \\ prompt — with ünïcode 🎵\nand lines',
       attempts: [
         { provider: 'suno', model: 'v4', status: 503, error: 'overloaded', durationMs: 700 },

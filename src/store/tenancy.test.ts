@@ -25,7 +25,8 @@ describe.each(drivers)('$name tenancy and accounts', ({ setup }) => {
   it('gives every new org a default project, and keeps project names unique per org', async () => {
     const a = await newOrg();
     const b = await newOrg();
-    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {}, defaultMaxTokens: null, unsupportedParams: null }]);
+    expect(await store.tenancy.listProjects(a.id)).toEqual([{ id: expect.stringMatching(/^prj_/), orgId: a.id, name: 'default', createdAt: T0, liveKeys: 0, limits: {}, defaultMaxTokens: null, unsupportedParams: null,
+      cache: null, guardrails: [], bodyLogging: { mode: 'off', retention_days: 30, max_bytes: 65_536 } }]);
     const web = await store.tenancy.createProject(a.id, 'web');
     await expect(other.tenancy.createProject(a.id, 'web')).rejects.toBeInstanceOf(DuplicateError);
     expect((await store.tenancy.createProject(b.id, 'web')).orgId).toBe(b.id);

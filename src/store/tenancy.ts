@@ -136,7 +136,7 @@ export class SqlTenancyStore implements TenancyStore {
 
   async createProject(orgId: string, name: string, limits: LimitSpec = {}): Promise<Project> {
     const project: Project = { id: newId('prj'), orgId, name, createdAt: this.now(), limits, defaultMaxTokens: null, unsupportedParams: null,
-      guardrails: [], bodyLogging: DEFAULT_BODY_LOGGING };
+      cache: null, guardrails: [], bodyLogging: DEFAULT_BODY_LOGGING };
     await unique(() => this.db.run(`INSERT INTO projects (id, org_id, name, created_at, ${LIMIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [project.id, orgId, name, project.createdAt, ...limitValues(limits)]),
     `a project named "${name}" already exists in this organization`);

@@ -44,7 +44,8 @@ describe.each(drivers)('$name migration 2 (tenancy) on a round-1 database', ({ n
     try {
       await store.ping();
       const [alphaProjects, betaProjects] = await Promise.all(['org_AAAAAAAAAAAAAAAAAAAAAAAA', 'org_BBBBBBBBBBBBBBBBBBBBBBBB'].map((o) => store.tenancy.listProjects(o)));
-      expect(alphaProjects).toEqual([{ id: 'prj_AAAAAAAAAAAAAAAAAAAAAAAA', orgId: 'org_AAAAAAAAAAAAAAAAAAAAAAAA', name: 'default', createdAt: 1_700_000_000_000, liveKeys: 1, limits: {}, defaultMaxTokens: null, unsupportedParams: null }]);
+      expect(alphaProjects).toEqual([{ id: 'prj_AAAAAAAAAAAAAAAAAAAAAAAA', orgId: 'org_AAAAAAAAAAAAAAAAAAAAAAAA', name: 'default', createdAt: 1_700_000_000_000, liveKeys: 1, limits: {}, defaultMaxTokens: null, unsupportedParams: null,
+        cache: null, guardrails: [], bodyLogging: { mode: 'off', retention_days: 30, max_bytes: 65_536 } }]);
       expect(betaProjects).toMatchObject([{ id: 'prj_BBBBBBBBBBBBBBBBBBBBBBBB', name: 'default', liveKeys: 0 }]);
       expect(await store.findApiKey('tg_aaaaaaaa')).toMatchObject({ id: 'key_a', projectId: 'prj_AAAAAAAAAAAAAAAAAAAAAAAA', name: '', expiresAt: null, allowedModels: null, lastUsedAt: null, limits: {} });
       expect(await store.findApiKey('tg_bbbbbbbb')).toMatchObject({ projectId: 'prj_BBBBBBBBBBBBBBBBBBBBBBBB', revokedAt: 1_700_000_000_003 });
