@@ -39,6 +39,17 @@ const PROJECT_PATCH_BODY: JsonSchema = {
   minProperties: 1,
 };
 
+/** GET /api/v1/orgs/:org/<kind>s/:<kind>: one key or project with the current counts of its limits. */
+function detailRoute(kind: 'key' | 'project', response: JsonSchema, detail: (orgId: string, id: string) => Promise<unknown>, summary: string): ManagementRoute {
+  return {
+    method: 'GET', url: `/api/v1/orgs/:org/${kind}s/:${kind}`, tag: `${kind}s`, summary,
+    schema: { params: params('org', kind), response: { 200: response } },
+    async handler(request) {
+      return detail(scopeOf(request).org.id, (request.params as Record<string, string>)[kind]!);
+    },
+  };
+}
+
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
@@ -64,14 +75,8 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   };
   const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
-      summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
-      schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
-      async handler(request) {
-        return keyDetail(scopeOf(request).org.id, (request.params as { key: string }).key);
-      },
-    },
+    detailRoute('key', KEY_DETAIL, keyDetail,
+      'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.'),
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', tag: 'keys',
       summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
@@ -87,14 +92,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
         return keyDetail(orgId, key.id);
       },
     },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
-      summary: 'One project with its limits (shared by all its keys) and their current counts.',
-      schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
-      async handler(request) {
-        return projectDetail(scopeOf(request).org.id, (request.params as { project: string }).project);
-      },
-    },
+    detailRoute('project', PROJECT_DETAIL, projectDetail, 'One project with its limits (shared by all its keys) and their current counts.'),
     {
       method: 'PATCH', url: '/api/v1/orgs/:org/projects/:project', tag: 'projects',
       summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting.',

@@ -3,6 +3,7 @@ import type { Invitation, OrgRole } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
+import { orgListRoute } from './list-route.js';
 import { hashPassword, passwordProblem } from '../tenancy/passwords.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
@@ -36,13 +37,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
     if (result === 'last_owner') throw new GatewayError('last_owner');
   };
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/members', tag: 'members', summary: 'The org\'s members and their roles.',
-      schema: { params: params('org'), response: { 200: list(MEMBER) } },
-      async handler(request) {
-        return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
-      },
-    },
+    orgListRoute('members', 'members', 'The org\'s members and their roles.', MEMBER, (orgId) => store.accounts.listMembers(orgId), memberView),
     {
       method: 'POST', url: '/api/v1/orgs/:org/members', tag: 'members',
       summary: 'An owner invites an email with a role (202, the invitation: the same answer whether a user has that email or not; they join when they accept). '
@@ -138,13 +133,7 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
         return invitationView(declined);
       },
     },
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/invitations', tag: 'invitations', summary: 'The org\'s pending invitations.',
-      schema: { params: params('org'), response: { 200: list(INVITATION) } },
-      async handler(request) {
-        return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
-      },
-    },
+    orgListRoute('invitations', 'invitations', 'The org\'s pending invitations.', INVITATION, (orgId) => store.accounts.orgInvitations(orgId), invitationView),
     {
       method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
       schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },

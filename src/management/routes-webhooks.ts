@@ -7,6 +7,7 @@ import { type BalanceAlert, WEBHOOK_EVENTS, type Webhook, type WebhookDelivery, 
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import type { ManagementRoute } from './http.js';
+import { orgListRoute } from './list-route.js';
 import { bool, input, int, list, maybe, obj, PAGE_LIMIT, params, str, time, usd, USD_INPUT } from './schemas.js';
 import { usdInput } from './usd.js';
 import { iso } from './views.js';
@@ -47,13 +48,7 @@ export function webhookRoutes(d: ManagementDeps): ManagementRoute[] {
     return w;
   };
   return [
-    {
-      method: 'GET', url: '/api/v1/orgs/:org/webhooks', tag: 'webhooks', summary: "The org's alert webhooks (never their secrets).",
-      schema: { params: params('org'), response: { 200: list(WEBHOOK) } },
-      async handler(request) {
-        return { data: (await store.webhooks.list(scopeOf(request).org.id)).map(webhookView) };
-      },
-    },
+    orgListRoute('webhooks', 'webhooks', "The org's alert webhooks (never their secrets).", WEBHOOK, (orgId) => store.webhooks.list(orgId), webhookView),
     {
       method: 'POST', url: '/api/v1/orgs/:org/webhooks', tag: 'webhooks',
       summary: 'Adds a webhook; the answer holds its signing secret, shown this once. URLs to private, loopback and link-local addresses are refused unless webhooks.allow_private_urls.',
