@@ -61,6 +61,12 @@ async function metricsText(t: TestGateway): Promise<string> {
   return (await fetch(t.gateway.metricsUrl!)).text();
 }
 
+/** After each test the ledger equals the log; after the describe the gateway is closed. */
+function ledgerCheckedThenClosed(gateway: () => TestGateway | undefined): void {
+  afterEach(async () => expectEveryLedgerExact(gateway()!));
+  afterAll(async () => gateway()?.close());
+}
+
 describe('several keys of one provider', () => {
   let t: TestGateway;
   let key: string;
@@ -78,12 +84,9 @@ describe('several keys of one provider', () => {
         },
       },
     });
-    const made = await t.org('routing-keys', '20');
-    key = made.key;
-    orgId = made.org.id;
+    ({ key, org: { id: orgId } } = await t.org('routing-keys', '20'));
   });
-  afterEach(async () => expectEveryLedgerExact(t));
-  afterAll(async () => t?.close());
+  ledgerCheckedThenClosed(() => t);
 
   it('spreads 400 requests 3:1 by weight (east\'s share within ±10 % of 75 %), every one served and logged with its deployment', async () => {
     const [e0, w0] = [calls('w-east'), calls('w-west')];
@@ -137,8 +140,7 @@ describe('strategies and capacity', () => {
     });
     key = (await t.org('routing-strategies', '20')).key;
   });
-  afterEach(async () => expectEveryLedgerExact(t));
-  afterAll(async () => t?.close());
+  ledgerCheckedThenClosed(() => t);
 
   it('least_busy sends no new request to the deployment holding the most in flight', async () => {
     const slow = chat(t, key, 'hold me [[sim:delay_ms=2500]]');
@@ -189,12 +191,9 @@ models:
         models: { smart: { targets: ['ga-1', 'gb-1'], strategy: 'weighted', fallbacks: ['gc-1'] } },
       },
     });
-    const made = await t.org('routing-groups', '20');
-    key = made.key;
-    orgId = made.org.id;
+    ({ key, org: { id: orgId } } = await t.org('routing-groups', '20'));
   });
-  afterEach(async () => expectEveryLedgerExact(t));
-  afterAll(async () => t?.close());
+  ledgerCheckedThenClosed(() => t);
 
   it('is requested by name like a model and listed in /v1/models', async () => {
     const r = await chat(t, key, 'hello group', 'smart');
@@ -243,8 +242,7 @@ describe('hot reload', () => {
     key = (await t.org('routing-reload', '50')).key;
     await addUser(t, 'ops@routing.test', { operator: true });
   });
-  afterEach(async () => expectEveryLedgerExact(t));
-  afterAll(async () => t?.close());
+  ledgerCheckedThenClosed(() => t);
 
   it('a reload that changes the weights takes effect without a restart and loses no request under load', async () => {
     let reloaded = false;
