@@ -5,20 +5,7 @@
  */
 
 import type { ServerResponse } from 'node:http';
-import {
-  applyFaults,
-  bearer,
-  header,
-  isRejectedKey,
-  sendError,
-  sendJson,
-  streamPlan,
-  writeEvents,
-  type ErrorReply,
-  type ErrorShape,
-  type Handler,
-  type SimRequest,
-} from './http.js';
+import { applyFaults, bearer, header, isRejectedKey, sendError, sendJson, streamPlan, writeEvents, type ErrorReply, type ErrorShape, type Handler, type SimRequest } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
 import { pieces, plannedCalls, type PlannedCall } from './features.js';
 import { planReply, promptTokens, textTokens, thoughtPlan, type ReplyPlan, type ThoughtPlan } from './reply.js';

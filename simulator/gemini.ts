@@ -7,15 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { applyFaults, header, isRejectedKey, sendError, sendJson, type Handler, type SimEnv, type SimRequest } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
-import {
-  blockedResponse,
-  deliver,
-  geminiError,
-  geminiErrorShape,
-  promptInfo,
-  safetyFinishResponse,
-  usageMetadata,
-} from './gemini-wire.js';
+import { blockedResponse, deliver, geminiError, geminiErrorShape, promptInfo, safetyFinishResponse, usageMetadata } from './gemini-wire.js';
 import { handleLyria, isLyriaModel } from './lyria.js';
 import { pngBytes } from './png.js';
 import { jsonReply, pieces, plannedCalls, type PlannedCall } from './features.js';

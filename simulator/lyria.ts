@@ -8,16 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { framesForBytes, framesForSeconds, secondsForFrames } from './mp3.js';
 import { applyFaults, sendError, type SimEnv, type SimRequest } from './http.js';
 import type { JsonObject } from './json.js';
-import {
-  blockedResponse,
-  deliver,
-  geminiError,
-  geminiErrorShape,
-  promptInfo,
-  safetyFinishResponse,
-  usageMetadata,
-  type Delivery,
-} from './gemini-wire.js';
+import { blockedResponse, deliver, geminiError, geminiErrorShape, promptInfo, safetyFinishResponse, usageMetadata, type Delivery } from './gemini-wire.js';
 import { textTokens } from './reply.js';
 
 const CLIP_SECONDS = 30;

@@ -6,19 +6,7 @@
  */
 
 import type { ServerResponse } from 'node:http';
-import {
-  applyFaults,
-  bearer,
-  isRejectedKey,
-  sendError,
-  sendJson,
-  streamPlan,
-  writeEvents,
-  type ErrorReply,
-  type ErrorShape,
-  type Handler,
-  type SimRequest,
-} from './http.js';
+import { applyFaults, bearer, isRejectedKey, sendError, sendJson, streamPlan, writeEvents, type ErrorReply, type ErrorShape, type Handler, type SimRequest } from './http.js';
 import { asArray, asNumber, asObject, asString, parseJsonObject, textChars, type JsonObject } from './json.js';
 import { jsonReply, logprobsFor, pieces, plannedCalls, type DeclaredTool, type PlannedCall } from './features.js';
 import { planReply, promptTokens, textTokens, thoughtPlan, type ReplyPlan } from './reply.js';

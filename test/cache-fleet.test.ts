@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKey, createOrg } from '../src/tenancy/admin.js';
 import type { CacheSetting } from '../src/model/cache.js';
-import { openStore } from '../src/store/index.js';
-import type { Store } from '../src/store/types.js';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { killAll } from './cli-helpers.js';
-import { pgQuery, roundRobin, sharedPostgresSchema, startFleet, startPrivateRedis, type Fleet, type PrivateRedis } from './fleet.js';
-import { expectLedgersExactAt, tempDir } from './harness.js';
+import { pgQuery, roundRobin } from './fleet.js';
+import { fleetSuite } from './fleet-suite.js';
 
 /*
  * The response cache across instances (issue 33): three gateway processes on one
@@ -15,34 +11,13 @@ import { expectLedgersExactAt, tempDir } from './harness.js';
  * with Redis gone the cache is bypassed, requests are still served, and a warning metric
  * counts it. Every org's balance moves by exactly its logged costs.
  */
-let sim: Simulator;
-let redis: PrivateRedis;
-let db: { url: string; drop(): Promise<void> };
-let fleet: Fleet;
-let store: Store;
-
-beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-  redis = await startPrivateRedis();
-  db = sharedPostgresSchema('cache');
-  fleet = await startFleet({
-    n: 3, dir: tempDir('tollgate-cache-fleet-'), simUrl: sim.url, databaseUrl: db.url, redisUrl: redis.url,
-    yaml: { log: { level: 'warn', flush_interval_ms: 50 }, metrics: { port: 0 }, redis: { url: redis.url, timeout_ms: 1000 } },
-  });
-  store = openStore(db.url);
-}, 180_000);
-afterAll(async () => {
-  await fleet?.stop();
-  await killAll();
-  await store?.close();
-  if (db) await expectLedgersExactAt(db.url);
-  await redis?.stop();
-  await db?.drop();
-  await sim?.close();
+const suite = fleetSuite({
+  schema: 'cache', privateRedis: true, dir: 'tollgate-cache-fleet-', store: true, checkLedgers: true,
+  yaml: ({ redis }) => ({ log: { level: 'warn', flush_interval_ms: 50 }, metrics: { port: 0 }, redis: { url: redis, timeout_ms: 1000 } }),
 });
 
 const CHAT = 'POST /openai/v1/chat/completions';
-const simCalls = (): number => sim.calls()[CHAT] ?? 0;
+const simCalls = (): number => suite.sim.calls()[CHAT] ?? 0;
 
 interface Reply { status: number; cache: string | null; text: string; cost: number | undefined }
 async function chat(url: string, key: string, content: string, stream = false): Promise<Reply> {
@@ -69,20 +44,20 @@ async function chat(url: string, key: string, content: string, stream = false): 
 
 let orgs = 0;
 async function cachedKey(setting: CacheSetting | null): Promise<{ key: string; orgId: string }> {
-  const org = await createOrg(store, `fleet-cache-${++orgs}`, '20', 'standard');
-  const { key, project } = await createKey(store, org.name);
-  await store.tenancy.setCacheSetting(org.id, 'project', project.id, setting);
+  const org = await createOrg(suite.store, `fleet-cache-${++orgs}`, '20', 'standard');
+  const { key, project } = await createKey(suite.store, org.name);
+  await suite.store.tenancy.setCacheSetting(org.id, 'project', project.id, setting);
   return { key, orgId: org.id };
 }
 
 async function balance(orgId: string): Promise<number> {
-  const [row] = await pgQuery<{ b: string }>(db.url, 'SELECT balance_micros AS b FROM orgs WHERE id = $1', [orgId]);
+  const [row] = await pgQuery<{ b: string }>(suite.db.url, 'SELECT balance_micros AS b FROM orgs WHERE id = $1', [orgId]);
   return Number(row?.b);
 }
 
 describe('the response cache over three instances sharing PostgreSQL and Redis', () => {
   it('a reply stored by one instance is a hit on the other two (JSON and stream); the same request from another org misses', async () => {
-    const [u0, u1, u2] = fleet.urls() as [string, string, string];
+    const [u0, u1, u2] = suite.fleet.urls() as [string, string, string];
     const a = await cachedKey({ mode: 'exact' });
     const b = await cachedKey({ mode: 'exact' });
     const prompt = `shared across the fleet ${'words to make it long '.repeat(300)}`;
@@ -103,44 +78,44 @@ describe('the response cache over three instances sharing PostgreSQL and Redis',
   it('200 concurrent repeats of 20 stored prompts over the three instances: all hits, no upstream call, nothing charged', async () => {
     const a = await cachedKey({ mode: 'exact' });
     const prompts = Array.from({ length: 20 }, (_, i) => `prompt ${i}: ${'some context '.repeat(200)}`);
-    await roundRobin(fleet.urls(), 20, 4, (url, i) => chat(url, a.key, prompts[i]!));
+    await roundRobin(suite.fleet.urls(), 20, 4, (url, i) => chat(url, a.key, prompts[i]!));
     const calls = simCalls();
     const before = await balance(a.orgId);
-    const replies = await roundRobin(fleet.urls(), 200, 200, (url, i) => chat(url, a.key, prompts[i % 20]!, i % 2 === 0));
+    const replies = await roundRobin(suite.fleet.urls(), 200, 200, (url, i) => chat(url, a.key, prompts[i % 20]!, i % 2 === 0));
     expect(replies.filter((r) => r.status === 200 && r.cache === 'hit')).toHaveLength(200);
     expect(simCalls()).toBe(calls);
     expect(await balance(a.orgId)).toBe(before);
     // Every hit is logged: the rows say hit, what they saved, and were charged nothing.
     let rows = { n: '0', saved: '0', cost: '0' };
     for (let i = 0; i < 200 && Number(rows.n) < 220; i++) {
-      [rows] = await pgQuery<typeof rows>(db.url, `SELECT COUNT(*) AS n, COALESCE(SUM(cache_saved_micros), 0) AS saved, COALESCE(SUM(cost_micros), 0) AS cost
+      [rows] = await pgQuery<typeof rows>(suite.db.url, `SELECT COUNT(*) AS n, COALESCE(SUM(cache_saved_micros), 0) AS saved, COALESCE(SUM(cost_micros), 0) AS cost
         FROM request_logs WHERE org_id = $1`, [a.orgId]) as [typeof rows];
       if (Number(rows.n) < 220) await new Promise((r) => setTimeout(r, 50));
     }
     expect(Number(rows.n)).toBe(220);
     expect(Number(rows.saved)).toBeGreaterThan(0);
-    const [hits] = await pgQuery<{ n: string; cost: string }>(db.url, "SELECT COUNT(*) AS n, COALESCE(SUM(cost_micros), 0) AS cost FROM request_logs WHERE org_id = $1 AND cache = 'hit'", [a.orgId]);
+    const [hits] = await pgQuery<{ n: string; cost: string }>(suite.db.url, "SELECT COUNT(*) AS n, COALESCE(SUM(cost_micros), 0) AS cost FROM request_logs WHERE org_id = $1 AND cache = 'hit'", [a.orgId]);
     expect({ n: Number(hits?.n), cost: Number(hits?.cost) }).toEqual({ n: 200, cost: 0 });
   });
 
   it('Redis down: the cache is bypassed, requests are still served (and billed), a warning metric and log line say so', async () => {
     const a = await cachedKey({ mode: 'exact' });
-    const [u0] = fleet.urls() as [string];
+    const [u0] = suite.fleet.urls() as [string];
     await chat(u0, a.key, 'before the outage');
-    await redis.kill();
+    await suite.redis.kill();
     try {
       const calls = simCalls();
       const during = await chat(u0, a.key, 'before the outage');
       expect(during).toMatchObject({ status: 200, cache: 'bypass' });
       expect(during.cost).toBeGreaterThan(0);
       expect(simCalls()).toBe(calls + 1);
-      const url = /Prometheus metrics on (\S+)/.exec(fleet.instances[0]!.stdout())?.[1];
+      const url = /Prometheus metrics on (\S+)/.exec(suite.fleet.instances[0]!.stdout())?.[1];
       const metrics = await (await fetch(url ?? '')).text();
       expect(Number(/tollgate_cache_degraded_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThan(0);
       expect(metrics).toMatch(/tollgate_cache_requests_total\{result="bypass"\} [1-9]/);
-      expect(fleet.instances[0]!.stdout() + fleet.instances[0]!.stderr()).toContain('response cache store (Redis) unavailable');
+      expect(suite.fleet.instances[0]!.stdout() + suite.fleet.instances[0]!.stderr()).toContain('response cache store (Redis) unavailable');
     } finally {
-      await redis.start();
+      await suite.redis.start();
     }
     // Back: the entry stored before the outage (Redis kept nothing: it was killed) is gone; the cache works again.
     let after: Reply | undefined;

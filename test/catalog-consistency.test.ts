@@ -42,15 +42,20 @@ const model = (id: string, aliases: string[]): string =>
 const provider = (id: string, models: string): string =>
   `id: ${id}\nname: ${id}\nbase_url: http://127.0.0.1:9/v1\nauth: { header: Authorization, format: "Bearer {key}" }\nendpoints:\n  chat: { path: /chat/completions, dialect: openai }\nmodels:\n${models}`;
 
+/** The alias problems of the repo's providers/ with one more file beside them. */
+function problemsBesideRepo(file: string, yaml: string): string[] {
+  const dir = copyProviders(tempDir());
+  writeFileSync(join(dir, file), yaml);
+  return aliasProblems(dir);
+}
+
 describe('provider YAML names', () => {
   it('the shipped providers/*.yaml give every alias one model, and no alias is another model\'s id', () => {
     expect(aliasProblems(copyProviders(tempDir()))).toEqual([]);
   });
 
   it('finds the same alias on two different models, across files', () => {
-    const dir = copyProviders(tempDir());
-    writeFileSync(join(dir, 'zz-bad.yaml'), provider('zzbad', model('zz-other-sonnet', ['claude-sonnet-4-5-20250929'])));
-    expect(aliasProblems(dir)).toEqual([
+    expect(problemsBesideRepo('zz-bad.yaml', provider('zzbad', model('zz-other-sonnet', ['claude-sonnet-4-5-20250929'])))).toEqual([
       'alias "claude-sonnet-4-5-20250929" names different models: claude-sonnet-4-5 (anthropic.yaml), zz-other-sonnet (zz-bad.yaml)',
     ]);
   });
@@ -62,9 +67,7 @@ describe('provider YAML names', () => {
   });
 
   it('finds an alias that is another model\'s id, in another provider file', () => {
-    const dir = copyProviders(tempDir());
-    writeFileSync(join(dir, 'zz-bad.yaml'), provider('zzbad', model('zz-mini', ['gpt-4o-mini'])));
-    expect(aliasProblems(dir)).toEqual([
+    expect(problemsBesideRepo('zz-bad.yaml', provider('zzbad', model('zz-mini', ['gpt-4o-mini'])))).toEqual([
       'alias "gpt-4o-mini" of zz-mini (zz-bad.yaml) is the id of another model (azure.yaml, openai.yaml)',
     ]);
   });

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { chat, cli, killAll, lastLine, sleep } from './cli-helpers.js';
-import { pgQuery, roundRobin, startFleet, startPrivatePostgres, type Fleet, type PrivatePostgres } from './fleet.js';
-import { tempDir } from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { chat, cli, lastLine, sleep } from './cli-helpers.js';
+import { pgQuery, roundRobin } from './fleet.js';
+import { fleetSuite } from './fleet-suite.js';
 
 /*
  * Issue 14, findings 1–3 and 5: three gateway processes on one (private) PostgreSQL, each
@@ -19,25 +18,11 @@ import { tempDir } from './harness.js';
 const WINDOW_MS = 1000;
 
 describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () => {
-  let sim: Simulator;
-  let db: PrivatePostgres;
-  let fleet: Fleet;
+  const suite = fleetSuite({ yaml: ({ db }) => ({ database: { url: db, instance_timeout_ms: WINDOW_MS }, log: { level: 'warn', flush_interval_ms: 50 } }) });
   let key = '';
   beforeAll(async () => {
-    sim = await startSimulator({ port: 0 });
-    db = await startPrivatePostgres();
-    fleet = await startFleet({
-      n: 3, dir: tempDir(), simUrl: sim.url, databaseUrl: db.url,
-      yaml: { database: { url: db.url, instance_timeout_ms: WINDOW_MS }, log: { level: 'warn', flush_interval_ms: 50 } },
-    });
-    expect((await cli(['orgs', 'create', 'crash', '--credits', '20', '--config', fleet.config])).code).toBe(0);
-    key = lastLine((await cli(['keys', 'create', '--org', 'crash', '--config', fleet.config])).stdout);
-  }, 120_000);
-  afterAll(async () => {
-    await fleet?.stop();
-    await killAll();
-    await db?.stop();
-    await sim?.close();
+    expect((await cli(['orgs', 'create', 'crash', '--credits', '20', '--config', suite.fleet.config])).code).toBe(0);
+    key = lastLine((await cli(['keys', 'create', '--org', 'crash', '--config', suite.fleet.config])).stdout);
   });
 
   /**
@@ -49,7 +34,7 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
    */
   const audit = async (): Promise<{ credited: number; balance: number; held: number; charged: number; logged: number; rows: number }> => {
     const live = `SELECT id FROM gateway_instances WHERE heartbeat_at >= (extract(epoch from clock_timestamp()) * 1000)::bigint - ${WINDOW_MS}`;
-    const [row] = await pgQuery<Record<string, string>>(db.url, `SELECT o.balance_micros
+    const [row] = await pgQuery<Record<string, string>>(suite.db.url, `SELECT o.balance_micros
           + (SELECT COALESCE(SUM(amount_micros), 0) FROM balance_slices WHERE org_id = o.id) AS balance,
         (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'credit') AS credited,
         (SELECT COALESCE(SUM(-amount_micros), 0) FROM ledger WHERE org_id = o.id AND kind = 'charge') AS charged,
@@ -90,13 +75,13 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
    * ledger charge, if any, and whether a reservation is still held) and those with more than one.
    */
   const rowsOf = async (ids: string[]): Promise<{ missing: Array<{ id: string; charged: number | null; held: boolean }>; duplicated: string[] }> => {
-    const found = await pgQuery<{ request_id: string; n: string }>(db.url,
+    const found = await pgQuery<{ request_id: string; n: string }>(suite.db.url,
       'SELECT request_id, COUNT(*) AS n FROM request_logs WHERE request_id = ANY($1::text[]) GROUP BY request_id', [ids]);
     const count = new Map(found.map((r) => [r.request_id, Number(r.n)]));
     const missingIds = ids.filter((id) => !count.has(id));
-    const charges = new Map((await pgQuery<{ request_id: string; charged: string }>(db.url,
+    const charges = new Map((await pgQuery<{ request_id: string; charged: string }>(suite.db.url,
       "SELECT request_id, -amount_micros AS charged FROM ledger WHERE kind = 'charge' AND request_id = ANY($1::text[])", [missingIds])).map((r) => [r.request_id, Number(r.charged)]));
-    const held = new Set((await pgQuery<{ request_id: string }>(db.url, 'SELECT request_id FROM reservations WHERE request_id = ANY($1::text[])', [missingIds])).map((r) => r.request_id));
+    const held = new Set((await pgQuery<{ request_id: string }>(suite.db.url, 'SELECT request_id FROM reservations WHERE request_id = ANY($1::text[])', [missingIds])).map((r) => r.request_id));
     return {
       missing: missingIds.map((id) => ({ id, charged: charges.get(id) ?? null, held: held.has(id) })),
       duplicated: [...count].filter(([, n]) => n !== 1).map(([id]) => id),
@@ -104,15 +89,15 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
   };
 
   it('SIGKILL of one instance under load: its reservations are released within the window, and the ledger equals the log', async () => {
-    const urls = fleet.urls();
+    const urls = suite.fleet.urls();
     let killed: Promise<void> | undefined;
     let slicesAtKill = 0;
     const replies = await load(urls, 150, (done) => {
       // Every instance reserves against its own slice of the org by then; the killed one's is returned by the reaper.
       if (done === 40) {
-        killed = pgQuery<{ n: string }>(db.url, 'SELECT COUNT(DISTINCT instance_id) AS n FROM balance_slices WHERE amount_micros > 0')
+        killed = pgQuery<{ n: string }>(suite.db.url, 'SELECT COUNT(DISTINCT instance_id) AS n FROM balance_slices WHERE amount_micros > 0')
           .then(([r]) => { slicesAtKill = Number(r?.n); })
-          .then(() => fleet.kill(2));
+          .then(() => suite.fleet.kill(2));
       }
     });
     await killed;
@@ -126,10 +111,10 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
   }, 60_000);
 
   it('a database restart under load: every 200 reply has exactly one row, nothing served goes uncharged, nothing stays held', async () => {
-    const urls = fleet.urls().slice(0, 2);
+    const urls = suite.fleet.urls().slice(0, 2);
     let restarted: Promise<void> | undefined;
     const replies = await load(urls, 120, (done) => {
-      if (done === 30) restarted = db.restart();
+      if (done === 30) restarted = suite.pg.restart();
     });
     await restarted;
     const served = replies.filter((r) => r.status === 200).map((r) => r.requestId ?? '(no x-request-id)');
@@ -144,7 +129,7 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
     const statuses: Record<string, number> = {};
     for (const r of replies) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     // An instance that exited during the restart (its queued rows die with it): what it said on the way out.
-    const exited = fleet.instances.slice(0, 2).filter((s) => s.child.exitCode !== null || s.child.signalCode !== null)
+    const exited = suite.fleet.instances.slice(0, 2).filter((s) => s.child.exitCode !== null || s.child.signalCode !== null)
       .map((s) => ({ url: s.url, exit: s.child.exitCode ?? s.child.signalCode, stderr: s.stderr().slice(-2000), stdout: s.stdout().slice(-3000) }));
     // On failure this prints which 200 replies have no row (and whether each was charged or is still held).
     expect({ missing: found.missing, duplicated: found.duplicated, held: await heldAfterReaper(), statuses, exited })
@@ -153,9 +138,9 @@ describe('a fleet on one PostgreSQL keeps an exact ledger through crashes', () =
   }, 60_000);
 
   it('a graceful stop gives every slice back: no slice rows, and the org row alone moved by the logged costs', async () => {
-    await fleet.stop();
-    const [slices] = await pgQuery<{ n: string }>(db.url, 'SELECT COUNT(*) AS n FROM balance_slices');
-    const [row] = await pgQuery<{ balance: string }>(db.url, "SELECT balance_micros AS balance FROM orgs WHERE name = 'crash'");
+    await suite.fleet.stop();
+    const [slices] = await pgQuery<{ n: string }>(suite.db.url, 'SELECT COUNT(*) AS n FROM balance_slices');
+    const [row] = await pgQuery<{ balance: string }>(suite.db.url, "SELECT balance_micros AS balance FROM orgs WHERE name = 'crash'");
     const a = await audit();
     expect({ slices: Number(slices?.n), held: a.held, charged: a.charged, balanceChange: a.credited - Number(row?.balance) })
       .toEqual({ slices: 0, held: 0, charged: a.logged, balanceChange: a.logged });

@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createKey, createOrg } from '../src/tenancy/admin.js';
-import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { killAll } from './cli-helpers.js';
-import { roundRobin, sharedPostgresSchema, startFleet, type Fleet } from './fleet.js';
-import { expectLedgersExactAt, tempDir } from './harness.js';
+import { roundRobin } from './fleet.js';
+import { fleetSuite } from './fleet-suite.js';
 import { chatFormat, readEvents, sendStream, STREAM_FORMATS, words } from './stream-formats.js';
 
 /*
@@ -14,35 +11,20 @@ import { chatFormat, readEvents, sendStream, STREAM_FORMATS, words } from './str
  * tokens (every streamed 200 used to hang after ~195 KB). Every stream must arrive whole,
  * every request has its log row with the right status, and the ledger equals the log.
  */
-let sim: Simulator;
-let db: { url: string; drop(): Promise<void> };
-let fleet: Fleet;
-let store: Store;
+const suite = fleetSuite({
+  schema: 'streams', dir: 'tollgate-stream-fleet-', store: true, checkLedgers: true, redisUrl: 'redis://127.0.0.1:6379',
+  yaml: ({ redis }) => ({ log: { level: 'warn', flush_interval_ms: 50 }, redis: { url: redis, key_prefix: `tg-streams-${process.pid}:`, timeout_ms: 5000 } }),
+});
 let key = '';
 
 beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-  db = sharedPostgresSchema('streams');
-  fleet = await startFleet({
-    n: 3, dir: tempDir('tollgate-stream-fleet-'), simUrl: sim.url, databaseUrl: db.url, redisUrl: 'redis://127.0.0.1:6379',
-    yaml: { log: { level: 'warn', flush_interval_ms: 50 }, redis: { url: 'redis://127.0.0.1:6379', key_prefix: `tg-streams-${process.pid}:`, timeout_ms: 5000 } },
-  });
-  store = openStore(db.url);
-  const org = await createOrg(store, 'stream-fleet', '100', 'standard');
-  key = (await createKey(store, org.name, { limits: { rpm: 10_000 } })).key;
-}, 180_000);
-afterAll(async () => {
-  await fleet?.stop();
-  await killAll();
-  await store?.close();
-  if (db) await expectLedgersExactAt(db.url);
-  await db?.drop();
-  await sim?.close();
+  const org = await createOrg(suite.store, 'stream-fleet', '100', 'standard');
+  key = (await createKey(suite.store, org.name, { limits: { rpm: 10_000 } })).key;
 });
 
 describe('three instances under 200 concurrent requests', () => {
   it('every 1,000-token stream completes, in every client format; every request is logged; the ledger equals the log', async () => {
-    const results = await roundRobin(fleet.urls(), 200, 200, async (url, i) => {
+    const results = await roundRobin(suite.fleet.urls(), 200, 200, async (url, i) => {
       if (i % 2 === 1) {
         const res = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST', signal: AbortSignal.timeout(60_000),
@@ -64,7 +46,7 @@ describe('three instances under 200 concurrent requests', () => {
     const ids = results.map((r) => r.id);
     let rows: Awaited<ReturnType<Store['getLog']>>[] = [];
     for (let i = 0; i < 100; i++) {
-      rows = await Promise.all(ids.map((id) => store.getLog(id)));
+      rows = await Promise.all(ids.map((id) => suite.store.getLog(id)));
       if (rows.every((r) => r !== undefined)) break;
       await new Promise((r) => setTimeout(r, 100));
     }

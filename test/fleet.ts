@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../src/lib/ports.testkit.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -16,17 +16,7 @@ import { buildOnce, serve, sleep, writeConfig, type Server } from './cli-helpers
  * the machine's shared servers, which other test files use at the same time).
  */
 
-/** A free TCP port on 127.0.0.1 (taken by nobody at the moment of asking). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort } from '../src/lib/ports.testkit.js';
 
 function pgBin(tool: string): string {
   const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));

@@ -36,6 +36,14 @@ async function breakLogWrites(): Promise<void> {
 
 const spillFile = (): string => join(spillDir, `ledger-spill-${hostname()}-${process.pid}.json`);
 
+/** Nothing held, something logged, and charges = logged costs = credited − balance, to the µUSD. */
+function expectSettledExact(a: { held: number; logged: number; charged: number; credited: number; balance: number }): void {
+  expect(a.held).toBe(0);
+  expect(a.logged).toBeGreaterThan(0);
+  expect(a.charged).toBe(a.logged);
+  expect(a.credited - a.balance).toBe(a.logged);
+}
+
 describe('PostgreSQL: ledger and log together', () => {
   it('charges each request with its row, one commit for both, and holds nothing after', async () => {
     const org = await createOrg(t.gateway.store, 'pg-ledger', '5', 'standard');
@@ -44,10 +52,7 @@ describe('PostgreSQL: ledger and log together', () => {
     expect(replies.map((r) => r.status)).toEqual(new Array(12).fill(200));
     await t.gateway.log.flush();
     const audit = await t.gateway.store.audit(org.id);
-    expect(audit.held).toBe(0);
-    expect(audit.logged).toBeGreaterThan(0);
-    expect(audit.charged).toBe(audit.logged);
-    expect(audit.credited - audit.balance).toBe(audit.logged);
+    expectSettledExact(audit);
   });
 
   it('a batch the database refuses leaves neither charge nor row, is spilled to disk, and is written when the database takes it', async () => {
@@ -68,10 +73,7 @@ describe('PostgreSQL: ledger and log together', () => {
     }
     await t.gateway.log.flush();
     const after = await t.gateway.store.audit(org.id);
-    expect(after.held).toBe(0);
-    expect(after.logged).toBeGreaterThan(0);
-    expect(after.charged).toBe(after.logged);
-    expect(after.credited - after.balance).toBe(after.logged);
+    expectSettledExact(after);
     expect(existsSync(spillFile())).toBe(false);
   });
 

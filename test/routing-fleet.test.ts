@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKey, createOrg } from '../src/tenancy/admin.js';
-import { openStore } from '../src/store/index.js';
-import type { Store } from '../src/store/types.js';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { killAll } from './cli-helpers.js';
-import { pgQuery, roundRobin, sharedPostgresSchema, startFleet, startPrivateRedis, type Fleet, type PrivateRedis } from './fleet.js';
-import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
+import { pgQuery, roundRobin } from './fleet.js';
+import { chatReply, fleetSuite } from './fleet-suite.js';
+import { expectLedgersExactAt, simulatorOverrides } from './harness.js';
 
 /*
  * The cooldown shared by a fleet (issue 31): three gateway processes on one PostgreSQL and
@@ -14,22 +11,13 @@ import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js'
  * gets no traffic on any instance for its Retry-After, then gets traffic again. The
  * ledger equals the logged costs once the fleet has stopped.
  */
-let sim: Simulator;
-let redis: PrivateRedis;
-let db: { url: string; drop(): Promise<void> };
-let fleet: Fleet;
-let store: Store;
-
-beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-  redis = await startPrivateRedis();
-  db = sharedPostgresSchema('routing');
-  const providers = simulatorOverrides(sim.url);
-  fleet = await startFleet({
-    n: 3, dir: tempDir('tollgate-routing-fleet-'), simUrl: sim.url, databaseUrl: db.url, redisUrl: redis.url,
-    yaml: {
+const suite = fleetSuite({
+  schema: 'routing', privateRedis: true, dir: 'tollgate-routing-fleet-', store: true,
+  yaml: ({ sim, redis }) => {
+    const providers = simulatorOverrides(sim);
+    return {
       log: { level: 'warn', flush_interval_ms: 50 }, metrics: { port: 0 },
-      redis: { url: redis.url, timeout_ms: 5000 },
+      redis: { url: redis, timeout_ms: 5000 },
       routing: { watch: false },
       providers: {
         ...providers,
@@ -38,43 +26,25 @@ beforeAll(async () => {
           keys: [{ name: 'east', api_key: 'f-east' }, { name: 'west', api_key: 'f-west' }, { name: 'north', api_key: 'f-north' }],
         },
       },
-    },
-  });
-  store = openStore(db.url);
-}, 180_000);
-afterAll(async () => {
-  await fleet?.stop();
-  await killAll();
-  await store?.close();
-  await redis?.stop();
-  await db?.drop();
-  await sim?.close();
+    };
+  },
 });
-
-interface Reply { status: number; body: { error?: { code: string } } }
-async function chat(url: string, key: string, content: string): Promise<Reply> {
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST', signal: AbortSignal.timeout(30_000),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }], max_tokens: 20 }),
-  });
-  return { status: res.status, body: (await res.json()) as Reply['body'] };
-}
+const chat = (url: string, key: string, content: string) => chatReply(url, key, content, 20, 30_000);
 
 /** Each instance's Prometheus URL, from the line `gateway serve` prints. */
-const metricsUrls = (): string[] => fleet.instances.map((s) => /Prometheus metrics on (\S+)/.exec(s.stdout())?.[1] ?? '');
+const metricsUrls = (): string[] => suite.fleet.instances.map((s) => /Prometheus metrics on (\S+)/.exec(s.stdout())?.[1] ?? '');
 
 describe('a rate-limited key across three instances', () => {
   it('500 requests see no error; the key that answered 429 (Retry-After: 2) rests on every instance for 2 s, then serves again', async () => {
-    const org = await createOrg(store, 'routing-fleet', '20', 'standard');
-    const { key } = await createKey(store, org.name);
-    const urls = fleet.urls();
+    const org = await createOrg(suite.store, 'routing-fleet', '20', 'standard');
+    const { key } = await createKey(suite.store, org.name);
+    const urls = suite.fleet.urls();
     // Each request takes ≥ 80 ms upstream: 350 of them 9 at a time outlast the 2 s window.
     const send = (tag: string) => (url: string, i: number) => chat(url, key, `${tag} ${i} [[sim:delay_ms=80]]`);
     const first = await roundRobin(urls, 150, 9, send('before'));
     const limitedAt = Date.now();
-    sim.rateLimitKey('f-west', 2);
-    const westAt = () => sim.keyHistory().filter((c) => c.key === 'f-west');
+    suite.sim.rateLimitKey('f-west', 2);
+    const westAt = () => suite.sim.keyHistory().filter((c) => c.key === 'f-west');
     // While the rest run: once the first 429 came back, every instance reports west as cooling.
     const seenCooling = (async (): Promise<string[]> => {
       for (let i = 0; i < 300 && !westAt().some((c) => c.limited); i++) await new Promise((r) => setTimeout(r, 10));
@@ -101,15 +71,15 @@ describe('a rate-limited key across three instances', () => {
     expect(west.filter((c) => !c.limited && c.at >= limitedAt + 2000).length).toBeGreaterThanOrEqual(1);
 
     // Every reply is logged with the deployment that served it.
-    const rows = await pgQuery<{ deployment: string | null; n: string }>(db.url, `SELECT deployment, COUNT(*) AS n FROM request_logs WHERE org_id = $1 GROUP BY deployment`, [org.id]);
+    const rows = await pgQuery<{ deployment: string | null; n: string }>(suite.db.url, `SELECT deployment, COUNT(*) AS n FROM request_logs WHERE org_id = $1 GROUP BY deployment`, [org.id]);
     for (let i = 0; i < 100 && rows.reduce((s, r) => s + Number(r.n), 0) < 500; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      rows.splice(0, rows.length, ...(await pgQuery<{ deployment: string | null; n: string }>(db.url, `SELECT deployment, COUNT(*) AS n FROM request_logs WHERE org_id = $1 GROUP BY deployment`, [org.id])));
+      rows.splice(0, rows.length, ...(await pgQuery<{ deployment: string | null; n: string }>(suite.db.url, `SELECT deployment, COUNT(*) AS n FROM request_logs WHERE org_id = $1 GROUP BY deployment`, [org.id])));
     }
     expect(rows.map((r) => r.deployment).sort()).toEqual(['east', 'north', 'west']);
     expect(rows.reduce((s, r) => s + Number(r.n), 0)).toBe(500);
 
-    await fleet.stop();
-    await expectLedgersExactAt(db.url);
+    await suite.fleet.stop();
+    await expectLedgersExactAt(suite.db.url);
   }, 180_000);
 });

@@ -71,13 +71,18 @@ describe('single sign-on in the browser', { timeout: 45_000 }, () => {
     expect(await page.getByRole('form', { name: 'Change password' }).count()).toBe(0);
   });
 
+  /** Back on the sign-in page, which says that single sign-on failed. */
+  async function expectSsoFailedAtSignIn(): Promise<void> {
+    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Single sign-on failed: /);
+  }
+
   it('comes back to the sign-in page saying why when the flow expired at the provider (over ten minutes)', async () => {
     idp.groups.set('erin', ['acme-admins']);
     await signInWithSso('erin', () => {
       clock.offsetMs = 11 * 60_000;
     });
-    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Single sign-on failed: /);
+    await expectSsoFailedAtSignIn();
     expect(new URL(page.url()).search).toBe(''); // the reason is shown once, not kept in the address
     expect(await axeViolations(page)).toEqual([]);
     expect((await browser.context.cookies(t.url)).map((c) => c.name)).not.toContain('tollgate_session');
@@ -89,8 +94,7 @@ describe('single sign-on in the browser', { timeout: 45_000 }, () => {
     await signInWithSso('erin', () => {
       clock.offsetMs = 2 * 60_000;
     });
-    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Single sign-on failed: /);
+    await expectSsoFailedAtSignIn();
     expect((await browser.context.cookies(t.url)).map((c) => c.name)).not.toContain('tollgate_session');
   });
 });

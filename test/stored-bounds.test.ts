@@ -51,10 +51,15 @@ describe('what a refused request leaves in the request log', () => {
   });
 });
 
+/** A key of a new org whose requests per minute are limited to `rpm`. */
+async function keyAtRpm(org: string, rpm: number): Promise<string> {
+  await t.org(org, '5');
+  return (await createKey(t.gateway.store, org, { limits: { rpm } })).key;
+}
+
 describe('a key over its limits is refused before routing', () => {
   it('a key at rpm 0 asking for an unknown model gets the 429 of its limit, not a 404', async () => {
-    await t.org('bounds-rpm', '5');
-    const { key } = await createKey(t.gateway.store, 'bounds-rpm', { limits: { rpm: 0 } });
+    const key = await keyAtRpm('bounds-rpm', 0);
     const r = await postJson(chatUrl(), { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }, key);
     expect(r.status).toBe(429);
     expect(code(r)).toBe('rate_limit_exceeded');
@@ -62,8 +67,7 @@ describe('a key over its limits is refused before routing', () => {
   });
 
   it('a key within its rpm asking for an unknown model still gets the 404, and the failed request counts for its rpm', async () => {
-    await t.org('bounds-rpm1', '5');
-    const { key } = await createKey(t.gateway.store, 'bounds-rpm1', { limits: { rpm: 1 } });
+    const key = await keyAtRpm('bounds-rpm1', 1);
     const first = await postJson(chatUrl(), { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }, key);
     expect(first.status).toBe(404);
     expect(code(first)).toBe('model_not_found');

@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createKey, createOrg, createUser } from '../src/tenancy/admin.js';
-import { openStore } from '../src/store/index.js';
-import type { Store } from '../src/store/types.js';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { killAll } from './cli-helpers.js';
-import { freePort, pgQuery, roundRobin, sharedPostgresSchema, startFleet, startPrivateRedis, type Fleet, type PrivateRedis } from './fleet.js';
-import { expectLedgersExactAt, tempDir } from './harness.js';
+import { freePort, pgQuery, roundRobin } from './fleet.js';
+import { fleetSuite } from './fleet-suite.js';
+import { expectLedgersExactAt } from './harness.js';
 import { PASSWORD, signIn } from './management-helpers.js';
 import { Receiver, signatureValid, until } from './webhook-receiver.js';
 
@@ -16,36 +13,16 @@ import { Receiver, signatureValid, until } from './webhook-receiver.js';
  * survives a SIGKILL and a full stop of the fleet in the outbox and is delivered once when a
  * gateway runs again and the receiver comes up. The org's balance alert fires once as well. Loopback only; every wait is bounded.
  */
-let sim: Simulator;
-let redis: PrivateRedis;
-let db: { url: string; drop(): Promise<void> };
-let fleet: Fleet;
-let store: Store;
-let rx: Receiver | undefined;
-
-beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-  redis = await startPrivateRedis();
-  db = sharedPostgresSchema('webhooks');
-  fleet = await startFleet({
-    n: 3, dir: tempDir('tollgate-webhooks-fleet-'), simUrl: sim.url, databaseUrl: db.url, redisUrl: redis.url,
-    yaml: {
-      log: { level: 'warn', flush_interval_ms: 50 }, redis: { url: redis.url, timeout_ms: 5000 },
-      database: { url: db.url, instance_timeout_ms: 1000 },
-      webhooks: { allow_private_urls: true, retry_initial_ms: 200 },
-    },
-  });
-  store = openStore(db.url);
-}, 180_000);
-afterAll(async () => {
-  await fleet?.stop();
-  await killAll();
-  await rx?.close();
-  await store?.close();
-  await redis?.stop();
-  await db?.drop();
-  await sim?.close();
+const suite = fleetSuite({
+  schema: 'webhooks', privateRedis: true, dir: 'tollgate-webhooks-fleet-', store: true,
+  yaml: ({ db, redis }) => ({
+    log: { level: 'warn', flush_interval_ms: 50 }, redis: { url: redis, timeout_ms: 5000 },
+    database: { url: db, instance_timeout_ms: 1000 },
+    webhooks: { allow_private_urls: true, retry_initial_ms: 200 },
+  }),
 });
+let rx: Receiver | undefined;
+afterAll(async () => rx?.close());
 
 /** A request whose cost is mostly its 1000 output tokens, so its cost bound is close to its cost. */
 async function chat(url: string, key: string, n: number): Promise<number> {
@@ -60,22 +37,22 @@ async function chat(url: string, key: string, n: number): Promise<number> {
 
 /** An org with an owner signed in on instance 0, and a key whose daily budget is ten requests like `chat`'s. */
 async function orgWithBudgetKey(name: string): Promise<{ orgId: string; key: string; api: Awaited<ReturnType<typeof signIn>> }> {
-  const org = await createOrg(store, name, '5', 'standard');
-  await createUser(store, { email: `owner@${name}.test`, password: PASSWORD, org: name, role: 'owner' });
-  const probe = await createKey(store, name);
-  expect(await chat(fleet.urls()[0]!, probe.key, 0)).toBe(200);
+  const org = await createOrg(suite.store, name, '5', 'standard');
+  await createUser(suite.store, { email: `owner@${name}.test`, password: PASSWORD, org: name, role: 'owner' });
+  const probe = await createKey(suite.store, name);
+  expect(await chat(suite.fleet.urls()[0]!, probe.key, 0)).toBe(200);
   let cost = 0;
   for (let i = 0; i < 100 && cost === 0; i++) {
-    const [row] = await pgQuery<{ cost: string }>(db.url, 'SELECT cost_micros AS cost FROM request_logs WHERE api_key_id = $1', [probe.record.id]);
+    const [row] = await pgQuery<{ cost: string }>(suite.db.url, 'SELECT cost_micros AS cost FROM request_logs WHERE api_key_id = $1', [probe.record.id]);
     cost = Number(row?.cost ?? 0);
     if (cost === 0) await new Promise((r) => setTimeout(r, 50));
   }
   expect(cost).toBeGreaterThan(0);
-  const { key } = await createKey(store, name, { limits: { budget: { micros: cost * 10, period: 'day' } } });
-  return { orgId: org.id, key, api: await signIn(fleet.urls()[0]!, `owner@${name}.test`) };
+  const { key } = await createKey(suite.store, name, { limits: { budget: { micros: cost * 10, period: 'day' } } });
+  return { orgId: org.id, key, api: await signIn(suite.fleet.urls()[0]!, `owner@${name}.test`) };
 }
 
-const deliveries = (orgId: string) => pgQuery<{ event_id: string; status: string; attempts: number; last_error: string | null }>(db.url,
+const deliveries = (orgId: string) => pgQuery<{ event_id: string; status: string; attempts: number; last_error: string | null }>(suite.db.url,
   'SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE org_id = $1 ORDER BY created_at', [orgId]);
 
 describe('budget alerts over three instances on PostgreSQL + Redis', () => {
@@ -89,7 +66,7 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     expect(low.status).toBe(201);
     expect((await api.put(`/api/v1/orgs/${orgId}/balance-alert`, { below_usd: '4.997' })).status).toBe(200);
 
-    const statuses = await roundRobin(fleet.urls(), 12, 1, (url, i) => chat(url, key, i + 1));
+    const statuses = await roundRobin(suite.fleet.urls(), 12, 1, (url, i) => chat(url, key, i + 1));
     expect(statuses.slice(0, 9)).toEqual(Array(9).fill(200));
     expect(statuses.at(-1)).toBe(429);
 
@@ -107,7 +84,7 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     expect(JSON.parse(balancePosts[0]!.body)).toMatchObject({ type: 'balance.below', org: 'fleet-alerts', threshold: 4.997 });
     const rows = await deliveries(orgId);
     expect(rows.map((r) => [r.status, Number(r.attempts)])).toEqual(Array(4).fill(['delivered', 1]));
-    const [crossings] = await pgQuery<{ n: string }>(db.url, 'SELECT COUNT(*) AS n FROM alert_events WHERE org_id = $1', [orgId]);
+    const [crossings] = await pgQuery<{ n: string }>(suite.db.url, 'SELECT COUNT(*) AS n FROM alert_events WHERE org_id = $1', [orgId]);
     expect(crossings!.n).toBe('4');
   }, 120_000);
 
@@ -118,7 +95,7 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     expect(made.status, JSON.stringify(made.body)).toBe(201);
 
     // 6 of the 10 requests the budget holds: 50 % crossed, not 80.
-    const statuses = await roundRobin(fleet.urls(), 6, 1, (url, i) => chat(url, key, i + 1));
+    const statuses = await roundRobin(suite.fleet.urls(), 6, 1, (url, i) => chat(url, key, i + 1));
     expect(statuses).toEqual(Array(6).fill(200));
     // The event is in the outbox and its delivery has failed at least once (refused).
     expect(await until(async () => (await deliveries(orgId)).some((d) => Number(d.attempts) >= 1), 20_000)).toBe(true);
@@ -126,9 +103,9 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     expect(pending).toMatchObject({ status: 'pending' });
     expect(pending!.last_error).toBeTruthy();
 
-    await fleet.kill(0);
-    await fleet.stop();
-    const back = await fleet.restart(1);
+    await suite.fleet.kill(0);
+    await suite.fleet.stop();
+    const back = await suite.fleet.restart(1);
     const late = await Receiver.start(0, port);
     try {
       const arrived = () => late.delivered('/late');
@@ -143,7 +120,7 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
       expect(rows[0]).toMatchObject({ event_id: pending!.event_id, status: 'delivered' });
       expect(Number(rows[0]!.attempts)).toBeGreaterThan(1);
       // The killed instance's balance slice is reclaimed by the running one's reaper: every org balances.
-      await expectLedgersExactAt(db.url);
+      await expectLedgersExactAt(suite.db.url);
     } finally {
       await late.close();
     }

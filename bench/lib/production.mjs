@@ -71,10 +71,7 @@ export async function forgetRedisKeys() {
 
 /** Deletes every key under `prefix` (SCAN, never KEYS, on a server that may be shared). */
 export async function deletePrefix(redis, prefix) {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+  for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) {
     if (keys.length) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
+  }
 }

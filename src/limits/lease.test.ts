@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request, scope } from './contract.testkit.js';
 import { wantsLease } from './lease.js';
-import { RedisLimiter, type RedisLimiterOptions } from './redis.js';
-import { client, deletePrefix, REDIS_URL, testPrefix } from './redis.testkit.js';
+import { RedisLimiter } from './redis.js';
+import { client, deletePrefix, REDIS_URL, redisLimiterPool, testPrefix } from './redis.testkit.js';
 import type { AdmitResult, Hold, LimitScope } from '../model/limits.js';
 
 /*
@@ -17,21 +16,8 @@ const ok = (rs: AdmitResult[]): Hold[] => rs.flatMap((r) => (r.ok ? [r.hold] : [
 const share = (limit: number, instances: number): number => Math.max(1, Math.floor(limit / (100 * instances)));
 
 describe('Redis driver, lease mode', () => {
-  const prefix = testPrefix();
-  const clients: Redis[] = [];
-  const instance = (opts: Partial<RedisLimiterOptions> = {}): RedisLimiter => {
-    const redis = client(REDIS_URL);
-    clients.push(redis);
-    return new RedisLimiter({ redis, seed: async () => 0, keyPrefix: prefix, windowMs: 600_000, ...opts });
-  };
-  let admin: Redis;
-  beforeAll(() => {
-    admin = client(REDIS_URL);
-  });
-  afterAll(async () => {
-    await deletePrefix(admin, prefix);
-    await Promise.all([...clients, admin].map((c) => c.quit()));
-  });
+  const pool = redisLimiterPool({ windowMs: 600_000 });
+  const { clients, instance } = pool;
 
   /** Waves of `wave` concurrent admits round-robin over the instances, `total` in all: leases granted after one wave serve the next. */
   async function waves(limiters: RedisLimiter[], scopes: LimitScope[], total: number, wave: number, tokens = 10, cost = 0): Promise<AdmitResult[]> {
@@ -153,7 +139,7 @@ describe('Redis driver, lease mode', () => {
     // Left: the slots of its requests (exact ones, and leased ones a renewal turned into holds), which live for the hold TTL as in exact mode.
     expect(after).toBeLessThanOrEqual(admitted);
     expect((await other.usage(key)).budget).toMatchObject({ spentMicros: 0, heldMicros: 100 * after });
-    await deletePrefix(admin, own);
+    await deletePrefix(pool.admin, own);
   });
 
   it('a scope set to exact never leases, whatever its limits', async () => {

@@ -1,4 +1,5 @@
 import { IdPool } from '../lib/ids.js';
+import { LimiterBase } from './base.js';
 import { ScopeState } from './memory-state.js';
 import { periodBounds, spendCounterName } from '../model/periods.js';
 import { limitedScopes, validateLimitSpec, validateMetered } from './spec.js';
@@ -37,7 +38,7 @@ class MemoryHold implements Hold {
  * synchronous step, so concurrent requests cannot interleave between them; only seeding
  * a budget's spend (a database read) is asynchronous, and it happens before that step.
  */
-export class MemoryLimiter implements Limiter {
+export class MemoryLimiter extends LimiterBase implements Limiter {
   private readonly scopes = new Map<string, ScopeState>();
   /** Seeds in flight, by scope and period, so concurrent first uses share one read. */
   private readonly seeding = new Map<string, Promise<void>>();
@@ -48,6 +49,7 @@ export class MemoryLimiter implements Limiter {
   private readonly degraded: Record<LimitKind, number> = { rpm: 0, tpm: 0, concurrency: 0, budget: 0 };
 
   constructor(private readonly opts: MemoryLimiterOptions) {
+    super();
     this.now = opts.now ?? Date.now;
     this.holdTtlMs = opts.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
     this.windowMs = opts.windowMs ?? WINDOW_MS;
@@ -130,14 +132,6 @@ export class MemoryLimiter implements Limiter {
       }
     }
     return Promise.resolve();
-  }
-
-  release(hold: Hold): Promise<void> {
-    return this.settle(hold, { tokens: 0, costMicros: 0 });
-  }
-
-  async usage(scope: LimitScope): Promise<ScopeUsage> {
-    return (await this.usageOf([scope]))[0]!;
   }
 
   async usageOf(scopes: readonly LimitScope[]): Promise<ScopeUsage[]> {

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { held, limiterContract, request, scope } from './contract.testkit.js';
 import { createLimiter } from './index.js';
 import { periodBounds } from '../model/periods.js';
-import { RedisLimiter, type RedisLimiterOptions } from './redis.js';
+import { RedisLimiter } from './redis.js';
 import type { RedisLike } from '../lib/redis-runner.js';
-import { client, CountingRedis, deletePrefix, REDIS_URL, testPrefix } from './redis.testkit.js';
+import { client, CountingRedis, deletePrefix, REDIS_URL, redisLimiterPool, testPrefix } from './redis.testkit.js';
 import type { AdmitResult, SpendSeed } from '../model/limits.js';
 
 limiterContract('Redis', () => {
@@ -29,21 +29,8 @@ function okCount(results: AdmitResult[]): number {
 }
 
 describe('Redis driver', () => {
-  const prefix = testPrefix();
-  const clients: Redis[] = [];
-  const instance = (opts: Partial<RedisLimiterOptions> = {}): RedisLimiter => {
-    const redis = client(REDIS_URL);
-    clients.push(redis);
-    return new RedisLimiter({ redis, seed: async () => 0, keyPrefix: prefix, ...opts });
-  };
-  let admin: Redis;
-  beforeAll(() => {
-    admin = client(REDIS_URL);
-  });
-  afterAll(async () => {
-    await deletePrefix(admin, prefix);
-    await Promise.all([...clients, admin].map((c) => c.quit()));
-  });
+  const pool = redisLimiterPool();
+  const { prefix, instance } = pool;
 
   describe('three instances on one Redis, on Redis\'s clock', () => {
     // A 10-minute window: exact counts must not depend on how fast the machine runs the test.
@@ -105,9 +92,9 @@ describe('Redis driver', () => {
     it('takes the time from Redis, not from the instance', async () => {
       const limiter = instance();
       const key = scope({ rpm: 5 });
-      const before = await admin.time();
+      const before = await pool.admin.time();
       const usage = await limiter.usage(key);
-      const after = await admin.time();
+      const after = await pool.admin.time();
       const ms = (t: Array<number | string>) => Number(t[0]) * 1000 + Math.floor(Number(t[1]) / 1000);
       expect(usage.at).toBeGreaterThanOrEqual(ms(before));
       expect(usage.at).toBeLessThanOrEqual(ms(after));
@@ -132,7 +119,7 @@ describe('Redis driver', () => {
     expect((await limiter.admit(request([key, project], 1, 10))).ok).toBe(true);
     expect(calls).toEqual({ [key.id]: 2, [project.id]: 2 }); // the key's first read was never written: read again
     expect((await limiter.usage(key)).budget?.spentMicros).toBe(200);
-    await admin.del(`${prefix}${key.id}:sp:total:0`); // as after a Redis restart or a lapsed TTL
+    await pool.admin.del(`${prefix}${key.id}:sp:total:0`); // as after a Redis restart or a lapsed TTL
     expect((await limiter.usage(key)).budget?.spentMicros).toBe(300);
     expect(calls[key.id]).toBe(3);
   });
@@ -172,7 +159,7 @@ describe('Redis driver', () => {
     const limiter = new RedisLimiter({ redis: counting, seed: async () => 0, keyPrefix: prefix });
     const key = scope({ maxConcurrent: 100 });
     expect((await limiter.admit(request([key]))).ok).toBe(true);
-    await admin.script('FLUSH');
+    await pool.admin.script('FLUSH');
     const replies = await Promise.all(Array.from({ length: 5 }, () => limiter.admit(request([key]))));
     expect(replies.every((r) => r.ok)).toBe(true);
     expect((await limiter.usage(key)).concurrency?.used).toBe(6);
@@ -180,17 +167,17 @@ describe('Redis driver', () => {
 
   it('gives every key it writes a TTL', async () => {
     const own = testPrefix();
-    const limiter = new RedisLimiter({ redis: admin, seed: async () => 0, keyPrefix: own });
+    const limiter = new RedisLimiter({ redis: pool.admin, seed: async () => 0, keyPrefix: own });
     const key = scope({ rpm: 100, tpm: 10_000, maxConcurrent: 5, budget: { micros: 1_000_000, period: 'total' } });
     const written = async (): Promise<string[]> => {
       const keys: string[] = [];
       let cursor = '0';
       do {
-        const [next, found] = await admin.scan(cursor, 'MATCH', `${own}*`, 'COUNT', 1000);
+        const [next, found] = await pool.admin.scan(cursor, 'MATCH', `${own}*`, 'COUNT', 1000);
         keys.push(...found);
         cursor = next;
       } while (cursor !== '0');
-      for (const k of keys) expect(await admin.pttl(k), k).toBeGreaterThan(0);
+      for (const k of keys) expect(await pool.admin.pttl(k), k).toBeGreaterThan(0);
       return keys.map((k) => k.slice(own.length + key.id.length + 1)).sort();
     };
     const r = await limiter.admit(request([key], 10, 10));
@@ -198,7 +185,7 @@ describe('Redis driver', () => {
     expect(await written()).toEqual(['bh', 'bh:sum', 'cc', 'rq', 'sp:total:0', 'tk', 'tk:sum']);
     await limiter.settle(r.hold, { tokens: 5, costMicros: 3 });
     expect(await written()).toEqual(['bh:sum', 'rq', 'sp:total:0', 'tk', 'tk:sum']); // empty sets vanish
-    await deletePrefix(admin, own);
+    await deletePrefix(pool.admin, own);
   });
 
   it('computes UTC day and month periods in Lua exactly as in TypeScript', async () => {
@@ -232,7 +219,7 @@ describe('Redis driver', () => {
   });
 
   it('accepts an ioredis client as it is, through createLimiter', async () => {
-    const redis: RedisLike = admin; // compile-time: the interface fits ioredis
+    const redis: RedisLike = pool.admin; // compile-time: the interface fits ioredis
     const limiter = createLimiter({ redis, seed: async () => 0, keyPrefix: prefix });
     expect(limiter.stats().driver).toBe('redis');
     expect((await limiter.admit(request([scope({ rpm: 1 })]))).ok).toBe(true);

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { RedisLimiter, type RedisLimiterOptions } from './redis.js';
+import { freePort } from '../lib/ports.testkit.js';
 import type { RedisBatch, RedisLike } from '../lib/redis-runner.js';
 
 /** The shared Redis of the test machines; tests touch it only under a random key prefix. */
@@ -69,17 +71,6 @@ export function client(url: string, options: RedisOptions = {}): Redis {
   return redis;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
 /** A redis-server of the test's own on an ephemeral port, keeping nothing on disk, to kill and restart. */
 export class OwnRedis {
   private child: ChildProcess | undefined;
@@ -135,4 +126,37 @@ export class OwnRedis {
   resume(): void {
     this.child?.kill('SIGCONT');
   }
+}
+
+export interface RedisLimiterPool {
+  /** The fresh key prefix every limiter of the pool writes under. */
+  prefix: string;
+  /** Every client the pool will close after the suite (a test may add its own). */
+  clients: Redis[];
+  /** A client for direct reads and writes, opened in beforeAll. */
+  admin: Redis;
+  /** A limiter on a client of its own, as one instance of a fleet. */
+  instance(opts?: Partial<RedisLimiterOptions>): RedisLimiter;
+}
+
+/** Limiters on the shared Redis under one fresh prefix; after the suite the prefix is deleted and every client closed. */
+export function redisLimiterPool(defaults: Partial<RedisLimiterOptions> = {}): RedisLimiterPool {
+  const pool: RedisLimiterPool = {
+    prefix: testPrefix(),
+    clients: [],
+    admin: undefined as unknown as Redis,
+    instance(opts = {}) {
+      const redis = client(REDIS_URL);
+      pool.clients.push(redis);
+      return new RedisLimiter({ redis, seed: async () => 0, keyPrefix: pool.prefix, ...defaults, ...opts });
+    },
+  };
+  beforeAll(() => {
+    pool.admin = client(REDIS_URL);
+  });
+  afterAll(async () => {
+    await deletePrefix(pool.admin, pool.prefix);
+    await Promise.all([...pool.clients, pool.admin].map((c) => c.quit()));
+  });
+  return pool;
 }

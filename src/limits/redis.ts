@@ -1,4 +1,5 @@
 import { IdPool } from '../lib/ids.js';
+import { LimiterBase } from './base.js';
 import { LeaseBook, type HoldPart, type LeasePart } from './lease.js';
 import { DEFAULT_HOLD_TTL_MS, WINDOW_MS } from './memory.js';
 import { ADMIT_SCRIPT, SETTLE_SCRIPT } from './redis-scripts.js';
@@ -59,7 +60,7 @@ interface SettleJob {
  * scope and reserves in all of them or none; settle and release are one more each.
  * Redis down: rate limits fail open, budgets refuse with 503, settles are replayed later.
  */
-export class RedisLimiter implements Limiter {
+export class RedisLimiter extends LimiterBase implements Limiter {
   private readonly runner: ScriptRunner;
   private readonly prefix: string;
   private readonly holdTtlMs: number;
@@ -74,6 +75,7 @@ export class RedisLimiter implements Limiter {
   private readonly leases: LeaseBook | undefined;
 
   constructor(private readonly opts: RedisLimiterOptions) {
+    super();
     this.runner = new ScriptRunner(opts.redis, opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
     this.prefix = opts.keyPrefix ?? 'tollgate:limits:';
     if (this.prefix.includes('\n')) throw new RangeError('the limits key prefix must not contain a newline');
@@ -140,14 +142,6 @@ export class RedisLimiter implements Limiter {
     }
     if (!hold.parts.length) return Promise.resolve();
     return this.runSettle({ hold, metered, chargeAlways: true }).then(() => undefined);
-  }
-
-  release(hold: Hold): Promise<void> {
-    return this.settle(hold, { tokens: 0, costMicros: 0 });
-  }
-
-  async usage(scope: LimitScope): Promise<ScopeUsage> {
-    return (await this.usageOf([scope]))[0]!;
   }
 
   async usageOf(scopes: readonly LimitScope[]): Promise<ScopeUsage[]> {
