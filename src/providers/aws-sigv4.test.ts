@@ -77,7 +77,7 @@ describe('aws-sigv4 configuration', () => {
     expect(signerFor({ ...raw, auth: { scheme: 'aws-sigv4' } }, {}, {})).toMatch(/needs the service/);
     // A key header's header and format are the catalogue's to check; another scheme signs nothing here.
     expect(signerFor({ id: 'x', base_url: 'https://x', auth: { scheme: 'google-service-account' } }, {}, {})).toBeUndefined();
-    // A key header needs no signer; its header and format are checked by the catalogue (catalog.ts: 'auth needs header and format').
+    // A key header needs no signer; its header and format are checked by the catalogue (provider-file.ts: 'auth needs header and format').
     expect(signerFor({ id: 'x', base_url: 'https://x', auth: {} }, {}, {})).toBeUndefined();
   });
 });
