@@ -4,24 +4,25 @@
 // Every server is its own child process; this process is the load generator.
 // See docs/benchmarks.md for the method and the latest results.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { summariseProfile } from './lib/cpuprofile.mjs';
-import { requestOnce, runAutocannon, runBurst, runStreams } from './lib/load.mjs';
-import { Child, CpuMeter, cpuMsOfCommand, gatewayArgs, killAll, RssSampler } from './lib/procs.mjs';
+import { sleep } from './lib/load.mjs';
+import { Child, gatewayArgs, killAll } from './lib/procs.mjs';
 import { evaluateTargets, profileMarkdown, resultsMarkdown } from './lib/report.mjs';
 import { telemetryScenario } from './lib/telemetry.mjs';
-import { validateLyria, validateMusic } from './lib/checks.mjs';
 import { logsScenario } from './lib/logs.mjs';
 import { limitsScenario } from './lib/limits.mjs';
 import { cacheScenario } from './lib/cache.mjs';
 import { routingScenario } from './lib/routing.mjs';
 import { guardrailsScenario } from './lib/guardrails.mjs';
 import { pgScenario } from './lib/pg.mjs';
+import { CHAT_JSON, chatScenario, sanity, soakScenario, streamScenario } from './lib/chat.mjs';
+import { musicScenario } from './lib/music.mjs';
+import { profileScenario } from './lib/profile.mjs';
 import { forgetRedisKeys, gatewayVariants, redisAnswers } from './lib/production.mjs';
-import { CONNECTIONS, DURATION_S, LOG_ROWS, MUSIC_COUNT, MUSIC_SIZE_MB, opt, QUICK, ROUNDS, scenarios, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './lib/options.mjs';
+import { CONNECTIONS, DURATION_S, LOG_ROWS, opt, QUICK, ROUNDS, scenarios, STREAM_S, WARMUP_S } from './lib/options.mjs';
 import { ensureBuilt, ensurePeers, freePort, machine, tollgateInfo, updateDocs } from './lib/setup.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -33,26 +34,12 @@ const SIMULATOR_PREFIXES = {
   anthropic: '/anthropic/v1', google: '/gemini/v1beta', elevenlabs: '/elevenlabs/v1', deepgram: '/deepgram/v1',
 };
 
-const CHAT_BODY = {
-  model: 'gpt-4o-mini',
-  messages: [
-    { role: 'system', content: 'You are a concise assistant.' },
-    { role: 'user', content: 'Write one sentence about toll roads.' },
-  ],
-  max_tokens: 64,
-};
-const CHAT_JSON = JSON.stringify(CHAT_BODY);
-const STREAM_JSON = JSON.stringify({ ...CHAT_BODY, stream: true, stream_options: { include_usage: true } });
-const MUSIC_PROMPT = `An upbeat synth-pop track about a highway at night, with a catchy chorus. [[sim:size_mb=${MUSIC_SIZE_MB}]]`;
-
 const t0 = performance.now();
 const clock = () => {
   const s = Math.floor((performance.now() - t0) / 1000);
   return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
 };
 const say = (msg) => console.log(`[${clock()}] ${msg}`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 process.on('exit', killAll);
 for (const sig of ['SIGINT', 'SIGTERM']) {
@@ -81,211 +68,10 @@ function gatewayCliOf(root, ...args) {
   return execFileSync(process.execPath, [join(root, 'bin', 'gateway.js'), ...args], { cwd: root, encoding: 'utf8' });
 }
 
-// ---------------------------------------------------------------- scenarios
-
-async function sanity(target) {
-  const plain = await requestOnce({ url: target.url, path: target.path, headers: target.headers, body: CHAT_JSON });
-  let parsed;
-  try {
-    parsed = JSON.parse(plain.text);
-  } catch {
-    parsed = undefined;
-  }
-  if (plain.status !== 200 || !Array.isArray(parsed?.choices)) throw new Error(`non-streamed chat gave ${plain.status}: ${plain.text.slice(0, 300)}`);
-  if (target.name === 'gateway' && typeof parsed.usage?.cost_usd_total !== 'number') throw new Error('the gateway reply has no usage.cost_usd_total');
-  const stream = await requestOnce({ url: target.url, path: target.path, headers: target.headers, body: STREAM_JSON });
-  if (stream.status !== 200 || !stream.text.includes('[DONE]')) throw new Error(`streamed chat gave ${stream.status}: ${stream.text.slice(0, 300)}`);
-}
-
 /** Every server process of the run, for the CPU breakdown of each measurement. */
 const allChildren = [];
-
-async function chatRun(target, connections, durationS) {
-  const child = target.child;
-  child.resetPeak();
-  const sampler = new RssSampler([child], 100);
-  const cpu = new CpuMeter(allChildren, child);
-  const redisBefore = cpuMsOfCommand('redis-server'); // every redis-server on the machine: the limits' share, plus other users' noise
-  const result = await runAutocannon({ url: target.url + target.path, headers: target.headers, body: CHAT_JSON, connections, durationS });
-  const redisMs = cpuMsOfCommand('redis-server') - redisBefore;
-  const usage = cpu.stop();
-  const sampled = sampler.stop().get(child.name);
-  const { hwmMb } = child.memory();
-  const serverMs = usage.cpuMsByChild[child.name];
-  delete usage.cpuMsByChild;
-  const perReq = (ms) => (result.requests > 0 ? (ms * 1000) / result.requests : NaN);
-  return { ...result, cpuUsPerReq: perReq(serverMs), redisUsPerReq: perReq(redisMs), cpu: usage, peakRssMb: Math.max(hwmMb || 0, sampled) };
-}
-
-const cpuLine = (cpu, server) => `CPU% ${server} ${cpu[server]}, sim ${cpu.simulator}, loadgen ${cpu.loadgen}, others ${cpu.others}, run-queue wait ${cpu.serverRunqueueWaitPct}`;
-
-/** Of several rounds, the one with the best primary figure; all rounds are kept under `rounds`. */
-function best(runs, better) {
-  const chosen = runs.reduce((a, b) => (better(b, a) ? b : a));
-  return runs.length > 1 ? { ...chosen, rounds: runs.map(({ rounds: _r, ...r }) => r) } : chosen;
-}
-
-async function chatScenario(targets, results) {
-  say(`warm-up: ${WARMUP_S} s at 32 connections per server`);
-  for (const t of targets) await runAutocannon({ url: t.url + t.path, headers: t.headers, body: CHAT_JSON, connections: 32, durationS: WARMUP_S, collectLatencies: false });
-  results.chat = {};
-  for (const c of CONNECTIONS) {
-    const runs = Object.fromEntries(targets.map((t) => [t.name, []]));
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const t of targets) {
-        await sleep(500);
-        const r = await chatRun(t, c, DURATION_S);
-        runs[t.name].push(r);
-        const bad = r.non2xx + r.errors > 0 ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors ${JSON.stringify(r.statusCodes)}` : '';
-        say(`chat  c=${String(c).padStart(3)} ${t.name.padEnd(7)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${fmt(r.latency.p50)} ms  p99 ${fmt(r.latency.p99)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req  Redis ${fmt(r.redisUsPerReq, 0)} µs/req  peak RSS ${fmt(r.peakRssMb, 0)} MB  (${cpuLine(r.cpu, t.name)})${bad}`);
-      }
-    }
-    results.chat[c] = Object.fromEntries(targets.map((t) => [t.name, best(runs[t.name], (a, b) => a.rps > b.rps)]));
-    const g = results.chat[c].gateway;
-    const b = results.chat[c].bare;
-    if (g && b) say(`      c=${String(c).padStart(3)} gateway ÷ bare (best of ${ROUNDS}): throughput ${fmt(g.rps / b.rps)}×, p50 ${fmt(g.latency.p50 / b.latency.p50)}×, p99 ${fmt(g.latency.p99 / b.latency.p99)}×`);
-  }
-}
-
-async function streamScenario(targets, results) {
-  results.stream = {};
-  for (const t of targets) await runStreams({ url: t.url, path: t.path, headers: t.headers, body: STREAM_JSON, concurrency: 8, durationS: 1 });
-  for (const c of STREAM_CONCURRENCY) {
-    const runs = Object.fromEntries(targets.map((t) => [t.name, []]));
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const t of targets) {
-        await sleep(300);
-        const cpu = new CpuMeter(allChildren, t.child);
-        const r = await runStreams({ url: t.url, path: t.path, headers: t.headers, body: STREAM_JSON, concurrency: c, durationS: STREAM_S });
-        r.cpu = cpu.stop();
-        r.cpuUsPerReq = r.requests > 0 ? (r.cpu.cpuMsByChild[t.name] * 1000) / r.requests : NaN;
-        delete r.cpu.cpuMsByChild;
-        runs[t.name].push(r);
-        const bad = r.failed > 0 ? `  !! ${r.failed} failed: ${r.firstFailure}` : '';
-        say(`stream c=${String(c).padStart(2)} ${t.name.padEnd(7)} ${fmt(r.rps, 0).padStart(6)} streams/s  TTFB p50 ${fmt(r.ttfb.p50)} p99 ${fmt(r.ttfb.p99)} ms  total p50 ${fmt(r.total.p50)} p99 ${fmt(r.total.p99)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/stream${bad}`);
-      }
-    }
-    results.stream[c] = Object.fromEntries(targets.map((t) => [t.name, best(runs[t.name], (a, b) => a.ttfb.p50 < b.ttfb.p50)]));
-  }
-}
-
-async function musicScenario(configFile, key, bare, storage, results) {
-  const child = await Child.start({ name: 'gateway-music', args: gatewayArgs(ROOT, configFile), cwd: ROOT, ready: /listening on (http:\/\/\S+)/ });
-  allChildren.push(child);
-  say(`music gateway ${child.url} (pid ${child.pid}; default configuration${storage ? ' + S3 storage on s3rver' : ', no S3 (s3rver did not start)'})`);
-  try {
-    await sleep(300);
-    const idleMb = child.memory().rssMb;
-    await musicRuns({ name: 'gateway', child, url: child.url, key }, bare, storage, results);
-    if (results.music.gateway) results.music.gateway.idleRssMb = idleMb;
-  } finally {
-    allChildren.splice(allChildren.indexOf(child), 1);
-    await child.stop();
-  }
-}
-
-async function musicRuns(gateway, bare, storage, results) {
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${gateway.key}` };
-  const body = JSON.stringify({ model: 'tune-3-pro-preview', prompt: MUSIC_PROMPT });
-  say('music: probing POST /v1/music');
-  const probe = await requestOnce({ url: gateway.url, path: '/v1/music', headers, body: JSON.stringify({ model: 'tune-3-pro-preview', prompt: 'probe [[sim:size_mb=1]]' }), timeoutMs: 120_000 });
-  if (probe.status === 404 && probe.text.includes('route_not_found')) {
-    results.music = { reason: 'not available in this build (POST /v1/music is 404 route_not_found)' };
-    say(`music: ${results.music.reason}`);
-    return;
-  }
-  if (probe.status !== 200) {
-    results.music = { reason: `probe failed: status ${probe.status}: ${probe.text.slice(0, 200)}` };
-    say(`music: ${results.music.reason}`);
-    return;
-  }
-  results.music = { storage: storage ? 's3' : 'inline', count: MUSIC_COUNT, sizeMb: MUSIC_SIZE_MB };
-  const lyriaBody = JSON.stringify({ contents: [{ parts: [{ text: MUSIC_PROMPT }] }], generationConfig: { responseModalities: ['AUDIO', 'TEXT'] } });
-  const runs = [
-    ['bare', bare, { url: bare.url, path: '/v1beta/models/lyria-3-pro-preview:generateContent', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'sim-key' }, body: lyriaBody, validate: validateLyria(MUSIC_SIZE_MB) }],
-    ['gateway', gateway, { url: gateway.url, path: '/v1/music', headers, body, validate: validateMusic(storage ? 's3' : undefined, MUSIC_SIZE_MB) }],
-  ];
-  for (const [name, target, req] of runs) {
-    await sleep(500);
-    target.child.resetPeak();
-    const rssBeforeMb = target.child.memory().rssMb;
-    const sampler = new RssSampler([target.child], 50);
-    const r = await runBurst({ ...req, count: MUSIC_COUNT, timeoutMs: 240_000 });
-    const sampled = sampler.stop().get(target.child.name);
-    r.peakRssMb = Math.max(target.child.memory().hwmMb || 0, sampled);
-    r.rssBeforeMb = rssBeforeMb;
-    results.music[name] = r;
-    say(`music ${name.padEnd(7)} ${r.ok}/${r.count} ok, wall ${fmt(r.wallMs / 1000)} s, p50 ${fmt(r.latency.p50 / 1000)} s, peak RSS ${fmt(r.peakRssMb, 0)} MB${r.errors.length ? `  !! ${r.errors.join('; ')}` : ''}`);
-  }
-}
-
-async function soakScenario(gateway, results) {
-  const refS = Math.min(60, Math.round(SOAK_S / 5));
-  say(`soak: gateway at 32 connections for ${SOAK_S} s (RSS at ${refS} s vs the end)`);
-  const sampler = new RssSampler([gateway.child], 1000);
-  const r = await runAutocannon({ url: gateway.url + gateway.path, headers: gateway.headers, body: CHAT_JSON, connections: 32, durationS: SOAK_S, collectLatencies: false });
-  sampler.stop();
-  const rss = sampler.samples.filter((s) => Number.isFinite(s.rssMb));
-  const mean = (xs) => xs.reduce((a, s) => a + s.rssMb, 0) / (xs.length || 1);
-  const atRef = mean(rss.filter((s) => Math.abs(s.at - refS) <= 5));
-  const atEnd = mean(rss.filter((s) => s.at >= SOAK_S - 10));
-  const growthMb = atEnd - atRef;
-  results.soak = {
-    connections: 32, durationS: r.durationS, rps: r.rps, non2xx: r.non2xx + r.errors, refS, rssAtRefMb: atRef, rssAtEndMb: atEnd,
-    growthMb, growthPct: (100 * growthMb) / atRef, peakMb: Math.max(...rss.map((s) => s.rssMb)),
-    withinNoise: growthMb <= 10 || growthMb / atRef <= 0.1,
-    series: rss.filter((_, i) => i % 10 === 0).map((s) => [Math.round(s.at), Math.round(s.rssMb)]),
-  };
-  say(`soak: ${fmt(r.rps, 0)} req/s, RSS ${fmt(atRef, 0)} MB at ${refS} s → ${fmt(atEnd, 0)} MB at the end (${growthMb >= 0 ? '+' : ''}${fmt(growthMb, 1)} MB)`);
-}
-
-/** Starts `args` under `node --cpu-prof`, loads it at 32 connections, and summarises the samples taken under load. */
-async function profileOne({ name, args, path, headers, dir, durationS, streamed }) {
-  const child = await Child.start({
-    name, args, cwd: ROOT, ready: /listening on (http:\/\/\S+)/,
-    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`],
-  });
-  const load = (seconds) => (streamed
-    ? runStreams({ url: child.url, path, headers, body: STREAM_JSON, concurrency: 32, durationS: seconds })
-    : runAutocannon({ url: child.url + path, headers, body: CHAT_JSON, connections: 32, durationS: seconds, collectLatencies: false }));
-  // Boot, module loading and the JIT warm-up are not the hot path: their samples are left out.
-  await load(WARMUP_S);
-  const skipMs = performance.now() - child.spawnedAt;
-  const r = await load(durationS);
-  await child.stop(30_000);
-  const file = join(dir, `${name}.cpuprofile`);
-  if (!existsSync(file)) throw new Error(`no profile was written for ${name}:\n${child.tail()}`);
-  return { file, rps: r.rps, requests: r.requests, summary: summariseProfile(JSON.parse(readFileSync(file, 'utf8')), { root: ROOT, top: 40, skipMs }) };
-}
-
-async function profileScenario(configFile, key, simUrl, tmp, date, results, streamed) {
-  const dir = join(tmp, 'cpuprofile');
-  mkdirSync(dir, { recursive: true });
-  const durationS = QUICK ? 4 : 12;
-  say(`profile: the gateway, then the bare proxy, under --cpu-prof at 32 ${streamed ? 'streams' : 'connections'} for ${durationS} s each`);
-  try {
-    const gw = await profileOne({
-      name: 'gateway', args: gatewayArgs(ROOT, configFile), path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, dir, durationS, streamed,
-    });
-    const bare = await profileOne({
-      name: 'bare', args: [join(BENCH, 'bare-proxy.mjs'), '--upstream', `${simUrl}/openai`], path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sim-key' }, dir, durationS, streamed,
-    });
-    const kept = join(BENCH, 'results', `${date}-gateway${streamed ? '-stream' : ''}.cpuprofile`);
-    copyFileSync(gw.file, kept);
-    results.profile = {
-      connections: 32, streamed: Boolean(streamed), durationS, rps: gw.rps, requests: gw.requests, file: kept.slice(ROOT.length + 1), summary: gw.summary,
-      bare: { rps: bare.rps, requests: bare.requests, summary: { busyMs: bare.summary.busyMs, byArea: bare.summary.byArea, bySelf: bare.summary.bySelf.slice(0, 15), allAreas: bare.summary.allAreas } },
-    };
-    say(`profile: gateway ${fmt(gw.rps, 0)} req/s, ${fmt((gw.summary.busyMs * 1000) / gw.requests, 0)} µs CPU/req while profiled; bare ${fmt(bare.rps, 0)} req/s, ${fmt((bare.summary.busyMs * 1000) / bare.requests, 0)} µs CPU/req. Gateway top self time:`);
-    for (const f of gw.summary.bySelf.slice(0, 12)) say(`  ${fmt(f.selfPct, 1).padStart(5)} %  ${f.name}  ${f.location}`);
-    say(`  saved ${results.profile.file} (open in Chrome DevTools › Performance)`);
-  } catch (err) {
-    results.profile = { error: err.message };
-    say(`profile failed: ${err.message}`);
-  }
-}
+/** What the scenario modules (bench/lib/chat.mjs, music.mjs, profile.mjs) take from this run. */
+const ctx = { root: ROOT, bench: BENCH, say, allChildren };
 
 // ---------------------------------------------------------------- main
 
@@ -437,20 +223,20 @@ async function trafficScenarios(tmp, children, results, date) {
   results.memory = Object.fromEntries(targets.map((t) => [t.name, { idleMb: t.child.memory().rssMb }]));
 
   if (scenarios.has('chat')) {
-    await chatScenario(targets, results);
+    await chatScenario(ctx, targets, results);
     for (const t of targets) {
       results.memory[t.name].chatPeakMb = Math.max(...CONNECTIONS.map((c) => results.chat[c][t.name]?.peakRssMb ?? 0));
       results.memory[t.name].afterChatMb = t.child.memory().rssMb;
     }
   }
-  if (scenarios.has('stream')) await streamScenario(targets, results);
-  if (scenarios.has('music')) await musicScenario(musicConfigFile, musicKey, targets[0], Boolean(s3), results);
+  if (scenarios.has('stream')) await streamScenario(ctx, targets, results);
+  if (scenarios.has('music')) await musicScenario(ctx, musicConfigFile, musicKey, targets[0], Boolean(s3), results);
   if (scenarios.has('telemetry')) {
     await telemetryScenario({ root: ROOT, tmp, baseConfig: config, body: CHAT_JSON, durationS: DURATION_S, warmupS: WARMUP_S, rounds: ROUNDS, say, allChildren, keyFor }, results);
   }
-  if (scenarios.has('soak')) await soakScenario(targets.find((t) => t.name === 'gateway'), results);
-  if (scenarios.has('profile')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, false);
-  else if (scenarios.has('profile-stream')) await profileScenario(profileConfigFile, profileKey, sim.url, tmp, date, results, true);
+  if (scenarios.has('soak')) await soakScenario(ctx, targets.find((t) => t.name === 'gateway'), results);
+  if (scenarios.has('profile')) await profileScenario(ctx, profileConfigFile, profileKey, sim.url, tmp, date, results, false);
+  else if (scenarios.has('profile-stream')) await profileScenario(ctx, profileConfigFile, profileKey, sim.url, tmp, date, results, true);
 }
 
 async function finish(results, date) {

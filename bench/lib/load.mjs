@@ -4,6 +4,12 @@
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 
+/** A pause between runs, so one run's closing connections do not weigh on the next. */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A figure for the progress lines, `—` when it is not a number (no requests, say). */
+export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
 /** Nearest-rank percentile of an ascending-sorted array. */
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;

@@ -9,7 +9,7 @@
 // checks that the metrics counted every request and the sink received every span.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { requestOnce, runAutocannon } from './load.mjs';
+import { fmt, requestOnce, runAutocannon, sleep } from './load.mjs';
 import { observerCost } from './observer-cost.mjs';
 import { profiledShare } from './telemetry-profile.mjs';
 import { Child, CpuMeter, gatewayArgs, RssSampler } from './procs.mjs';
@@ -26,9 +26,6 @@ const CONFIGS = [
   { name: 'metrics', label: `metrics on (scraped every ${SCRAPE_EVERY_MS / 1000} s)`, extra: () => ({ metrics: { host: '127.0.0.1', port: 0 } }) },
   { name: 'traces', label: 'metrics + traces (OTLP/HTTP to a local sink)', extra: (sinkUrl) => ({ metrics: { host: '127.0.0.1', port: 0 }, telemetry: { otlp: { endpoint: sinkUrl } } }) },
 ];
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 /** The scrape URL a gateway printed after its "listening on" line. */
 async function metricsUrlOf(child) {
