@@ -5,7 +5,7 @@ import { fmt, requestOnce, runAutocannon, runStreams, sleep } from './load.mjs';
 import { CpuMeter, cpuMsOfCommand, RssSampler } from './procs.mjs';
 import { CONNECTIONS, DURATION_S, ROUNDS, SOAK_S, STREAM_CONCURRENCY, STREAM_S, WARMUP_S } from './options.mjs';
 
-export const CHAT_BODY = {
+const CHAT_BODY = {
   model: 'gpt-4o-mini',
   messages: [
     { role: 'system', content: 'You are a concise assistant.' },
