@@ -1,25 +1,13 @@
-import { BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIM_AWS } from './aws-sigv4.js';
-import { startSimulator, type Simulator } from './server.js';
+import { type BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
+import { describe, expect, it } from 'vitest';
+import { bedrockClient, useSimulator } from './bedrock-client.testkit.js';
 
 /** The simulated Titan Text Embeddings V2 (InvokeModel) against @aws-sdk/client-bedrock-runtime pointed straight at it. */
-let sim: Simulator;
-beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-});
-afterAll(async () => sim.close());
+const env = useSimulator();
 
 const MODEL = 'amazon.titan-embed-text-v2:0';
 
-function client(secretAccessKey: string = SIM_AWS.secretAccessKey): BedrockRuntimeClient {
-  return new BedrockRuntimeClient({
-    region: SIM_AWS.region, endpoint: `${sim.url}/bedrock`, maxAttempts: 1,
-    credentials: { accessKeyId: SIM_AWS.accessKeyId, secretAccessKey },
-    requestHandler: new NodeHttpHandler(),
-  });
-}
+const client = (secretAccessKey?: string): BedrockRuntimeClient => bedrockClient(env.sim, secretAccessKey);
 
 const invoke = async (body: Record<string, unknown>, secret?: string): Promise<{ embedding: number[]; inputTextTokenCount: number; embeddingsByType: { float: number[] } }> => {
   const out = await client(secret).send(new InvokeModelCommand({ modelId: MODEL, contentType: 'application/json', accept: 'application/json', body: JSON.stringify(body) }));

@@ -1,31 +1,21 @@
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, type ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import AnthropicBedrock from '@anthropic-ai/bedrock-sdk';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AwsSigV4Signer } from '../src/providers/aws-sigv4.js';
 import { SIM_AWS } from './aws-sigv4.js';
-import { startSimulator, type Simulator } from './server.js';
+import { bedrockClient, useSimulator } from './bedrock-client.testkit.js';
 
 /**
  * The simulated Bedrock against the official clients pointed straight at it: what they
  * sign, send and decode is what AWS takes, so the gateway's own signer and decoder are
  * checked against a simulator that real clients agree with.
  */
-let sim: Simulator;
-beforeAll(async () => {
-  sim = await startSimulator({ port: 0 });
-});
-afterAll(async () => sim.close());
+const env = useSimulator();
 
 const MODEL = 'global.anthropic.claude-haiku-4-5-20251001-v1:0';
 
-function client(secretAccessKey: string = SIM_AWS.secretAccessKey): BedrockRuntimeClient {
-  return new BedrockRuntimeClient({
-    region: SIM_AWS.region, endpoint: `${sim.url}/bedrock`, maxAttempts: 1,
-    credentials: { accessKeyId: SIM_AWS.accessKeyId, secretAccessKey },
-    requestHandler: new NodeHttpHandler(),
-  });
-}
+const client = (secretAccessKey?: string): BedrockRuntimeClient => bedrockClient(env.sim, secretAccessKey);
 
 describe('the simulator speaks Bedrock to @aws-sdk/client-bedrock-runtime', () => {
   it('Converse: text, stop reason and usage', async () => {
@@ -68,7 +58,7 @@ describe('the simulator speaks Bedrock to @aws-sdk/client-bedrock-runtime', () =
   it('a wrong secret gets InvalidSignatureException; an unknown key UnrecognizedClientException', async () => {
     await expect(client('not-the-secret').send(new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'Hi' }] }] })))
       .rejects.toMatchObject({ name: 'InvalidSignatureException', $metadata: { httpStatusCode: 403 } });
-    const stranger = new BedrockRuntimeClient({ region: SIM_AWS.region, endpoint: `${sim.url}/bedrock`, maxAttempts: 1, credentials: { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }, requestHandler: new NodeHttpHandler() });
+    const stranger = new BedrockRuntimeClient({ region: SIM_AWS.region, endpoint: `${env.sim.url}/bedrock`, maxAttempts: 1, credentials: { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }, requestHandler: new NodeHttpHandler() });
     await expect(stranger.send(new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'Hi' }] }] })))
       .rejects.toMatchObject({ name: 'UnrecognizedClientException', $metadata: { httpStatusCode: 403 } });
   });
@@ -84,12 +74,12 @@ describe('the simulator speaks Bedrock to @aws-sdk/client-bedrock-runtime', () =
 describe('the simulator checks signatures as AWS does', () => {
   const signed = async (body: string, at: number): Promise<Record<string, string>> => {
     const signer = new AwsSigV4Signer({ service: 'bedrock', region: SIM_AWS.region, credentials: { accessKeyId: SIM_AWS.accessKeyId, secretAccessKey: SIM_AWS.secretAccessKey }, now: () => at });
-    return signer.sign({ method: 'POST', origin: sim.url, path: `/bedrock/model/${encodeURIComponent(MODEL)}/converse`, headers: { 'content-type': 'application/json' }, body }, undefined);
+    return signer.sign({ method: 'POST', origin: env.sim.url, path: `/bedrock/model/${encodeURIComponent(MODEL)}/converse`, headers: { 'content-type': 'application/json' }, body }, undefined);
   };
   const body = JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Hi' }] }] });
   const post = (headers: Record<string, string>, sent: string): Promise<Response> => {
     const { host: _host, ...rest } = headers;
-    return fetch(`${sim.url}/bedrock/model/${encodeURIComponent(MODEL)}/converse`, { method: 'POST', headers: rest, body: sent });
+    return fetch(`${env.sim.url}/bedrock/model/${encodeURIComponent(MODEL)}/converse`, { method: 'POST', headers: rest, body: sent });
   };
 
   it('takes a request signed now, refuses one whose body changed after signing', async () => {
@@ -111,7 +101,7 @@ describe('the simulator checks signatures as AWS does', () => {
 
 describe('the simulator speaks InvokeModel to @anthropic-ai/bedrock-sdk', () => {
   const anthropic = (awsSecretKey: string = SIM_AWS.secretAccessKey): AnthropicBedrock => new AnthropicBedrock({
-    awsAccessKey: SIM_AWS.accessKeyId, awsSecretKey, awsRegion: SIM_AWS.region, baseURL: `${sim.url}/bedrock`, maxRetries: 0,
+    awsAccessKey: SIM_AWS.accessKeyId, awsSecretKey, awsRegion: SIM_AWS.region, baseURL: `${env.sim.url}/bedrock`, maxRetries: 0,
   });
 
   it('messages.create and a stream', async () => {

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useOrgGateway } from './fixtures.js';
 import { packageRoot } from '../src/lib/paths.js';
-import { tempDir } from './harness.js';
+import { type ProcessRun, runToEnd, tempDir } from './harness.js';
 
 /*
  * Issue 29: the coding agents, unmodified, through the gateway with any model. Each CLI
@@ -25,24 +24,11 @@ const installed = ['claude', 'codex', 'gemini'].every((b) => existsSync(join(BIN
 const MODELS = ['claude-haiku-4-5', 'gpt-4o-mini', 'gemini-2.5-flash'];
 const REPLY = 'This is a simulated reply.';
 
-interface Run { code: number | null; out: string }
+type Run = ProcessRun;
 
 /** Runs an agent CLI to its end (bounded), in its own home and working folder, with no network but loopback. */
 function runAgent(bin: string, args: string[], env: Record<string, string>, home: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(join(BIN, bin), args, {
-      cwd: home, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'dumb', NO_COLOR: '1', ...env },
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runToEnd(join(BIN, bin), args, { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'dumb', NO_COLOR: '1', ...env }, timeoutMs: 120_000 });
 }
 
 /** Each agent: how it is told the base URL, the key and the model (its documented settings, nothing else). */
@@ -69,8 +55,8 @@ describe.skipIf(!installed)('coding agents through the gateway, with any model',
     it.each(MODELS)('completes a prompt with a tool round trip on %s', async (model) => {
       const before = new Set(t.sim.received());
       const run = await AGENTS[agent]!(t.url, t.key, model, tempDir('tollgate-agent-'));
-      expect(run.code, run.out.slice(-2000)).toBe(0);
-      expect(run.out).toContain(REPLY);
+      expect(run.code, run.output.slice(-2000)).toBe(0);
+      expect(run.output).toContain(REPLY);
       // The round trip: a turn that the simulator answered with a tool call, then one carrying the tool's result.
       const bodies = t.sim.received().filter((r) => !before.has(r)).map((r) => r.body);
       expect(bodies.some((b) => /tool_result|function_call_output|"role":"tool"|functionResponse/.test(b)), bodies.map((b) => b.slice(0, 200)).join('\n')).toBe(true);

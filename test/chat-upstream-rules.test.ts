@@ -1,10 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { chatMicros, post, readSse, simPromptTokens } from './chat-helpers.js';
 import { useOrgGateway } from './fixtures.js';
-import { copyProviders, logRow, postJson, tempDir } from './harness.js';
+import { logRow, postJson, providerHead, providersWith } from './harness.js';
 
 /**
  * Rules a provider's YAML states for its models and endpoints: the output-limit field
@@ -14,18 +12,13 @@ import { copyProviders, logRow, postJson, tempDir } from './harness.js';
  */
 
 const t = useOrgGateway('upstream-rules', '20', (sim) => {
-  const dir = copyProviders(tempDir());
   // "stally" serves gpt-4o-mini first (file-name order) and gives a stream 300 ms to start; openai serves it second.
-  writeFileSync(join(dir, '0-stally.yaml'), `
-id: stally
-name: Stally
-base_url: ${sim.url}/stally/v1
-auth: { header: Authorization, format: "Bearer {key}" }
+  const dir = providersWith({ '0-stally.yaml': `${providerHead('stally', 'Stally', `${sim.url}/stally/v1`)}
 endpoints:
   chat: { path: /chat/completions, dialect: openai, first_byte_timeout_ms: 300, retry: { attempts: 1 }, fallback: true }
 models:
   - { id: gpt-4o-mini, modality: chat, max_output_tokens: 1000, pricing: { prompt: "0.000001", completion: "0.000002" } }
-`);
+` });
   return { providersDir: dir, yaml: { providers: { stally: { api_key: 'sim-key' } } } };
 }, { ledger: true });
 

@@ -1,32 +1,19 @@
 import { createHash } from 'node:crypto';
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { buildProgram } from '../cli/index.js';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { buildOnce, cli, type CliResult, KEY, killAll, lastLine, query, ROOT, STACK_FRAME, writeConfig } from './cli-helpers.js';
-import { tempDir } from './harness.js';
+import type { Simulator } from '../simulator/server.js';
+import { cli, type CliResult, KEY, lastLine, query, ROOT, STACK_FRAME, useCliConfig } from './cli-helpers.js';
 
+const env = useCliConfig('tollgate-cli-admin-');
 let sim: Simulator;
 let dir: string;
 let config: string;
 let db: string;
-
-beforeAll(async () => {
-  await buildOnce();
-  sim = await startSimulator({ port: 0 });
-  dir = tempDir('tollgate-cli-admin-');
-  config = writeConfig(dir, sim.url);
-  db = join(dir, 'g.db');
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await sim?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => void ({ sim, dir, config, db } = env));
 
 const flat = (s: string): string => s.replace(/\s+/g, ' ');
 

@@ -1,10 +1,9 @@
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/server.js';
-import { buildOnce, cli, type CliResult, killAll, ROOT, STACK_FRAME, writeConfig } from './cli-helpers.js';
-import { tempDir } from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Simulator } from '../simulator/server.js';
+import { cli, type CliResult, ROOT, STACK_FRAME, useCliConfig } from './cli-helpers.js';
 
 /**
  * Issue 35: what the real `gateway` binary says when something is wrong, to the exact
@@ -13,22 +12,11 @@ import { tempDir } from './harness.js';
  * anything.
  */
 
+const env = useCliConfig('tollgate-cli-errors-');
 let sim: Simulator;
 let dir: string;
 let config: string;
-
-beforeAll(async () => {
-  await buildOnce();
-  sim = await startSimulator({ port: 0 });
-  dir = tempDir('tollgate-cli-errors-');
-  config = writeConfig(dir, sim.url);
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await sim?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => void ({ sim, dir, config } = env));
 
 function refusedConfig(r: CliResult, lines: string): void {
   expect(r.code).toBe(2);

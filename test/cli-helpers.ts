@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { packageRoot } from '../src/lib/paths.js';
 import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
@@ -208,6 +208,50 @@ export async function chat(url: string, key: string, content = 'Hello'): Promise
 }
 
 export { sleep };
+
+export interface CliConfig {
+  sim: Simulator;
+  dir: string;
+  config: string;
+  db: string;
+}
+
+/**
+ * For a test file of the real binary: the build, a simulator for the file, and a temp dir
+ * with a config on `g.db` in it — one for the whole file, or with `eachTest` a fresh one per
+ * test whose ledgers are checked (`stopAndCheckLedgers`) after it. Every spawned process is
+ * killed after each test; all is gone after the file. Read the fields inside tests and hooks.
+ */
+export function useCliConfig(prefix: string, opts: { eachTest?: boolean } = {}): CliConfig {
+  const env = {} as CliConfig;
+  const fresh = (): void => {
+    env.dir = tempDir(prefix);
+    env.config = writeConfig(env.dir, env.sim.url);
+    env.db = join(env.dir, 'g.db');
+  };
+  beforeAll(async () => {
+    await buildOnce();
+    env.sim = await startSimulator({ port: 0 });
+    if (!opts.eachTest) fresh();
+  }, 120_000);
+  if (opts.eachTest) {
+    beforeEach(fresh);
+    afterEach(async () => {
+      try {
+        await stopAndCheckLedgers(`sqlite:${env.db}`);
+      } finally {
+        await killAll();
+        rmSync(env.dir, { recursive: true, force: true });
+      }
+    }, 30_000);
+  } else afterEach(killAll);
+  afterAll(async () => {
+    await killAll();
+    await env.sim?.close();
+    if (!opts.eachTest && env.dir) rmSync(env.dir, { recursive: true, force: true });
+  });
+  return env;
+}
 
 export interface CliServer {
   sim: Simulator;

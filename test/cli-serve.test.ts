@@ -1,40 +1,19 @@
-import { rmSync } from 'node:fs';
+
 import { createServer, type Server as NetServer } from 'node:net';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/server.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Simulator } from '../simulator/server.js';
 import { createKey, createOrg } from '../src/tenancy/admin.js';
 import { openStore } from '../src/store/index.js';
 import { startS3 } from './s3.js';
-import { buildOnce, chat, cli, KEY, killAll, lastLine, query, serve, sleep, STACK_FRAME, stopAndCheckLedgers, writeConfig } from './cli-helpers.js';
-import { tempDir } from './harness.js';
+import { chat, cli, KEY, lastLine, query, serve, sleep, STACK_FRAME, useCliConfig, writeConfig } from './cli-helpers.js';
 
+const env = useCliConfig('tollgate-cli-serve-', { eachTest: true });
 let sim: Simulator;
 let dir: string;
 let config: string;
 let db: string;
-
-beforeAll(async () => {
-  await buildOnce();
-  sim = await startSimulator({ port: 0 });
-}, 120_000);
-beforeEach(() => {
-  dir = tempDir('tollgate-cli-serve-');
-  config = writeConfig(dir, sim.url);
-  db = join(dir, 'g.db');
-});
-afterEach(async () => {
-  try {
-    await stopAndCheckLedgers(`sqlite:${db}`);
-  } finally {
-    await killAll();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}, 30_000);
-afterAll(async () => {
-  await killAll();
-  await sim?.close();
-});
+beforeAll(() => void ({ sim } = env));
+beforeEach(() => void ({ dir, config, db } = env));
 
 /** Runs an admin command against the test's config and returns its stdout; fails on a non-zero exit. */
 async function admin(...args: string[]): Promise<string> {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,47 @@ export function copyProviders(dir: string): string {
   cpSync(join(packageRoot(), 'providers'), target, { recursive: true });
   return target;
 }
+
+export interface ProcessRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr interleaved as they came. */
+  output: string;
+}
+
+/** Runs a command to its end (SIGKILLed after `timeoutMs`, so it is bounded), with no stdin. */
+export function runToEnd(command: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs: number }): Promise<ProcessRun> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const run: ProcessRun = { code: null, stdout: '', stderr: '', output: '' };
+    for (const stream of ['stdout', 'stderr'] as const) {
+      child[stream].setEncoding('utf8').on('data', (d: string) => {
+        run[stream] += d;
+        run.output += d;
+      });
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ ...run, code });
+    });
+  });
+}
+
+/**
+ * The repo's providers copied to a fresh temp dir with `files` (name → YAML text) written
+ * beside them; returns the providers dir.
+ */
+export function providersWith(files: Record<string, string>): string {
+  const dir = copyProviders(tempDir());
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+/** The opening lines of a test provider's YAML: its id, name, base URL and Bearer auth. */
+export const providerHead = (id: string, name: string, baseUrl: string): string =>
+  `id: ${id}\nname: ${name}\nbase_url: ${baseUrl}\nauth: { header: Authorization, format: "Bearer {key}" }\n`;
 
 /** Where the simulator serves each provider the repo declares (its path prefix). */
 const SIMULATOR_PREFIXES: Record<string, string> = {

@@ -1,25 +1,14 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/lib/paths.js';
 import { useOrgGateway } from './fixtures.js';
+import { type ProcessRun, runToEnd } from './harness.js';
 
 /** The README's OpenAI example is a file a newcomer runs as it is: it must print the reply and what it cost. */
 const t = useOrgGateway('quickstart', '1', {}, { ledger: true });
 
-function run(env: NodeJS.ProcessEnv, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(packageRoot(), 'examples', 'openai-quickstart.mjs'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function run(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ProcessRun> {
+  return runToEnd(process.execPath, [join(packageRoot(), 'examples', 'openai-quickstart.mjs'), ...args], { env, timeoutMs: 20_000 });
 }
 
 describe('examples/openai-quickstart.mjs', () => {

@@ -1,21 +1,13 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { toFile } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { useOrgGateway } from './fixtures.js';
-import { copyProviders, logRow, tempDir } from './harness.js';
+import { logRow, providerHead, providersWith } from './harness.js';
 
 const t = useOrgGateway('hub-user', '1', (sim) => {
-  const providers = copyProviders(tempDir());
   // A Whisper host added by YAML alone: it always asks upstream for verbose_json (so the
   // duration is exact) and the gateway renders whatever format the client asked for.
-  writeFileSync(join(providers, 'whisperhub.yaml'), `
-id: whisperhub
-name: WhisperHub
-base_url: ${sim.url}/whisperhub/v1
-auth: { header: Authorization, format: "Bearer {key}" }
-endpoints:
+  const providers = providersWith({ 'whisperhub.yaml': `${providerHead('whisperhub', 'WhisperHub', `${sim.url}/whisperhub/v1`)}endpoints:
   transcription:
     path: /audio/transcriptions
     upload: multipart
@@ -27,7 +19,7 @@ endpoints:
       language: language
 models:
   - { id: hub-whisper, upstream_id: whisper-large-v3, modality: transcription, pricing: { audio_second: "0.00003" } }
-`);
+` });
   return { providersDir: providers, yaml: { providers: { whisperhub: { api_key: 'hub-key' } } } };
 });
 

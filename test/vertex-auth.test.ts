@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, startTestGateway, tempDir } from './harness.js';
-import { serviceAccount, vertexProvider, type TestServiceAccount } from './vertex-helpers.js';
+import { serviceAccount, type TestServiceAccount, useVertexGateway } from './vertex-helpers.js';
 
 /**
  * The gateway's Google credentials for Vertex AI: one token for every concurrent request,
@@ -13,7 +13,7 @@ const dir = tempDir();
 const chat = (model: string, content = 'hi'): Record<string, unknown> => ({ model, max_tokens: 10, messages: [{ role: 'user', content }] });
 
 describe('a token minted once', () => {
-  const t = useOrgGateway('vertex-burst', '5', (sim) => ({ yaml: { providers: { vertex: vertexProvider(sim, serviceAccount(sim, dir)) } } }), { ledger: true });
+  const { t } = useVertexGateway('vertex-burst', dir);
 
   it('serves 100 concurrent requests: exactly one call to the token endpoint', async () => {
     const before = t.sim.google.tokenRequests();
@@ -24,15 +24,12 @@ describe('a token minted once', () => {
 });
 
 describe('a revoked service account', () => {
-  let sa: TestServiceAccount;
-  const t = useOrgGateway('vertex-revoked', '5', (sim) => {
-    sa = serviceAccount(sim, dir);
-    return { yaml: { providers: { vertex: vertexProvider(sim, sa) } } };
-  }, { ledger: true });
+  const { t, account } = useVertexGateway('vertex-revoked', dir);
 
   it('its cached token refused, then no new one: upstream_unauthorized naming the account, never the key, nothing charged', async () => {
     expect((await postJson(`${t.url}/v1/chat/completions`, chat('vertex/gemini-2.5-flash'), t.key)).status).toBe(200);
     const before = await t.balance(t.orgId);
+    const sa = account();
     t.sim.google.disable(sa.email);
     // The token the gateway holds is refused by Vertex (401)...
     const refused = await postJson(`${t.url}/v1/chat/completions`, chat('vertex/gemini-2.5-flash'), t.key);
@@ -56,7 +53,7 @@ describe('a revoked service account', () => {
 });
 
 describe('a project the account may not use', () => {
-  const t = useOrgGateway('vertex-403', '5', (sim) => ({ yaml: { providers: { vertex: vertexProvider(sim, serviceAccount(sim, dir), { project: 'someone-elses' }) } } }), { ledger: true });
+  const { t } = useVertexGateway('vertex-403', dir, { project: 'someone-elses' });
 
   it.each(['vertex/gemini-2.5-flash', 'vertex/claude-haiku-4-5'])('%s: 403 PERMISSION_DENIED → upstream_unauthorized, nothing charged', async (model) => {
     const r = await postJson(`${t.url}/v1/chat/completions`, chat(model), t.key);

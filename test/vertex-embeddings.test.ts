@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { embedText, toFloatList } from '../simulator/vectors.js';
-import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, tempDir } from './harness.js';
-import { serviceAccount, vertexProvider, type TestServiceAccount } from './vertex-helpers.js';
+import { useVertexGateway } from './vertex-helpers.js';
 
 /**
  * Vertex AI text embeddings through the gateway: the openai client's embeddings.create to
@@ -17,7 +16,7 @@ const PREDICT = 'POST /vertex/v1/projects/tollgate-test/locations/us-central1/pu
 /** 4,000 characters: 1,000 tokens for the simulator (ceil(chars / 4)), $0.00015 at $0.15/M. */
 const TEXT = 'word '.repeat(800);
 
-const t = useOrgGateway('vertex-embed', '5', (sim) => ({ yaml: { providers: { vertex: vertexProvider(sim, serviceAccount(sim, dir)) } } }), { ledger: true });
+const { t } = useVertexGateway('vertex-embed', dir);
 
 describe('vertex/gemini-embedding-001 with the openai client', () => {
   it('a string: the vector Vertex made, usage from its token count, charged exactly Vertex\'s price', async () => {
@@ -72,15 +71,12 @@ describe('vertex/gemini-embedding-001 with the openai client', () => {
 });
 
 describe('embeddings with a revoked service account', () => {
-  let sa: TestServiceAccount;
-  const r = useOrgGateway('vertex-embed-revoked', '5', (sim) => {
-    sa = serviceAccount(sim, dir);
-    return { yaml: { providers: { vertex: vertexProvider(sim, sa) } } };
-  }, { ledger: true });
+  const { t: r, account } = useVertexGateway('vertex-embed-revoked', dir);
 
   it('upstream_unauthorized, naming the account, nothing charged', async () => {
     expect((await r.client.embeddings.create({ model: MODEL, input: 'hello' })).data).toHaveLength(1);
     const before = await r.balance(r.orgId);
+    const sa = account();
     r.sim.google.disable(sa.email);
     for (let i = 0; i < 2; i++) {
       // First the cached token is refused (401), then the token endpoint refuses the account (invalid_grant).

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Simulator } from '../simulator/server.js';
+import { type OrgTestGateway, useOrgGateway } from './fixtures.js';
 
 /** A service account made for a test: its key file (token_uri at the simulator) and what the simulator knows of it. */
 export interface TestServiceAccount {
@@ -37,6 +38,24 @@ export function serviceAccount(sim: Simulator, dir: string, opts: { projectId?: 
 }
 
 /** gateway.yaml's `providers.vertex` for the simulator with this account's key file. */
-export function vertexProvider(sim: Simulator, sa: TestServiceAccount, google: Record<string, string> = {}): Record<string, unknown> {
+function vertexProvider(sim: Simulator, sa: TestServiceAccount, google: Record<string, string> = {}): Record<string, unknown> {
   return { base_url: `${sim.url}/vertex/v1`, google: { credentials_file: sa.file, location: 'us-central1', ...google } };
+}
+
+/**
+ * A gateway for an org holding $5 whose `providers.vertex` uses a fresh service account's key
+ * file in `dir` (`google` overrides its settings); ledgers checked on close. `account()` is that
+ * account, once the file has started.
+ */
+export function useVertexGateway(orgName: string, dir: string, google: Record<string, string> = {}): { t: OrgTestGateway; account: () => TestServiceAccount } {
+  let sa: TestServiceAccount | undefined;
+  const t = useOrgGateway(orgName, '5', (sim) => {
+    sa = serviceAccount(sim, dir);
+    return { yaml: { providers: { vertex: vertexProvider(sim, sa, google) } } };
+  }, { ledger: true });
+  const account = (): TestServiceAccount => {
+    if (!sa) throw new Error('the Vertex test gateway has not started yet');
+    return sa;
+  };
+  return { t, account };
 }

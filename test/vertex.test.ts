@@ -4,9 +4,8 @@ import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { chatMicros, type PerMillion } from './chat-helpers.js';
-import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson, tempDir } from './harness.js';
-import { serviceAccount, vertexProvider } from './vertex-helpers.js';
+import { useVertexGateway } from './vertex-helpers.js';
 
 /**
  * Google Vertex AI through the gateway: unmodified openai, @anthropic-ai/sdk and
@@ -26,7 +25,7 @@ const WEATHER: OpenAI.ChatCompletionTool = {
   type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
 };
 
-const t = useOrgGateway('vertex', '5', (sim) => ({ yaml: { providers: { vertex: vertexProvider(sim, serviceAccount(sim, dir)) } } }), { ledger: true });
+const { t } = useVertexGateway('vertex', dir);
 
 describe.each(MODELS)('%s with the openai client', (model) => {
   it('a reply, its usage priced at Vertex\'s prices, charged exactly that', async () => {

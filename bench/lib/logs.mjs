@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { readRows } from './db.mjs';
 import { Child } from './procs.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -250,17 +251,7 @@ async function measureExport(gw, cookie, org, say, name) {
 async function idsOf(dbUrl) {
   const sql = `SELECT o.name AS org_name, o.id AS org_id, p.name AS project, p.id AS project_id, k.id AS key_id, k.prefix AS key_prefix
     FROM orgs o JOIN projects p ON p.org_id = o.id LEFT JOIN api_keys k ON k.project_id = p.id`;
-  let rows;
-  if (dbUrl.startsWith('sqlite:')) {
-    const db = new Database(dbUrl.slice('sqlite:'.length), { readonly: true });
-    rows = db.prepare(sql).all();
-    db.close();
-  } else {
-    const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${new URL(dbUrl).searchParams.get('schema')}` });
-    await client.connect();
-    rows = (await client.query(sql)).rows;
-    await client.end();
-  }
+  const rows = await readRows(dbUrl, sql, PG_URL);
   const find = (org, project) => rows.find((r) => r.org_name === org && r.project === project);
   return {
     bench: find('bench', 'default').org_id, dflt: find('bench', 'default').project_id, web: find('bench', 'web').project_id,

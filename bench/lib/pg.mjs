@@ -10,8 +10,8 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import pg from 'pg';
+import { readRows } from './db.mjs';
 import { runAutocannon } from './load.mjs';
 import { Child, CpuMeter, cpuMsOfCommand } from './procs.mjs';
 
@@ -26,17 +26,7 @@ const LEDGER_SQL = `SELECT o.balance_micros AS balance,
   FROM orgs o WHERE o.name = 'bench'`;
 
 async function ledgerOf(dbUrl) {
-  let row;
-  if (dbUrl.startsWith('sqlite:')) {
-    const db = new Database(dbUrl.slice('sqlite:'.length), { readonly: true });
-    row = db.prepare(LEDGER_SQL).get();
-    db.close();
-  } else {
-    const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${new URL(dbUrl).searchParams.get('schema')}` });
-    await client.connect();
-    row = (await client.query(LEDGER_SQL)).rows[0];
-    await client.end();
-  }
+  const [row] = await readRows(dbUrl, LEDGER_SQL, PG_URL);
   const n = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)]));
   return { ...n, exact: n.charged === n.logged && n.credited - n.balance === n.logged };
 }

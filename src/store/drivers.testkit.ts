@@ -58,10 +58,10 @@ export const drivers: Array<{ name: string; setup: () => DriverEnv }> = [
 
 /**
  * Two stores on one fresh database of a driver, as two gateway processes (or a gateway
- * and the CLI) open it, on a test clock; opened and closed by vitest's hooks. Read the
+ * and the CLI) open it, on a test clock if given; opened and closed by vitest's hooks. Read the
  * handle's fields inside tests and hooks, not at the top level.
  */
-export function useStorePair(setup: () => DriverEnv, database: string, now: () => number): { store: Store; other: Store } {
+export function useStorePair(setup: () => DriverEnv, database: string, now?: () => number): { store: Store; other: Store } {
   const handle = {} as { store: Store; other: Store };
   let env: DriverEnv | undefined;
   beforeAll(async () => {

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../lib/ids.js';
-import { drivers, type DriverEnv } from './drivers.testkit.js';
-import { openStore } from './index.js';
+import { drivers, useStorePair } from './drivers.testkit.js';
 import { logIdOf, type MediaRecord } from './media.js';
 import type { Store } from './types.js';
 
@@ -18,21 +17,10 @@ function record(orgId: string, createdAt: number, over: Partial<MediaRecord> = {
 }
 
 describe.each(drivers)('$name media and leases', ({ setup }) => {
-  let env: DriverEnv;
+  const pair = useStorePair(setup, 'media');
   let store: Store;
   let other: Store;
-
-  beforeAll(async () => {
-    env = setup();
-    store = openStore(env.url('media'));
-    other = openStore(env.url('media'));
-    await store.ping();
-  });
-  afterAll(async () => {
-    await store.close();
-    await other.close();
-    await env.teardown();
-  });
+  beforeAll(() => void ({ store, other } = pair));
 
   it('writes a record and reads it back by log id and by request id', async () => {
     const r = record('org_a', 1000);

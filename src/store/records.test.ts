@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../lib/ids.js';
-import { drivers, type DriverEnv } from './drivers.testkit.js';
-import { openStore } from './index.js';
+import { drivers, useStorePair } from './drivers.testkit.js';
 import type { StoredRecord } from './records.js';
 import type { Store } from './types.js';
 
@@ -10,21 +9,10 @@ const rec = (orgId: string, id: string, createdAt: number, over: Partial<StoredR
 });
 
 describe.each(drivers)('$name org records', ({ setup }) => {
-  let env: DriverEnv;
+  const pair = useStorePair(setup, 'records');
   let store: Store;
   let other: Store;
-
-  beforeAll(async () => {
-    env = setup();
-    store = openStore(env.url('records'));
-    other = openStore(env.url('records'));
-    await store.ping();
-  });
-  afterAll(async () => {
-    await store.close();
-    await other.close();
-    await env.teardown();
-  });
+  beforeAll(() => void ({ store, other } = pair));
 
   it('writes a record another instance reads back, JSON intact (a NUL escape included)', async () => {
     const org = newId('org');
