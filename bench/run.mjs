@@ -51,8 +51,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 // ---------------------------------------------------------------- preparation
 
-function providerOverrides(simUrl) {
-  const dir = join(ROOT, 'providers');
+/** Every provider of `dir` the simulator serves, pointed at it. */
+function providerOverrides(simUrl, dir = join(ROOT, 'providers')) {
   const ids = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))
     .map((f) => /^id:\s*([a-z0-9-]+)/m.exec(readFileSync(join(dir, f), 'utf8'))?.[1])
     .filter((id) => id && id in SIMULATOR_PREFIXES);
@@ -180,7 +180,9 @@ async function trafficScenarios(tmp, children, results, date) {
     // The same configuration on its own SQLite file, served by the other checkout's code.
     const compareConfigFile = join(tmp, 'gateway-baseline.yaml');
     const production = JSON.parse(readFileSync(variants[0].file, 'utf8'));
-    writeFileSync(compareConfigFile, JSON.stringify({ ...production, database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
+    // Its own provider files too: an older checkout does not know the settings newer ones use.
+    const providers_dir = join(opt.compare, 'providers');
+    writeFileSync(compareConfigFile, JSON.stringify({ ...production, providers_dir, providers: providerOverrides(sim.url, providers_dir), database: { url: `sqlite:${join(tmp, 'gateway-baseline.db')}` } }, null, 2));
     const compareKey = keyFor(compareConfigFile, variants[0].limitFlags, opt.compare);
     const child = await Child.start({ name: 'baseline', args: gatewayArgs(opt.compare, compareConfigFile), cwd: opt.compare, ready: /listening on (http:\/\/\S+)/ });
     children.push(child);
