@@ -107,6 +107,7 @@ function useModal(open: boolean, onOpen: () => void = () => undefined, deps: rea
       if (!d.open) d.showModal();
     }
     if (!open && d.open) d.close();
+    // Not onOpen: a new function each render, it would refill the fields at every keystroke.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [open, ...deps]);
   return ref;
