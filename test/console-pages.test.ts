@@ -2,7 +2,7 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, changeProject } from '../src/tenancy/admin.js';
 import { axeViolations } from './browser.js';
-import { expectAccessible as accessible, shot as screenshot, signInThroughForm, useConsole, visit as open } from './console-helpers.js';
+import { expectAccessible as accessible, shot as screenshot, signInToOrg, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';
 import { addUser, PASSWORD } from './management-helpers.js';
 import { looksLikeMp3, startS3, type TestS3 } from './s3.js';
@@ -46,13 +46,9 @@ const c = useConsole(async () => {
 });
 const { t } = c;
 let page: typeof c.page;
-let browser: typeof c.browser;
 beforeAll(async () => {
   page = c.page;
-  browser = c.browser;
-  await signInThroughForm(page, t.url, 'owner@acme.test');
-  await page.goto(`${t.url}/console/orgs/${orgId}/overview`);
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  await signInToOrg(page, t.url, 'owner@acme.test', orgId);
 });
 afterAll(async () => s3?.close());
 
@@ -78,19 +74,19 @@ describe('the web console: the other pages, and what a member sees', { timeout: 
     await player.waitFor();
     await expect.poll(() => player.evaluate((a: HTMLAudioElement) => a.readyState), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
     const src = (await player.getAttribute('src')) ?? '';
-    const bytes = await browser.context.request.get(t.url + src, { headers: { range: 'bytes=0-1023' } });
+    const bytes = await c.browser.context.request.get(t.url + src, { headers: { range: 'bytes=0-1023' } });
     expect([bytes.status(), bytes.headers()['content-type']]).toEqual([206, 'audio/mpeg']);
     expect(looksLikeMp3(Buffer.from(await bytes.body()))).toBe(true);
     expect(await page.getByRole('link', { name: 'Download' }).first().getAttribute('download')).toMatch(/\.mp3$/);
     await page.getByText('Expired: this track was deleted from storage (410 Gone).').waitFor();
     // The browser reports the player's failed load (410); nothing else.
-    for (const e of browser.takeProblems().errors) expect(e).toMatch(/status of 410/);
+    for (const e of c.browser.takeProblems().errors) expect(e).toMatch(/status of 410/);
     await expectAccessible('music');
   });
 
   it('shows usage that sums to the logs, with charts', async () => {
     await visit('Usage');
-    const logs = await browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/logs?limit=200`);
+    const logs = await c.browser.context.request.get(`${t.url}/api/v1/orgs/${orgId}/logs?limit=200`);
     const micros = ((await logs.json()) as { data: Array<{ cost_usd: number }> }).data.reduce((a, r) => a + Math.round(r.cost_usd * 1e6), 0);
     const total = micros / 1e6;
     expect(await page.getByTestId('usage-cost').textContent()).toBe(`$${total.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`);
