@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expectAccessible as accessible, signInThroughForm, useConsole, visit as open } from './console-helpers.js';
+import { expectAccessible as accessible, signInToOrg, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';
 import { addUser, PASSWORD } from './management-helpers.js';
 import { Receiver, signatureValid, until } from './webhook-receiver.js';
@@ -21,9 +21,7 @@ let browser: typeof c.browser;
 beforeAll(async () => {
   page = c.page;
   browser = c.browser;
-  await signInThroughForm(page, t.url, 'owner@acme.test');
-  await page.goto(`${t.url}/console/orgs/${orgId}/overview`);
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  await signInToOrg(page, t.url, 'owner@acme.test', orgId);
 });
 
 const visit = (link: string, heading?: string): Promise<void> => open(page, link, heading);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../src/tenancy/admin.js';
-import { expectAccessible as accessible, signInThroughForm, useConsole, visit as open } from './console-helpers.js';
+import { expectAccessible as accessible, signInToOrg, useConsole, visit as open } from './console-helpers.js';
 import { postJson } from './harness.js';
 import { addUser } from './management-helpers.js';
 
@@ -21,9 +21,7 @@ const { t } = c;
 let page: typeof c.page;
 beforeAll(async () => {
   page = c.page;
-  await signInThroughForm(page, t.url, 'owner@cachecorp.test');
-  await page.goto(`${t.url}/console/orgs/${orgId}/overview`);
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  await signInToOrg(page, t.url, 'owner@cachecorp.test', orgId);
 });
 
 describe('the web console: response cache', { timeout: 45_000 }, () => {

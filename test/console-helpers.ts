@@ -71,3 +71,10 @@ export async function signInThroughForm(page: Page, url: string, email: string):
   await page.getByLabel('Password').press('Enter');
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 }
+
+/** Signs in through the form, then opens the org's Overview (an operator may land on another org's). */
+export async function signInToOrg(page: Page, url: string, email: string, orgId: string): Promise<void> {
+  await signInThroughForm(page, url, email);
+  await page.goto(`${url}/console/orgs/${orgId}/overview`);
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+}

@@ -43,3 +43,44 @@ export function Link({ to, children, current, class: className }: { to: string; 
   };
   return <a class={className} href={BASE + to} onClick={onClick} aria-current={current ? 'page' : undefined}>{children}</a>;
 }
+
+/**
+ * A list's filters kept in the page's address at `path` (shareable; back and forward restore
+ * them), over cursor-paged results: the applied filters and the cursor, read from `loc`; the
+ * form's `draft`, which follows the address (what the form shows is what is applied); `apply`
+ * (the form's submit) and `clear` go to the first page; `pager` is what a Pager needs. `trim`
+ * puts each value in the address without its surrounding spaces.
+ */
+export function useAddressFilters<K extends string>(keys: readonly K[], path: string, loc: Location, trim = false): {
+  filters: Record<K, string>; cursor: string; draft: Record<K, string>; setDraft: (d: Record<K, string>) => void; apply: (e: Event) => void; clear: () => void;
+  pager: { cursor: string; previous: string[]; setPrevious: (p: string[]) => void; go: (cursor: string) => void };
+} {
+  const filters = Object.fromEntries(keys.map((k) => [k, loc.query.get(k) ?? ''])) as Record<K, string>;
+  const cursor = loc.query.get('cursor') ?? '';
+  const [previous, setPrevious] = useState<string[]>([]);
+  const [draft, setDraft] = useState<Record<K, string>>(filters);
+  const applied = keys.map((k) => filters[k]).join('\n');
+  useEffect(() => setDraft(filters), [applied]);
+  const go = (f: Record<K, string>, c = ''): void => {
+    const q = new URLSearchParams();
+    for (const k of keys) {
+      const v = trim ? f[k].trim() : f[k];
+      if (v) q.set(k, v);
+    }
+    if (c) q.set('cursor', c);
+    const s = q.toString();
+    navigate(`${path}${s ? `?${s}` : ''}`);
+  };
+  const apply = (e: Event): void => {
+    e.preventDefault();
+    setPrevious([]);
+    go(draft);
+  };
+  const clear = (): void => {
+    const none = Object.fromEntries(keys.map((k) => [k, ''])) as Record<K, string>;
+    setDraft(none);
+    setPrevious([]);
+    go(none);
+  };
+  return { filters, cursor, draft, setDraft, apply, clear, pager: { cursor, previous, setPrevious, go: (c) => go(filters, c) } };
+}

@@ -1,4 +1,4 @@
-import { cloneElement, type ComponentChildren, type JSX, type VNode } from 'preact';
+import { cloneElement, type ComponentChildren, type JSX, type Ref, type VNode } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
@@ -94,17 +94,31 @@ export function Stat({ label, value, hint }: { label: string; value: string; hin
 }
 
 /**
- * A confirmation in a modal <dialog> (focus is kept inside it, Escape cancels); `onConfirm`
- * runs when the person confirms.
+ * Shows a <dialog> (the ref's) as a modal while `open`, and closes it when not. `onOpen` runs
+ * when it opens, and again when one of `deps` changes while it is open.
  */
-export function Confirm(props: { open: boolean; title: string; children: ComponentChildren; confirm: string; onConfirm: () => void; onClose: () => void }): JSX.Element {
+function useModal(open: boolean, onOpen: () => void = () => undefined, deps: readonly unknown[] = []): Ref<HTMLDialogElement> {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (props.open && !d.open) d.showModal();
-    if (!props.open && d.open) d.close();
-  }, [props.open]);
+    if (open) {
+      onOpen();
+      if (!d.open) d.showModal();
+    }
+    if (!open && d.open) d.close();
+    // Not onOpen: a new function each render, it would refill the fields at every keystroke.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [open, ...deps]);
+  return ref;
+}
+
+/**
+ * A confirmation in a modal <dialog> (focus is kept inside it, Escape cancels); `onConfirm`
+ * runs when the person confirms.
+ */
+export function Confirm(props: { open: boolean; title: string; children: ComponentChildren; confirm: string; onConfirm: () => void; onClose: () => void }): JSX.Element {
+  const ref = useModal(props.open);
   return (
     <dialog ref={ref} aria-labelledby="confirm-title" onClose={props.onClose} onCancel={props.onClose}>
       <h2 id="confirm-title">{props.title}</h2>
@@ -154,18 +168,77 @@ export function Pager(props: { label: string; cursor: string; next: string | nul
 
 /** A change made from a page: its error or its success message, and the data reloaded after it. */
 export function useAction(reload: () => void): { act: (work: () => Promise<unknown>, message: string) => Promise<void>; error: unknown; done: string } {
-  const [error, setError] = useState<unknown>(undefined);
+  const { error, run } = useSubmit();
   const [done, setDone] = useState('');
-  const act = async (work: () => Promise<unknown>, message: string): Promise<void> => {
-    setError(undefined);
+  const act = (work: () => Promise<unknown>, message: string): Promise<void> => {
     setDone('');
-    try {
+    return run(async () => {
       await work();
       setDone(message);
       reload();
-    } catch (e) {
-      setError(e);
-    }
+    });
   };
   return { act, error, done };
+}
+
+/** A form's submission: what it failed with (an API error is shown at its field or in an ErrorBox), and whether it is under way. */
+export interface Submission {
+  error: unknown;
+  busy: boolean;
+  /** Sets the error, e.g. one found before sending, or none (undefined). */
+  setError: (error: unknown) => void;
+  /** Clears the last error, is busy while `work` runs, and keeps what it throws. */
+  run: (work: () => Promise<unknown>) => Promise<void>;
+}
+
+export function useSubmit(): Submission {
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const run = async (work: () => Promise<unknown>): Promise<void> => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      await work();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, busy, setError, run };
+}
+
+/**
+ * A modal dialog that edits settings with one PATCH (a key's or a project's response cache,
+ * limits, guardrails): shown while `open`, its fields filled by `onOpen` each time it opens (and
+ * again when `deps` change while it is open, with the last error cleared); then its title, a
+ * note, the fields, the error unless a field shows it (`errorAtField`), Save (`save`), any
+ * `more` buttons, and Cancel. Escape closes it as Cancel does.
+ */
+export function EditDialog(props: {
+  open: boolean; onOpen: () => void; deps: readonly unknown[]; submission: Submission;
+  title: string; note: ComponentChildren; save: string; errorAtField?: boolean; more?: ComponentChildren;
+  formRef?: Ref<HTMLFormElement>; onSubmit: () => void; onClose: () => void; children: ComponentChildren;
+}): JSX.Element {
+  const { submission, onClose } = props;
+  const titleId = useId();
+  const ref = useModal(props.open, () => {
+    props.onOpen();
+    submission.setError(undefined);
+  }, props.deps);
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={onClose} onCancel={onClose}>
+      <form ref={props.formRef} onSubmit={(e) => { e.preventDefault(); props.onSubmit(); }}>
+        <h2 id={titleId}>{props.title}</h2>
+        <p class="muted small">{props.note}</p>
+        {props.children}
+        {props.errorAtField ? null : <ErrorBox error={submission.error} />}
+        <div class="actions">
+          <button type="submit" disabled={submission.busy}>{props.save}</button>
+          {props.more}
+          <button type="button" class="secondary" onClick={onClose}>Cancel</button>
+        </div>
+      </form>
+    </dialog>
+  );
 }

@@ -2,7 +2,7 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { ApiError, get, put, type MeSelf } from '../api';
 import type { PageProps } from '../app';
-import { ErrorBox, Field, Page, Show, useLoad } from '../ui';
+import { ErrorBox, Field, Page, Show, useLoad, useSubmit } from '../ui';
 
 /** The signed-in user: who they are, and a password change (absent for a user of single sign-on, who has none). */
 export function AccountPage(_props: PageProps): JSX.Element {
@@ -23,27 +23,22 @@ export function AccountPage(_props: PageProps): JSX.Element {
 
 function ChangePassword(): JSX.Element {
   const [f, setF] = useState({ current: '', next: '' });
-  const [error, setError] = useState<unknown>(undefined);
+  const { error, busy, run } = useSubmit();
   const [done, setDone] = useState(false);
-  const [busy, setBusy] = useState(false);
   const param = error instanceof ApiError ? error.param : null;
-  const submit = async (e: Event): Promise<void> => {
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
     setDone(false);
-    setBusy(true);
-    try {
-      await put('/me/password', { current_password: f.current, new_password: f.next });
+    void run(async () => {
+      await put('/me/password', { current_password: f.current, new_password: f.next }).catch((err: unknown) => {
+        throw err instanceof ApiError && err.code === 'wrong_password' ? new Error('The current password is wrong.') : err;
+      });
       setF({ current: '', next: '' });
       setDone(true);
-    } catch (err) {
-      setError(err instanceof ApiError && err.code === 'wrong_password' ? new Error('The current password is wrong.') : err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="change-password-title">
+    <form class="card" onSubmit={submit} aria-labelledby="change-password-title">
       <h2 id="change-password-title">Change password</h2>
       <div class="grid">
         <Field label="Current password">

@@ -1,12 +1,10 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
 import { get, type AuditItem } from '../api';
 import type { PageProps } from '../app';
-import { navigate } from '../router';
+import { useAddressFilters } from '../router';
 import { Field, Page, Pager, Show, useLoad } from '../ui';
 
 const FILTERS = ['action', 'actor'] as const;
-type Filters = Record<(typeof FILTERS)[number], string>;
 
 /** Nested values as dotted paths (`limits.rpm`), so that a change shows the leaf that changed, not the whole object. */
 function flatten(value: unknown, path: string, out: Map<string, unknown>): Map<string, unknown> {
@@ -37,28 +35,11 @@ function who(a: AuditItem['actor']): string {
 
 /** The org's audit log, newest first: who changed what, when, from where, each changed field before → after; filters in the address; cursor paging. */
 export function AuditPage({ org, loc }: PageProps): JSX.Element {
-  const filters = Object.fromEntries(FILTERS.map((k) => [k, loc.query.get(k) ?? ''])) as Filters;
-  const cursor = loc.query.get('cursor') ?? '';
-  const [previous, setPrevious] = useState<string[]>([]);
-  const [draft, setDraft] = useState<Filters>(filters);
-  const applied = FILTERS.map((k) => filters[k]).join('\n');
-  useEffect(() => setDraft(filters), [applied]);
+  const { filters, cursor, draft, setDraft, apply, clear, pager } = useAddressFilters(FILTERS, `/orgs/${org.id}/audit`, loc, true);
   const page = useLoad(
     (signal) => get<{ data: AuditItem[]; next_cursor: string | null }>(`/orgs/${org.id}/audit`, { ...filters, cursor, limit: 50 }, signal),
     [org.id, loc.query.toString()],
   );
-  const go = (f: Filters, c = ''): void => {
-    const q = new URLSearchParams();
-    for (const k of FILTERS) if (f[k].trim()) q.set(k, f[k].trim());
-    if (c) q.set('cursor', c);
-    const s = q.toString();
-    navigate(`/orgs/${org.id}/audit${s ? `?${s}` : ''}`);
-  };
-  const apply = (e: Event): void => {
-    e.preventDefault();
-    setPrevious([]);
-    go(draft);
-  };
   return (
     <Page title="Audit">
       <p class="muted">Every change to this organization, by whom and from where. Nothing here can be edited or deleted.</p>
@@ -67,7 +48,7 @@ export function AuditPage({ org, loc }: PageProps): JSX.Element {
         <Field label="Actor"><input value={draft.actor} placeholder="email, usr_…, tok_… or cli" onInput={(e) => setDraft({ ...draft, actor: e.currentTarget.value })} /></Field>
         <div class="actions">
           <button type="submit">Apply filters</button>
-          <button type="button" class="secondary" onClick={() => { const none = { action: '', actor: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>
+          <button type="button" class="secondary" onClick={clear}>Clear</button>
         </div>
       </form>
       <Show value={page}>
@@ -100,7 +81,7 @@ export function AuditPage({ org, loc }: PageProps): JSX.Element {
                 </tbody>
               </table>
             </div>
-            <Pager label="Pages of the audit log" cursor={cursor} next={p.next_cursor} previous={previous} setPrevious={setPrevious} go={(c) => go(filters, c)} />
+            <Pager label="Pages of the audit log" next={p.next_cursor} {...pager} />
           </>
         )}
       </Show>

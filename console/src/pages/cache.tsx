@@ -1,10 +1,10 @@
 import type { JSX } from 'preact';
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, get, patch, type CacheSetting, type CacheStats } from '../api';
 import type { PageProps } from '../app';
 import { int, pct, usd } from '../format';
 import { navigate } from '../router';
-import { ErrorBox, Field, Page, Show, useLoad } from '../ui';
+import { EditDialog, Field, Page, Show, useLoad, useSubmit } from '../ui';
 
 /** One line for a cache setting: "exact, 600 s, hits at 10 %" or "off". */
 export function cacheSummary(c: CacheSetting | null | undefined, none = 'off'): string {
@@ -23,45 +23,27 @@ export function cacheSummary(c: CacheSetting | null | undefined, none = 'off'): 
  * TTL, scope, the fraction a hit is charged, and the semantic threshold; "Clear" sends null.
  */
 export function EditCache(props: { title: string; path: string; value: CacheSetting | null | undefined; open: boolean; onClose: () => void; onSaved: () => void }): JSX.Element {
-  const ref = useRef<HTMLDialogElement>(null);
-  const titleId = useId();
   const [mode, setMode] = useState<NonNullable<CacheSetting['mode']>>('off');
   const [ttl, setTtl] = useState('');
   const [scope, setScope] = useState<'org' | 'project'>('org');
   const [price, setPrice] = useState('');
   const [threshold, setThreshold] = useState('');
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (props.open) {
-      const v = props.value ?? {};
-      setMode(v.mode ?? 'off');
-      setTtl(v.ttl_s === undefined ? '' : String(v.ttl_s));
-      setScope(v.scope ?? 'org');
-      setPrice(v.hit_price === undefined ? '' : String(v.hit_price * 100));
-      setThreshold(v.threshold === undefined ? '' : String(v.threshold));
-      setError(undefined);
-      if (!d.open) d.showModal();
-    }
-    if (!props.open && d.open) d.close();
-  }, [props.open, props.value]);
-  const save = async (cache: CacheSetting | null): Promise<void> => {
-    setError(undefined);
-    setBusy(true);
-    try {
-      await patch(props.path, { cache });
-      props.onSaved();
-      props.onClose();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+  const submission = useSubmit();
+  const { error, busy } = submission;
+  const fill = (): void => {
+    const v = props.value ?? {};
+    setMode(v.mode ?? 'off');
+    setTtl(v.ttl_s === undefined ? '' : String(v.ttl_s));
+    setScope(v.scope ?? 'org');
+    setPrice(v.hit_price === undefined ? '' : String(v.hit_price * 100));
+    setThreshold(v.threshold === undefined ? '' : String(v.threshold));
   };
-  const submit = (e: Event): void => {
-    e.preventDefault();
+  const save = (cache: CacheSetting | null): Promise<void> => submission.run(async () => {
+    await patch(props.path, { cache });
+    props.onSaved();
+    props.onClose();
+  });
+  const submit = (): void => {
     const cache: CacheSetting = { mode, scope };
     if (ttl.trim()) cache.ttl_s = Number(ttl);
     if (price.trim()) cache.hit_price = Number(price) / 100;
@@ -70,39 +52,31 @@ export function EditCache(props: { title: string; path: string; value: CacheSett
   };
   const fieldError = (param: string): string | undefined => (error instanceof ApiError && error.param?.startsWith(`cache`) && error.param.includes(param) ? error.message : undefined);
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
-      <form onSubmit={submit}>
-        <h2 id={titleId}>{props.title}</h2>
-        <p class="muted small">Repeated requests are answered from the cache with no upstream call, never across organizations. A key's setting wins over its project's.</p>
-        <div class="grid">
-          <Field label="Mode">
-            <select value={mode} onChange={(e) => setMode(e.currentTarget.value as typeof mode)}>
-              <option value="off">off</option><option value="exact">exact</option><option value="semantic">semantic</option>
-            </select>
-          </Field>
-          <Field label="Time to live (seconds)" error={fieldError('ttl_s')}>
-            <input type="number" min="1" max="2592000" step="1" value={ttl} onInput={(e) => setTtl(e.currentTarget.value)} />
-          </Field>
-          <Field label="Shared by">
-            <select value={scope} onChange={(e) => setScope(e.currentTarget.value as 'org' | 'project')}>
-              <option value="org">every project of the organization</option><option value="project">this project only</option>
-            </select>
-          </Field>
-          <Field label="A hit is charged (% of the original cost)" error={fieldError('hit_price')}>
-            <input type="number" min="0" max="100" step="any" value={price} onInput={(e) => setPrice(e.currentTarget.value)} />
-          </Field>
-          <Field label="Semantic similarity threshold (0–1)" error={fieldError('threshold')}>
-            <input type="number" min="0" max="1" step="0.01" value={threshold} onInput={(e) => setThreshold(e.currentTarget.value)} />
-          </Field>
-        </div>
-        <ErrorBox error={error} />
-        <div class="actions">
-          <button type="submit" disabled={busy}>Save cache</button>
-          <button type="button" class="secondary" disabled={busy} onClick={() => void save(null)}>Clear</button>
-          <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
-        </div>
-      </form>
-    </dialog>
+    <EditDialog open={props.open} onOpen={fill} deps={[props.value]} submission={submission} title={props.title} save="Save cache" onSubmit={submit} onClose={props.onClose}
+      note="Repeated requests are answered from the cache with no upstream call, never across organizations. A key's setting wins over its project's."
+      more={<button type="button" class="secondary" disabled={busy} onClick={() => void save(null)}>Clear</button>}>
+      <div class="grid">
+        <Field label="Mode">
+          <select value={mode} onChange={(e) => setMode(e.currentTarget.value as typeof mode)}>
+            <option value="off">off</option><option value="exact">exact</option><option value="semantic">semantic</option>
+          </select>
+        </Field>
+        <Field label="Time to live (seconds)" error={fieldError('ttl_s')}>
+          <input type="number" min="1" max="2592000" step="1" value={ttl} onInput={(e) => setTtl(e.currentTarget.value)} />
+        </Field>
+        <Field label="Shared by">
+          <select value={scope} onChange={(e) => setScope(e.currentTarget.value as 'org' | 'project')}>
+            <option value="org">every project of the organization</option><option value="project">this project only</option>
+          </select>
+        </Field>
+        <Field label="A hit is charged (% of the original cost)" error={fieldError('hit_price')}>
+          <input type="number" min="0" max="100" step="any" value={price} onInput={(e) => setPrice(e.currentTarget.value)} />
+        </Field>
+        <Field label="Semantic similarity threshold (0–1)" error={fieldError('threshold')}>
+          <input type="number" min="0" max="1" step="0.01" value={threshold} onInput={(e) => setThreshold(e.currentTarget.value)} />
+        </Field>
+      </div>
+    </EditDialog>
   );
 }
 

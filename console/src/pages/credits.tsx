@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, post, type Credit, type Credits } from '../api';
 import type { PageProps } from '../app';
 import { usd, when } from '../format';
-import { ErrorBox, Page, Stat, Field } from '../ui';
+import { ErrorBox, Page, Stat, Field, useSubmit } from '../ui';
 
 /** The balance and the credit ledger (paged); operators add or remove credits. */
 export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () => void }): JSX.Element {
@@ -48,21 +48,18 @@ export function CreditsPage({ org, me, onChanged }: PageProps & { onChanged: () 
 function AddCredits({ orgId, onAdded }: { orgId: string; onAdded: () => void }): JSX.Element {
   const [amount, setAmount] = useState('');
   const [note, setNote] = useState('');
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (e: Event): Promise<void> => {
+  const { error, run } = useSubmit();
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void run(async () => {
       await post(`/orgs/${orgId}/credits`, { amount_usd: amount.trim(), ...(note.trim() ? { note: note.trim() } : {}) });
       setAmount('');
       setNote('');
       onAdded();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-credits-title">
+    <form class="card" onSubmit={submit} aria-labelledby="add-credits-title">
       <h2 id="add-credits-title">Add credits</h2>
       <div class="grid">
         <Field label="Amount (USD; negative removes)"><input inputMode="decimal" required pattern="-?[0-9]+(\.[0-9]{1,6})?" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} /></Field>

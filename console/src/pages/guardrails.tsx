@@ -1,8 +1,8 @@
 import type { JSX } from 'preact';
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, get, patch, type BodyLogging, type GuardrailVerdict, type LogBodies, type ProjectDetail } from '../api';
 import { int, when } from '../format';
-import { ErrorBox, Field, Show, useLoad } from '../ui';
+import { EditDialog, Field, Show, useLoad, useSubmit } from '../ui';
 
 /*
  * Guardrails and logged bodies (docs/guardrails.md): the project's settings on the Keys
@@ -52,75 +52,52 @@ function describe(g: Record<string, unknown>): string {
 }
 
 function EditGuardrails(props: { open: boolean; path: string; project: ProjectDetail; onClose: () => void; onSaved: () => void }): JSX.Element {
-  const ref = useRef<HTMLDialogElement>(null);
-  const titleId = useId();
   const [text, setText] = useState('[]');
   const [logging, setLogging] = useState<BodyLogging>({ mode: 'off', retention_days: 30, max_bytes: 65536 });
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (props.open) {
-      setText(JSON.stringify(props.project.guardrails, null, 2));
-      setLogging(props.project.body_logging);
-      setError(undefined);
-      if (!d.open) d.showModal();
-    }
-    if (!props.open && d.open) d.close();
-  }, [props.open, props.project]);
-  const submit = async (e: Event): Promise<void> => {
-    e.preventDefault();
-    setError(undefined);
+  const submission = useSubmit();
+  const { error } = submission;
+  const fill = (): void => {
+    setText(JSON.stringify(props.project.guardrails, null, 2));
+    setLogging(props.project.body_logging);
+  };
+  const submit = (): void => {
     let guardrails: unknown;
     try {
       guardrails = JSON.parse(text);
     } catch (err) {
-      setError(new ApiError(400, 'invalid_request', `The guardrails are not JSON: ${(err as Error).message}`, 'guardrails'));
+      submission.setError(new ApiError(400, 'invalid_request', `The guardrails are not JSON: ${(err as Error).message}`, 'guardrails'));
       return;
     }
-    setBusy(true);
-    try {
+    void submission.run(async () => {
       await patch(props.path, { guardrails, body_logging: logging });
       props.onSaved();
       props.onClose();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   const guardrailsError = error instanceof ApiError && error.param?.startsWith('guardrails') ? error.message : undefined;
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
-      <form onSubmit={(e) => void submit(e)}>
-        <h2 id={titleId}>Edit guardrails</h2>
-        <p class="muted small">A list run in order on every request of the project's keys (docs/guardrails.md), e.g. <code>[{'{"type": "pii", "action": "mask", "restore": true}'}]</code>. A change applies at once on every instance.</p>
-        <Field label="Guardrails (JSON)" error={guardrailsError}>
-          <textarea rows={10} spellcheck={false} class="code" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+    <EditDialog open={props.open} onOpen={fill} deps={[props.project]} submission={submission} title="Edit guardrails" save="Save guardrails" onSubmit={submit} onClose={props.onClose}
+      note={<>A list run in order on every request of the project's keys (docs/guardrails.md), e.g. <code>[{'{"type": "pii", "action": "mask", "restore": true}'}]</code>. A change applies at once on every instance.</>}
+      errorAtField={Boolean(guardrailsError)}>
+      <Field label="Guardrails (JSON)" error={guardrailsError}>
+        <textarea rows={10} spellcheck={false} class="code" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      </Field>
+      <div class="grid">
+        <Field label="Body logging">
+          <select value={logging.mode} onChange={(e) => setLogging({ ...logging, mode: e.currentTarget.value as BodyLogging['mode'] })}>
+            <option value="off">off</option>
+            <option value="on">on</option>
+            <option value="redacted">redacted</option>
+          </select>
         </Field>
-        <div class="grid">
-          <Field label="Body logging">
-            <select value={logging.mode} onChange={(e) => setLogging({ ...logging, mode: e.currentTarget.value as BodyLogging['mode'] })}>
-              <option value="off">off</option>
-              <option value="on">on</option>
-              <option value="redacted">redacted</option>
-            </select>
-          </Field>
-          <Field label="Keep bodies (days)">
-            <input type="number" min="1" max="3650" step="1" value={logging.retention_days} onInput={(e) => setLogging({ ...logging, retention_days: Number(e.currentTarget.value) })} />
-          </Field>
-          <Field label="At most (bytes per body)">
-            <input type="number" min="256" step="1" value={logging.max_bytes} onInput={(e) => setLogging({ ...logging, max_bytes: Number(e.currentTarget.value) })} />
-          </Field>
-        </div>
-        {guardrailsError ? null : <ErrorBox error={error} />}
-        <div class="actions">
-          <button type="submit" disabled={busy}>Save guardrails</button>
-          <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
-        </div>
-      </form>
-    </dialog>
+        <Field label="Keep bodies (days)">
+          <input type="number" min="1" max="3650" step="1" value={logging.retention_days} onInput={(e) => setLogging({ ...logging, retention_days: Number(e.currentTarget.value) })} />
+        </Field>
+        <Field label="At most (bytes per body)">
+          <input type="number" min="256" step="1" value={logging.max_bytes} onInput={(e) => setLogging({ ...logging, max_bytes: Number(e.currentTarget.value) })} />
+        </Field>
+      </div>
+    </EditDialog>
   );
 }
 

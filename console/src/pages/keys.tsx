@@ -5,7 +5,7 @@ import { ApiError, del, get, patch, post, type ApiKey, type Limits, type ListOf,
 import type { PageProps } from '../app';
 import { ago, fromUtcInput, when } from '../format';
 import { navigate } from '../router';
-import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+import { Confirm, CopyButton, ErrorBox, Page, Show, useLoad, useSubmit, Field } from '../ui';
 import { ProjectGuardrails } from './guardrails';
 import { BudgetShortfall, BudgetSpend, createLimits, EditLimits, EMPTY_LIMITS, LimitFields, limitFieldOf, LimitsList, ProjectLimits, useFocusInvalid, type LimitsDraft } from './limits';
 
@@ -143,20 +143,17 @@ export function KeysPage({ org, loc }: PageProps): JSX.Element {
 
 function NewProject({ orgId, onCreated }: { orgId: string; onCreated: (id: string) => void }): JSX.Element {
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (e: Event): Promise<void> => {
+  const { error, run } = useSubmit();
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void run(async () => {
       const p = await post<Project>(`/orgs/${orgId}/projects`, { name: name.trim() });
       setName('');
       onCreated(p.id);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <form class="inline" onSubmit={(e) => void submit(e)}>
+    <form class="inline" onSubmit={submit}>
       <Field label="New project"><input value={name} required onInput={(e) => setName(e.currentTarget.value)} /></Field>
       <button type="submit" class="secondary">Add project</button>
       <ErrorBox error={error} />
@@ -168,8 +165,7 @@ function NewProject({ orgId, onCreated }: { orgId: string; onCreated: (id: strin
 function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: ApiKey & { key: string }) => void; onCancel: () => void }): JSX.Element {
   const [f, setF] = useState({ name: '', expires: '', models: '' });
   const [limits, setLimits] = useState<LimitsDraft>(EMPTY_LIMITS);
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useSubmit();
   const form = useFocusInvalid(error);
   const set = (k: keyof typeof f) => (e: { currentTarget: HTMLInputElement }) => setF({ ...f, [k]: e.currentTarget.value });
   const param = error instanceof ApiError ? error.param ?? '' : '';
@@ -177,26 +173,18 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
   const catalogue = useLoad((signal) => get<ListOf<ModelRecord>>(`/orgs/${props.orgId}/models`, undefined, signal), [props.orgId]);
   const examples = (catalogue.data?.data ?? []).filter((m) => m.modality === 'chat' && !m.deactivated_at).slice(0, 2).map((m) => m.id);
   const shownAtField = limitFieldOf(error) !== undefined || ['name', 'expires_at', 'allowed_models'].some((p) => msg(p) !== undefined);
-  const submit = async (e: Event): Promise<void> => {
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    setBusy(true);
     const body: Record<string, unknown> = { name: f.name.trim() };
     if (f.expires) body.expires_at = fromUtcInput(f.expires);
     const models = f.models.split(/[\s,]+/).filter(Boolean);
     if (models.length > 0) body.allowed_models = models;
     const l = createLimits(limits);
     if (l) body.limits = l;
-    try {
-      props.onCreated(await post<ApiKey & { key: string }>(`/orgs/${props.orgId}/projects/${props.projectId}/keys`, body));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    void run(async () => props.onCreated(await post<ApiKey & { key: string }>(`/orgs/${props.orgId}/projects/${props.projectId}/keys`, body)));
   };
   return (
-    <form ref={form} class="card" onSubmit={(e) => void submit(e)} aria-labelledby="create-key-title">
+    <form ref={form} class="card" onSubmit={submit} aria-labelledby="create-key-title">
       <h2 id="create-key-title">Create key</h2>
       <div class="grid">
         <Field label="Name" error={msg('name')}><input value={f.name} maxLength={100} onInput={set('name')} /></Field>
@@ -219,24 +207,17 @@ function CreateKey(props: { orgId: string; projectId: string; onCreated: (k: Api
 /** Rotation: a new secret for the same key; the old one keeps working for the grace period asked here (0 to 168 hours). */
 function RotateKey(props: { orgId: string; apiKey: ApiKey; onRotated: (k: ApiKey & { key: string; previous_expires_at: string }) => void; onCancel: () => void }): JSX.Element {
   const [hours, setHours] = useState('24');
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useSubmit();
   const name = props.apiKey.name || props.apiKey.prefix;
-  const submit = async (e: Event): Promise<void> => {
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    setBusy(true);
-    try {
+    void run(async () => {
       const grace = Math.round(Number(hours) * 3600);
       props.onRotated(await post<ApiKey & { key: string; previous_expires_at: string }>(`/orgs/${props.orgId}/keys/${props.apiKey.id}/rotate`, { grace_seconds: grace }));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="rotate-key-title">
+    <form class="card" onSubmit={submit} aria-labelledby="rotate-key-title">
       <h2 id="rotate-key-title">Rotate key “{name}”</h2>
       <p>The key gets a new secret, with the same id, project, limits and usage.</p>
       <Field label="Old secret keeps working for (hours, 0 to 168)">
@@ -254,19 +235,16 @@ function RotateKey(props: { orgId: string; apiKey: ApiKey; onRotated: (k: ApiKey
 /** Renames a key: its label only, the key itself is unchanged (PATCH, audited). */
 function RenameKey(props: { orgId: string; apiKey: ApiKey; onRenamed: () => void; onCancel: () => void }): JSX.Element {
   const [name, setName] = useState(props.apiKey.name);
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (e: Event): Promise<void> => {
+  const { error, run } = useSubmit();
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void run(async () => {
       await patch(`/orgs/${props.orgId}/keys/${props.apiKey.id}`, { name: name.trim() });
       props.onRenamed();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="rename-key-title">
+    <form class="card" onSubmit={submit} aria-labelledby="rename-key-title">
       <h2 id="rename-key-title">Rename key <code>{props.apiKey.prefix}…</code></h2>
       <Field label="New name" error={error instanceof ApiError && error.param === 'name' ? error.message : undefined}>
         <input value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />

@@ -1,9 +1,9 @@
 import { cacheSummary, EditCache } from './cache';
 import type { JSX } from 'preact';
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, get, patch, type BudgetPeriod, type LimitMode, type LimitUsage, type Limits, type Project, type ProjectDetail, type UnsupportedParams } from '../api';
 import { int, usd, when } from '../format';
-import { ErrorBox, Field, Show, useLoad } from '../ui';
+import { EditDialog, Field, Show, useLoad, useSubmit } from '../ui';
 
 /*
  * Limits of keys and projects (docs/limits.md) on the Keys page: the fields shared by the
@@ -159,76 +159,53 @@ export function EditLimits(props: {
   title: string; path: string; limits: Limits | undefined; project?: Pick<Project, 'default_max_tokens' | 'unsupported_params'>;
   onClose: () => void; onSaved: () => void;
 }): JSX.Element {
-  const ref = useRef<HTMLDialogElement>(null);
-  const titleId = useId();
   const [draft, setDraft] = useState<LimitsDraft>(EMPTY_LIMITS);
   const [maxTokens, setMaxTokens] = useState('');
   const [policy, setPolicy] = useState<UnsupportedParams | ''>('');
   const { project } = props;
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
+  const submission = useSubmit();
+  const { error } = submission;
   const form = useFocusInvalid(error);
-  const open = props.limits !== undefined;
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (open && props.limits) {
-      setDraft(draftOf(props.limits));
-      setMaxTokens(project?.default_max_tokens == null ? '' : String(project.default_max_tokens));
-      setPolicy(project?.unsupported_params ?? '');
-      setError(undefined);
-      if (!d.open) d.showModal();
-    }
-    if (!open && d.open) d.close();
-  }, [open, props.limits, project]);
+  const fill = (): void => {
+    if (props.limits) setDraft(draftOf(props.limits));
+    setMaxTokens(project?.default_max_tokens == null ? '' : String(project.default_max_tokens));
+    setPolicy(project?.unsupported_params ?? '');
+  };
   const paramError = (param: string): string | undefined => (error instanceof ApiError && error.param === param ? error.message : undefined);
   const maxTokensError = paramError('default_max_tokens');
   const policyError = paramError('unsupported_params');
-  const submit = async (e: Event): Promise<void> => {
-    e.preventDefault();
-    setError(undefined);
-    setBusy(true);
-    try {
+  const submit = (): void => {
+    void submission.run(async () => {
       const settings = project ? { default_max_tokens: maxTokens.trim() ? num(maxTokens) : null, unsupported_params: policy || null } : {};
       await patch(props.path, { limits: patchLimits(draft), ...settings });
       props.onSaved();
       props.onClose();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
-      <form ref={form} onSubmit={(e) => void submit(e)}>
-        <h2 id={titleId}>{props.title}</h2>
-        <p class="muted small">An empty field is no limit. A change applies at once on every instance; what was already counted stays counted.</p>
-        <LimitFields value={draft} onChange={setDraft} error={error} />
-        {project ? (
-          <div class="grid">
-            <Field label="Default max_tokens" error={maxTokensError}>
-              <input type="number" min="1" max="1000000" step="1" inputMode="numeric" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
-            </Field>
-            <p class="muted small">Sent as the output bound of chat requests that give no max_tokens (Claude models refuse them otherwise). Empty: gateway.yaml's default, if it sets one.</p>
-            <Field label="Unsupported parameters" error={policyError}>
-              <select value={policy} onChange={(e) => setPolicy(e.currentTarget.value as UnsupportedParams | '')}>
-                <option value="">Gateway default</option>
-                <option value="translate">translate</option>
-                <option value="drop">drop</option>
-                <option value="error">error</option>
-              </select>
-            </Field>
-            <p class="muted small">What a chat request's parameters that the model's provider cannot take become: translated where the gateway can, dropped, or refused with 400. Over gateway.yaml's and the provider files' policy.</p>
-          </div>
-        ) : null}
-        {limitFieldOf(error) || maxTokensError || policyError ? null : <ErrorBox error={error} />}
-        <div class="actions">
-          <button type="submit" disabled={busy}>Save limits</button>
-          <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
+    <EditDialog open={props.limits !== undefined} onOpen={fill} deps={[props.limits, project]} submission={submission} title={props.title} save="Save limits"
+      formRef={form} onSubmit={submit} onClose={props.onClose}
+      note="An empty field is no limit. A change applies at once on every instance; what was already counted stays counted."
+      errorAtField={Boolean(limitFieldOf(error) || maxTokensError || policyError)}>
+      <LimitFields value={draft} onChange={setDraft} error={error} />
+      {project ? (
+        <div class="grid">
+          <Field label="Default max_tokens" error={maxTokensError}>
+            <input type="number" min="1" max="1000000" step="1" inputMode="numeric" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+          </Field>
+          <p class="muted small">Sent as the output bound of chat requests that give no max_tokens (Claude models refuse them otherwise). Empty: gateway.yaml's default, if it sets one.</p>
+          <Field label="Unsupported parameters" error={policyError}>
+            <select value={policy} onChange={(e) => setPolicy(e.currentTarget.value as UnsupportedParams | '')}>
+              <option value="">Gateway default</option>
+              <option value="translate">translate</option>
+              <option value="drop">drop</option>
+              <option value="error">error</option>
+            </select>
+          </Field>
+          <p class="muted small">What a chat request's parameters that the model's provider cannot take become: translated where the gateway can, dropped, or refused with 400. Over gateway.yaml's and the provider files' policy.</p>
         </div>
-      </form>
-    </dialog>
+      ) : null}
+    </EditDialog>
   );
 }
 

@@ -3,12 +3,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, type ApiKey, type ListOf, type LogDetail, type LogItem, type Project } from '../api';
 import type { PageProps } from '../app';
 import { fromUtcInput, int, ms, usd, utcInput, when } from '../format';
-import { Link, navigate } from '../router';
+import { Link, navigate, useAddressFilters } from '../router';
 import { Bodies, Verdicts } from './guardrails';
 import { Page, Pager, Show, Status, useLoad, Field } from '../ui';
 
 const FILTERS = ['q', 'project', 'key', 'model', 'status', 'from', 'to'] as const;
-type Filters = Record<(typeof FILTERS)[number], string>;
 /** How often the first page reloads while "Live" is on. */
 const LIVE_MS = 3000;
 
@@ -18,10 +17,7 @@ const LIVE_MS = 3000;
  * the first page reloads every few seconds, so new requests appear without a reload.
  */
 export function LogsPage({ org, loc }: PageProps): JSX.Element {
-  const filters = Object.fromEntries(FILTERS.map((k) => [k, loc.query.get(k) ?? ''])) as Filters;
-  const cursor = loc.query.get('cursor') ?? '';
-  const [previous, setPrevious] = useState<string[]>([]);
-  const [draft, setDraft] = useState<Filters>(filters);
+  const { filters, cursor, draft, setDraft, apply, clear, pager } = useAddressFilters(FILTERS, `/orgs/${org.id}/logs`, loc);
   const [search, setSearch] = useState('');
   const [live, setLive] = useState(false);
   const [tick, setTick] = useState(0);
@@ -30,9 +26,6 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
     const timer = setInterval(() => setTick((n) => n + 1), LIVE_MS);
     return () => clearInterval(timer);
   }, [live, cursor]);
-  // The form follows the address (back, forward, the Logs link): what it shows is what is applied.
-  const applied = FILTERS.map((k) => filters[k]).join('\n');
-  useEffect(() => setDraft(filters), [applied]);
   const projects = useLoad((signal) => get<ListOf<Project>>(`/orgs/${org.id}/projects`, undefined, signal), [org.id]);
   const keys = useLoad((signal) => get<ListOf<ApiKey>>(`/orgs/${org.id}/keys`, undefined, signal), [org.id]);
   const page = useLoad(
@@ -41,24 +34,12 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
   );
   const exportQuery = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
   const exportHref = (format: string): string => `/api/v1/orgs/${org.id}/logs/export?${new URLSearchParams([...exportQuery, ['format', format]]).toString()}`;
-  const go = (f: Filters, c = ''): void => {
-    const q = new URLSearchParams();
-    for (const k of FILTERS) if (f[k]) q.set(k, f[k]);
-    if (c) q.set('cursor', c);
-    const s = q.toString();
-    navigate(`/orgs/${org.id}/logs${s ? `?${s}` : ''}`);
-  };
-  const apply = (e: Event): void => {
-    e.preventDefault();
-    setPrevious([]);
-    go(draft);
-  };
   const find = (e: Event): void => {
     e.preventDefault();
     const id = search.trim();
     if (id) navigate(`/orgs/${org.id}/logs/${encodeURIComponent(id)}`);
   };
-  const setD = (k: keyof Filters) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setDraft({ ...draft, [k]: e.currentTarget.value });
+  const setD = (k: (typeof FILTERS)[number]) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setDraft({ ...draft, [k]: e.currentTarget.value });
   return (
     <Page title="Logs">
       <search>
@@ -95,7 +76,7 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
         <Field label="To (UTC)"><input type="datetime-local" value={utcInput(draft.to)} onInput={(e) => setDraft({ ...draft, to: fromUtcInput(e.currentTarget.value) })} /></Field>
         <div class="actions">
           <button type="submit">Apply filters</button>
-          <button type="button" class="secondary" onClick={() => { const none = { q: '', project: '', key: '', model: '', status: '', from: '', to: '' }; setDraft(none); setPrevious([]); go(none); }}>Clear</button>
+          <button type="button" class="secondary" onClick={clear}>Clear</button>
         </div>
       </form>
       <div class="toolbar">
@@ -135,7 +116,7 @@ export function LogsPage({ org, loc }: PageProps): JSX.Element {
                 </tbody>
               </table>
             </section>
-            <Pager label="Pages of the log" cursor={cursor} next={p.next_cursor} previous={previous} setPrevious={setPrevious} go={(c) => go(filters, c)} />
+            <Pager label="Pages of the log" next={p.next_cursor} {...pager} />
           </>
         )}
       </Show>

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, get, patch, post, type Invitation, type ListOf, type Member, type MemberAdded, type Role } from '../api';
 import type { PageProps } from '../app';
 import { when } from '../format';
-import { Confirm, ErrorBox, Page, Show, useLoad, Field } from '../ui';
+import { Confirm, ErrorBox, Page, Show, useLoad, useSubmit, Field } from '../ui';
 
 const ROLES: Role[] = ['member', 'admin', 'owner'];
 
@@ -113,24 +113,21 @@ function MemberRow(props: { member: Member; you: boolean; owner: boolean; operat
 /** An owner's add sends an invitation (the user joins when they accept); an operator's adds at once, or creates the user with a first password. */
 function AddMember({ orgId, operator, onAdded }: { orgId: string; operator: boolean; onAdded: () => void }): JSX.Element {
   const [f, setF] = useState({ email: '', role: 'member', password: '' });
-  const [error, setError] = useState<unknown>(undefined);
+  const { error, run } = useSubmit();
   const [done, setDone] = useState('');
-  const submit = async (e: Event): Promise<void> => {
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
     setDone('');
-    try {
+    void run(async () => {
       const r = await post<MemberAdded>(`/orgs/${orgId}/members`, { email: f.email.trim(), role: f.role, ...(operator && f.password ? { password: f.password } : {}) });
       if (r.member) setDone(`Added ${r.member.email} as ${r.member.role}.`);
       else if (r.invitation) setDone(`Invitation sent to ${r.invitation.email} as ${r.invitation.role}: they join when they accept it (until ${when(r.invitation.expires_at)}).`);
       setF({ email: '', role: 'member', password: '' });
       onAdded();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="add-member-title">
+    <form class="card" onSubmit={submit} aria-labelledby="add-member-title">
       <h2 id="add-member-title">Add a member</h2>
       <div class="grid">
         <Field label="Email"><input type="email" required value={f.email} onInput={(e) => setF({ ...f, email: e.currentTarget.value })} /></Field>

@@ -5,7 +5,7 @@ import type { PageProps } from '../app';
 import { StackedBars } from '../chart';
 import { int, pct, usd } from '../format';
 import { Link, navigate } from '../router';
-import { ErrorBox, Field, Page, Show, Stat, useLoad } from '../ui';
+import { ErrorBox, Field, Page, Show, Stat, useLoad, useSubmit } from '../ui';
 
 /** Balance, the last 7 and 30 days, error rate, top models and projects (GET …/overview, one request). */
 export function OverviewPage({ org, me, onOrgChanged }: PageProps & { onOrgChanged: () => void }): JSX.Element {
@@ -26,26 +26,8 @@ export function OverviewPage({ org, me, onOrgChanged }: PageProps & { onOrgChang
             <h2>Spend per day, last 30 days</h2>
             <StackedBars label="Spend per day in USD" days={d.daily.map((x) => x.day)} series={[{ name: 'Cost (USD)', values: d.daily.map((x) => x.cost_usd) }]} format={(n) => usd(n)} />
             <div class="two">
-              <div>
-                <h2>Top models, 30 days</h2>
-                <table>
-                  <thead><tr><th scope="col">Model</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Cost</th></tr></thead>
-                  <tbody>
-                    {d.top_models.length === 0 ? <tr><td colSpan={3} class="muted">No requests yet.</td></tr> : null}
-                    {d.top_models.map((m) => <tr key={m.model ?? '-'}><td>{m.model ?? '(none)'}</td><td class="num">{int(m.requests)}</td><td class="num">{usd(m.cost_usd)}</td></tr>)}
-                  </tbody>
-                </table>
-              </div>
-              <div>
-                <h2>Top projects, 30 days</h2>
-                <table>
-                  <thead><tr><th scope="col">Project</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Cost</th></tr></thead>
-                  <tbody>
-                    {d.top_projects.length === 0 ? <tr><td colSpan={3} class="muted">No requests yet.</td></tr> : null}
-                    {d.top_projects.map((p) => <tr key={p.project_id ?? '-'}><td>{p.project_name ?? '(no project)'}</td><td class="num">{int(p.requests)}</td><td class="num">{usd(p.cost_usd)}</td></tr>)}
-                  </tbody>
-                </table>
-              </div>
+              <Top title="Top models, 30 days" what="Model" rows={d.top_models.map((m) => ({ ...m, key: m.model ?? '-', name: m.model ?? '(none)' }))} />
+              <Top title="Top projects, 30 days" what="Project" rows={d.top_projects.map((p) => ({ ...p, key: p.project_id ?? '-', name: p.project_name ?? '(no project)' }))} />
             </div>
             <p><Link to={`/orgs/${org.id}/usage`}>Usage by day, model and project</Link> · <Link to={`/orgs/${org.id}/logs`}>Request log</Link></p>
           </>
@@ -56,24 +38,37 @@ export function OverviewPage({ org, me, onOrgChanged }: PageProps & { onOrgChang
   );
 }
 
+/** A table of the most used models or projects: each one's requests and cost. */
+function Top({ title, what, rows }: { title: string; what: string; rows: Array<{ key: string; name: string; requests: number; cost_usd: number }> }): JSX.Element {
+  return (
+    <div>
+      <h2>{title}</h2>
+      <table>
+        <thead><tr><th scope="col">{what}</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Cost</th></tr></thead>
+        <tbody>
+          {rows.length === 0 ? <tr><td colSpan={3} class="muted">No requests yet.</td></tr> : null}
+          {rows.map((r) => <tr key={r.key}><td>{r.name}</td><td class="num">{int(r.requests)}</td><td class="num">{usd(r.cost_usd)}</td></tr>)}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 /** An operator's form for a new organization (with its default project and optional starting credits). */
 function CreateOrg({ onCreated }: { onCreated: () => void }): JSX.Element {
   const [f, setF] = useState({ name: '', credits: '' });
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (e: Event): Promise<void> => {
+  const { error, run } = useSubmit();
+  const submit = (e: Event): void => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void run(async () => {
       const org = await post<Org>('/orgs', { name: f.name.trim(), ...(f.credits.trim() ? { credits_usd: f.credits.trim() } : {}) });
       setF({ name: '', credits: '' });
       onCreated();
       navigate(`/orgs/${org.id}/overview`);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
-    <form class="card" onSubmit={(e) => void submit(e)} aria-label="New org">
+    <form class="card" onSubmit={submit} aria-label="New org">
       <h2>Create an organization</h2>
       <p class="muted small">As an operator. It starts with a project named default; add its owner on its Members page.</p>
       <div class="grid">
