@@ -74,51 +74,51 @@ let seq = 0;
 /** Time-ordered: a millisecond timestamp and a counter before the random part, so b-tree inserts append. */
 const sortableId = () => `req_${Date.now().toString(36).padStart(9, '0')}${(seq++ % 1296).toString(36).padStart(2, '0')}${randomId().slice(4, 17)}`;
 
+/** No ledger work at all: only the log rows are written. */
+const logOnly = () => ({ reserve: () => true, settle: () => 0 });
+/** Reserve and settle as the store does today: a db.transaction(fn) built on every call. */
+const perCallTx = ({ db, s }) => ({
+  reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
+  settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
+});
+/** The same SQL, its transaction functions built once. */
+const cachedTx = ({ db, s }) => {
+  const r = db.transaction(reserveBody(s));
+  const st = db.transaction(settleBody(s));
+  return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
+};
+
 /** The variants: how each request's reserve/settle/log reaches SQLite. */
 const VARIANTS = [
   {
     name: 'log-only', note: 'only the request-log rows (batched), random request ids: what the log alone costs',
     schema: { autoincrement: true },
-    make: () => ({ reserve: () => true, settle: () => 0 }),
+    make: logOnly,
   },
   {
     name: 'log-only, sortable ids', note: 'the same with time-ordered request ids (inserts append to the b-trees)',
     schema: { autoincrement: true }, sortable: true,
-    make: () => ({ reserve: () => true, settle: () => 0 }),
+    make: logOnly,
   },
   {
     name: 'today', note: 'reserve + settle: one db.transaction(fn) built per call; log rows in batches',
     schema: { autoincrement: true },
-    make: ({ db, s }) => ({
-      reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
-      settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
-    }),
+    make: perCallTx,
   },
   {
     name: 'today, sortable ids', note: 'as today, with time-ordered request ids',
     schema: { autoincrement: true }, sortable: true,
-    make: ({ db, s }) => ({
-      reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
-      settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
-    }),
+    make: perCallTx,
   },
   {
     name: 'cached-tx', note: 'same SQL, transaction functions built once',
     schema: { autoincrement: true },
-    make: ({ db, s }) => {
-      const r = db.transaction(reserveBody(s));
-      const st = db.transaction(settleBody(s));
-      return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
-    },
+    make: cachedTx,
   },
   {
     name: 'cached-tx+schema', note: '+ ledger without AUTOINCREMENT, reservations WITHOUT ROWID',
     schema: { autoincrement: false, withoutRowid: true },
-    make: ({ db, s }) => {
-      const r = db.transaction(reserveBody(s));
-      const st = db.transaction(settleBody(s));
-      return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
-    },
+    make: cachedTx,
   },
   {
     name: 'batched-settle', note: '+ settlements queued and applied with the log batch (one transaction per flush)',
