@@ -93,6 +93,16 @@ export function useOrgGateway(orgName: string, creditsUsd: string, setup?: Gatew
   return handle;
 }
 
+/**
+ * `useOrgGateway` (the org's ledger checked after every test) with gateway.yaml's entry for
+ * one provider, made from the fixture's simulator:
+ *
+ *   const t = useProviderGateway('acme', '1', 'azure', (sim) => ({ base_url: `${sim.url}/azure/openai`, api_key: 'k' }));
+ */
+export function useProviderGateway(orgName: string, creditsUsd: string, provider: string, entry: (sim: Simulator) => Record<string, unknown>, opts: Omit<TestGatewayOptions, 'yaml' | 'sim'> = {}): OrgTestGateway {
+  return useOrgGateway(orgName, creditsUsd, (sim) => ({ ...opts, yaml: { providers: { [provider]: entry(sim) } } }), { ledger: true });
+}
+
 /** Every call the gateway's simulator has received, on any route. */
 const upstreamCalls = (t: TestGateway): number => Object.values(t.sim.calls()).reduce((a, b) => a + b, 0);
 
