@@ -59,6 +59,14 @@ describe('gateway --help', () => {
     }
   }, 120_000);
 
+  it('"projects update" says what each of its settings takes', () => {
+    const help = new Map(commands(buildProgram()).map(([p, c]) => [p.join(' '), c])).get('projects update')!.helpInformation();
+    expect(help).toMatch(/Change a project's settings/);
+    expect(help).toMatch(/--default-max-tokens <n>\s+chat output bound \(1 to 1000000\)/);
+    expect(help).toMatch(/--unsupported-params <policy>\s+chat policy for request parameters a model/);
+    expect(help).toMatch(/choices:\s+"error", "drop", "translate", "none"/);
+  });
+
   it('exits non-zero on an unknown command, subcommand or option, naming it', async () => {
     const [top, sub, opt] = await Promise.all([cli(['bogus']), cli(['orgs', 'bogus']), cli(['validate', '--nope'])]);
     expect(top.code).toBe(1);

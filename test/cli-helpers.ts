@@ -189,6 +189,11 @@ export function query<T>(dbFile: string, sql: string, ...params: unknown[]): T[]
   }
 }
 
+/** These columns of the `default` project (of useCliServer's one org) in the SQLite file, read as an operator would. */
+export function defaultProject(dbFile: string, ...columns: string[]): Record<string, unknown> | undefined {
+  return query<Record<string, unknown>>(dbFile, `SELECT ${columns.join(', ')} FROM projects WHERE name = 'default'`)[0];
+}
+
 /** The key printed alone on the last line of `keys create`. */
 export function lastLine(text: string): string {
   const lines = text.trimEnd().split('\n');
