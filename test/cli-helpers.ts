@@ -4,9 +4,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { packageRoot } from '../src/lib/paths.js';
+import { openStore } from '../src/store/index.js';
+import { createOrg } from '../src/tenancy/admin.js';
 import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
 
 /** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */
@@ -280,7 +282,14 @@ export function useCliServer(prefix: string): CliServer {
     env.dir = tempDir(prefix);
     env.config = writeConfig(env.dir, env.sim.url);
     env.db = join(env.dir, 'g.db');
-    expect((await cli(['orgs', 'create', 'acme', '--credits', '5', '--config', env.config])).code).toBe(0);
+    // The org through the admin service `orgs create` calls, in this process: one Node start
+    // less per file (that command's own output and audit row are cli-admin's and cli-audit's).
+    const store = openStore(`sqlite:${env.db}`);
+    try {
+      await createOrg(store, 'acme', '5', 'standard');
+    } finally {
+      await store.close();
+    }
     env.server = await serve(env.config);
   }, 120_000);
   afterAll(async () => {
