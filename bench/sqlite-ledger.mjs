@@ -74,91 +74,70 @@ let seq = 0;
 /** Time-ordered: a millisecond timestamp and a counter before the random part, so b-tree inserts append. */
 const sortableId = () => `req_${Date.now().toString(36).padStart(9, '0')}${(seq++ % 1296).toString(36).padStart(2, '0')}${randomId().slice(4, 17)}`;
 
-/** The variants: how each request's reserve/settle/log reaches SQLite. */
+/** No ledger work at all: only the log rows are written. */
+const logOnly = () => ({ reserve: () => true, settle: () => 0 });
+/** Reserve and settle as the store does today: a db.transaction(fn) built on every call. */
+const perCallTx = ({ db, s }) => ({
+  reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
+  settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
+});
+/** The same SQL, its transaction functions built once. */
+const cachedTx = ({ db, s }) => {
+  const r = db.transaction(reserveBody(s));
+  const st = db.transaction(settleBody(s));
+  return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
+};
+
+/** Settlements queued and applied with the log batch, one transaction per flush. */
+const batchedSettle = ({ db, s }) => {
+  const r = db.transaction(reserveBody(s));
+  const body = settleBody(s);
+  const many = db.transaction((ids) => {
+    for (const id of ids) body(id, 12);
+  });
+  return { reserve: (id) => r('org_1', id, 9830), settleMany: many };
+};
+/** Reservations held in memory; each flush writes the net balance change, the ledger rows and the log rows. */
+const memoryReservations = ({ s }) => {
+  let available = 1e12; // refreshed from the database every second in a real implementation
+  const held = new Map();
+  return {
+    reserve: (id) => {
+      if (available < 9830) return false;
+      available -= 9830;
+      held.set(id, 9830);
+      return true;
+    },
+    settleMany: (ids) => {
+      let charged = 0;
+      for (const id of ids) {
+        const amount = held.get(id);
+        held.delete(id);
+        available += amount - 12;
+        charged += 12;
+        s.ledger.run('org_1', id, 'charge', -12, null, Date.now());
+      }
+      s.debit.run(charged, 'org_1', charged);
+    },
+  };
+};
+
+/** Today's schema, and the lean one: the ledger without AUTOINCREMENT, reservations WITHOUT ROWID. */
+const TODAY_SCHEMA = { autoincrement: true };
+const LEAN_SCHEMA = { autoincrement: false, withoutRowid: true };
+
+/** The variants, one a row: how each request's reserve/settle/log reaches SQLite. */
 const VARIANTS = [
+  { name: 'log-only', schema: TODAY_SCHEMA, make: logOnly, note: 'only the request-log rows (batched), random request ids: what the log alone costs' },
+  { name: 'log-only, sortable ids', schema: TODAY_SCHEMA, make: logOnly, sortable: true, note: 'the same with time-ordered request ids (inserts append to the b-trees)' },
+  { name: 'today', schema: TODAY_SCHEMA, make: perCallTx, note: 'reserve + settle: one db.transaction(fn) built per call; log rows in batches' },
+  { name: 'today, sortable ids', schema: TODAY_SCHEMA, make: perCallTx, sortable: true, note: 'as today, with time-ordered request ids' },
+  { name: 'cached-tx', schema: TODAY_SCHEMA, make: cachedTx, note: 'same SQL, transaction functions built once' },
+  { name: 'cached-tx+schema', schema: LEAN_SCHEMA, make: cachedTx, note: '+ ledger without AUTOINCREMENT, reservations WITHOUT ROWID' },
+  { name: 'batched-settle', schema: LEAN_SCHEMA, make: batchedSettle, batchedSettle: true, note: '+ settlements queued and applied with the log batch (one transaction per flush)' },
   {
-    name: 'log-only', note: 'only the request-log rows (batched), random request ids: what the log alone costs',
-    schema: { autoincrement: true },
-    make: () => ({ reserve: () => true, settle: () => 0 }),
-  },
-  {
-    name: 'log-only, sortable ids', note: 'the same with time-ordered request ids (inserts append to the b-trees)',
-    schema: { autoincrement: true }, sortable: true,
-    make: () => ({ reserve: () => true, settle: () => 0 }),
-  },
-  {
-    name: 'today', note: 'reserve + settle: one db.transaction(fn) built per call; log rows in batches',
-    schema: { autoincrement: true },
-    make: ({ db, s }) => ({
-      reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
-      settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
-    }),
-  },
-  {
-    name: 'today, sortable ids', note: 'as today, with time-ordered request ids',
-    schema: { autoincrement: true }, sortable: true,
-    make: ({ db, s }) => ({
-      reserve: (id) => db.transaction(() => reserveBody(s)('org_1', id, 9830))(),
-      settle: (id) => db.transaction(() => settleBody(s)(id, 12))(),
-    }),
-  },
-  {
-    name: 'cached-tx', note: 'same SQL, transaction functions built once',
-    schema: { autoincrement: true },
-    make: ({ db, s }) => {
-      const r = db.transaction(reserveBody(s));
-      const st = db.transaction(settleBody(s));
-      return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
-    },
-  },
-  {
-    name: 'cached-tx+schema', note: '+ ledger without AUTOINCREMENT, reservations WITHOUT ROWID',
-    schema: { autoincrement: false, withoutRowid: true },
-    make: ({ db, s }) => {
-      const r = db.transaction(reserveBody(s));
-      const st = db.transaction(settleBody(s));
-      return { reserve: (id) => r('org_1', id, 9830), settle: (id) => st(id, 12) };
-    },
-  },
-  {
-    name: 'batched-settle', note: '+ settlements queued and applied with the log batch (one transaction per flush)',
-    schema: { autoincrement: false, withoutRowid: true },
-    batchedSettle: true,
-    make: ({ db, s }) => {
-      const r = db.transaction(reserveBody(s));
-      const body = settleBody(s);
-      const many = db.transaction((ids) => {
-        for (const id of ids) body(id, 12);
-      });
-      return { reserve: (id) => r('org_1', id, 9830), settleMany: many };
-    },
-  },
-  {
-    name: 'memory-reservations', note: 'reservations held in memory (single gateway process per SQLite file); each flush writes the net balance change per org, the ledger rows and the log rows in one transaction',
-    schema: { autoincrement: false, withoutRowid: true },
-    make: ({ s }) => {
-      let available = 1e12; // refreshed from the database every second in a real implementation
-      const held = new Map();
-      return {
-        reserve: (id) => {
-          if (available < 9830) return false;
-          available -= 9830;
-          held.set(id, 9830);
-          return true;
-        },
-        settleMany: (ids) => {
-          let charged = 0;
-          for (const id of ids) {
-            const amount = held.get(id);
-            held.delete(id);
-            available += amount - 12;
-            charged += 12;
-            s.ledger.run('org_1', id, 'charge', -12, null, Date.now());
-          }
-          s.debit.run(charged, 'org_1', charged);
-        },
-      };
-    },
+    name: 'memory-reservations', schema: LEAN_SCHEMA, make: memoryReservations,
+    note: 'reservations held in memory (single gateway process per SQLite file); each flush writes the net balance change per org, the ledger rows and the log rows in one transaction',
   },
 ];
 

@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { useOrgGateway } from './fixtures.js';
+import { useProviderGateway } from './fixtures.js';
 import { startTestGateway } from './harness.js';
 
 /**
@@ -14,10 +14,10 @@ const TOKEN_ROUTE = 'POST /tenant-1/oauth2/v2.0/token';
 
 describe('azure with Entra ID client credentials', () => {
   let offsetMs = 0;
-  const t = useOrgGateway('entra-user', '5', (sim) => ({
-    now: () => Date.now() + offsetMs,
-    yaml: { providers: { azure: { base_url: `${sim.url}/azure/openai`, entra: { tenant_id: 'tenant-1', client_id: 'app-1', client_secret: 'sim-secret', token_url: `${sim.url}/{tenant_id}/oauth2/v2.0/token` } } } },
-  }), { ledger: true });
+  const t = useProviderGateway('entra-user', '5', 'azure', (sim) => ({
+    base_url: `${sim.url}/azure/openai`,
+    entra: { tenant_id: 'tenant-1', client_id: 'app-1', client_secret: 'sim-secret', token_url: `${sim.url}/{tenant_id}/oauth2/v2.0/token` },
+  }), { now: () => Date.now() + offsetMs });
   const ask = () => t.client.chat.completions.create({ model: 'azure/gpt-4o-mini', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
 
   it('mints one token for 100 concurrent requests and sends it as a bearer token, no api-key', async () => {
@@ -47,9 +47,10 @@ describe('azure with Entra ID client credentials', () => {
 });
 
 describe('azure with an Entra client secret Entra refuses', () => {
-  const t = useOrgGateway('entra-bad', '1', (sim) => ({
-    yaml: { providers: { azure: { base_url: `${sim.url}/azure/openai`, entra: { tenant_id: 'tenant-1', client_id: 'app-1', client_secret: 'bad-secret-value', token_url: `${sim.url}/tenant-1/oauth2/v2.0/token` } } } },
-  }), { ledger: true });
+  const t = useProviderGateway('entra-bad', '1', 'azure', (sim) => ({
+    base_url: `${sim.url}/azure/openai`,
+    entra: { tenant_id: 'tenant-1', client_id: 'app-1', client_secret: 'bad-secret-value', token_url: `${sim.url}/tenant-1/oauth2/v2.0/token` },
+  }));
 
   it('answers upstream_unauthorized naming Entra\'s reason, never the secret, and charges nothing', async () => {
     const before = await t.balance(t.orgId);

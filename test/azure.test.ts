@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { chatMicros, micros, simPromptTokens } from './chat-helpers.js';
-import { useOrgGateway } from './fixtures.js';
+import { useProviderGateway } from './fixtures.js';
 import { logRow } from './harness.js';
 
 /**
@@ -75,9 +75,7 @@ describe('the simulator speaks Azure OpenAI (the official AzureOpenAI client, po
 });
 
 describe('azure through the gateway', () => {
-  const t = useOrgGateway('azure-user', '5', (sim) => ({
-    yaml: { providers: { azure: { base_url: `${sim.url}/azure/openai`, api_key: 'sim-key', deployments: { 'gpt-4o-mini': 'mini-prod' } } } },
-  }), { ledger: true });
+  const t = useProviderGateway('azure-user', '5', 'azure', (sim) => ({ base_url: `${sim.url}/azure/openai`, api_key: 'sim-key', deployments: { 'gpt-4o-mini': 'mini-prod' } }));
   const expected = chatMicros(MINI, { prompt: simPromptTokens(PROMPT), completion: 7 });
   const lastCall = () => t.sim.received().at(-1)!;
 
@@ -199,9 +197,7 @@ describe('azure through the gateway', () => {
 });
 
 describe('azure with a key Azure refuses', () => {
-  const t = useOrgGateway('azure-badkey', '1', (sim) => ({
-    yaml: { providers: { azure: { base_url: `${sim.url}/azure/openai`, api_key: 'bad-azure-key' } } },
-  }), { ledger: true });
+  const t = useProviderGateway('azure-badkey', '1', 'azure', (sim) => ({ base_url: `${sim.url}/azure/openai`, api_key: 'bad-azure-key' }));
 
   it('answers upstream_unauthorized and charges nothing', async () => {
     const before = await t.balance(t.orgId);

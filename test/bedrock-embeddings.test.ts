@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { SIM_AWS } from '../simulator/aws-sigv4.js';
-import { useOrgGateway } from './fixtures.js';
+import { expectRefusedUncharged, useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';
 
 /**
@@ -40,21 +40,14 @@ describe('openai client → bedrock titan-embed-text-v2', () => {
   });
 
   it('several inputs: a 400 naming input (Titan embeds one text per call), nothing sent, nothing charged', async () => {
-    const before = await t.balance(t.orgId);
-    const calls = t.sim.calls()[`POST ${UPSTREAM}`] ?? 0;
-    const r = await postJson(`${t.url}/v1/embeddings`, { model: MODEL, input: ['one', 'two'] }, t.key);
-    expect(r.status).toBe(400);
-    expect((r.body as ErrorBody).error).toMatchObject({ code: 'invalid_request', param: 'input' });
-    expect((r.body as ErrorBody).error.message).toContain('at most 1 inputs');
-    expect(t.sim.calls()[`POST ${UPSTREAM}`] ?? 0).toBe(calls);
-    expect(await t.balance(t.orgId)).toBe(before);
+    const error = await expectRefusedUncharged(t, '/v1/embeddings', { model: MODEL, input: ['one', 'two'] });
+    expect(error).toMatchObject({ code: 'invalid_request', param: 'input' });
+    expect(error.message).toContain('at most 1 inputs');
   });
 
-  it('token-id input and a dimension Bedrock lacks are refused with 400, uncharged', async () => {
+  it('token-id input is refused with 400 before Bedrock is called, and a dimension Bedrock lacks with Bedrock\'s 400; neither is charged', async () => {
+    expect((await expectRefusedUncharged(t, '/v1/embeddings', { model: MODEL, input: [1, 2, 3] })).message).toContain('Token-id input is not accepted');
     const before = await t.balance(t.orgId);
-    const tokens = await postJson(`${t.url}/v1/embeddings`, { model: MODEL, input: [1, 2, 3] }, t.key);
-    expect(tokens.status).toBe(400);
-    expect((tokens.body as ErrorBody).error.message).toContain('Token-id input is not accepted');
     const dims = await postJson(`${t.url}/v1/embeddings`, { model: MODEL, input: 'x', dimensions: 300 }, t.key);
     expect(dims.status).toBe(400);
     expect((dims.body as ErrorBody).error).toMatchObject({ code: 'gateway_error', usedProvider: 'bedrock' });

@@ -5,7 +5,7 @@ import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SIM_AWS } from '../simulator/aws-sigv4.js';
-import { useOrgGateway } from './fixtures.js';
+import { useOrgGateway, useProviderGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';
 
 /**
@@ -160,9 +160,7 @@ describe('routing', () => {
 });
 
 describe('a wrong AWS secret', () => {
-  const w = useOrgGateway('bedrock-wrong-secret', '1', (sim) => ({
-    sim, yaml: { providers: { bedrock: { base_url: `${sim.url}/bedrock`, aws: { region: SIM_AWS.region, access_key_id: SIM_AWS.accessKeyId, secret_access_key: 'not-the-secret' } } } },
-  }), { ledger: true });
+  const w = useProviderGateway('bedrock-wrong-secret', '1', 'bedrock', (sim) => ({ base_url: `${sim.url}/bedrock`, aws: { region: SIM_AWS.region, access_key_id: SIM_AWS.accessKeyId, secret_access_key: 'not-the-secret' } }));
 
   it('is a clear upstream_unauthorized, never charged, and the secret is in no reply', async () => {
     const before = await w.balance(w.orgId);

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cli } from './cli-helpers.js';
 import { useOrgGateway } from './fixtures.js';
 import { logRow, postJson } from './harness.js';
-import { addUser, type Api, signIn } from './management-helpers.js';
+import { type Api, ownerWithProject } from './management-helpers.js';
 
 /*
  * The response cache's settings through the management API (docs/management.md, docs/cache.md):
@@ -19,13 +19,7 @@ describe('cache settings by PATCH on projects and keys', () => {
   let keyPath: string;
   let key: string;
   beforeAll(async () => {
-    await addUser(t, 'owner@cache.test', { org: 'cache-mgmt', role: 'owner' });
-    owner = await signIn(t.url, 'owner@cache.test');
-    const p = await owner.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'cached' });
-    path = `/api/v1/orgs/${t.orgId}/projects/${p.body.id as string}`;
-    const k = await owner.post(`${path}/keys`, { name: 'agent' });
-    key = k.body.key as string;
-    keyPath = `/api/v1/orgs/${t.orgId}/keys/${k.body.id as string}`;
+    ({ owner, path, key, keyPath } = await ownerWithProject(t, 'cache-mgmt', 'owner@cache.test', 'cached'));
   });
   const ask = () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'managed cache' }], max_tokens: 50 }, key);
 

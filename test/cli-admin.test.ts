@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { loadAll } from '../cli/common.js';
 import { buildProgram } from '../cli/index.js';
+import { ConfigError } from '../src/config/yaml-file.js';
 import type { Simulator } from '../simulator/server.js';
 import { cli, type CliResult, KEY, lastLine, query, ROOT, STACK_FRAME, useCliConfig } from './cli-helpers.js';
 
@@ -59,6 +61,14 @@ describe('gateway --help', () => {
     }
   }, 120_000);
 
+  it('"projects update" says what each of its settings takes', () => {
+    const help = new Map(commands(buildProgram()).map(([p, c]) => [p.join(' '), c])).get('projects update')!.helpInformation();
+    expect(help).toMatch(/Change a project's settings/);
+    expect(help).toMatch(/--default-max-tokens <n>\s+chat output bound \(1 to 1000000\)/);
+    expect(help).toMatch(/--unsupported-params <policy>\s+chat policy for request parameters a model/);
+    expect(help).toMatch(/choices:\s+"error", "drop", "translate", "none"/);
+  });
+
   it('exits non-zero on an unknown command, subcommand or option, naming it', async () => {
     const [top, sub, opt] = await Promise.all([cli(['bogus']), cli(['orgs', 'bogus']), cli(['validate', '--nope'])]);
     expect(top.code).toBe(1);
@@ -107,17 +117,37 @@ describe('gateway validate', () => {
     expect(r.stderr).not.toMatch(STACK_FRAME);
   }
 
-  it('refuses a wrong-typed field with file:line, the JSON path and the expected type', async () => {
-    await refused('type.yaml', 'log: { level: silent }\nserver:\n  port: "abc"\n', (f) => `${f}:3: /server/port: must be integer`);
+  /**
+   * Writes a config file and loads it as `validate` does (loadAll), in this process: exactly
+   * this one located problem. How the binary prints such a refusal (after "configuration
+   * refused:", nothing on stdout, exit code 2, no stack) is the price case's below and
+   * cli-errors.test.ts's; these cases are about the message, so they spare a Node start each.
+   */
+  function refusedInProcess(name: string, text: string, problem: (file: string) => string): void {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    let caught: unknown;
+    try {
+      loadAll(file);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).message).toBe(problem(file));
+  }
+
+  it('refuses a wrong-typed field with file:line, the JSON path and the expected type', () => {
+    refusedInProcess('type.yaml', 'log: { level: silent }\nserver:\n  port: "abc"\n', (f) => `${f}:3: /server/port: must be integer`);
   });
 
-  it('refuses an unknown key, at its line', async () => {
-    await refused('unknown.yaml', 'server:\n  port: 8080\n  colour: blue\n', (f) => `${f}:3: /server/colour: is not a known setting`);
+  it('refuses an unknown key, at its line', () => {
+    refusedInProcess('unknown.yaml', 'server:\n  port: 8080\n  colour: blue\n', (f) => `${f}:3: /server/colour: is not a known setting`);
   });
 
-  it('refuses a missing ${env:…} variable, at its line', async () => {
+  it('refuses a missing ${env:…} variable, at its line', () => {
+    expect(process.env.NOPE_NOT_SET).toBeUndefined();
     const text = `providers_dir: ${join(ROOT, 'providers')}\nproviders:\n  openai:\n    base_url: "${sim.url}/openai/v1"\n    api_key: \${env:NOPE_NOT_SET}\n`;
-    await refused('env.yaml', text, (f) => `${f}:5: /providers/openai/api_key: environment variable NOPE_NOT_SET is not set`);
+    refusedInProcess('env.yaml', text, (f) => `${f}:5: /providers/openai/api_key: environment variable NOPE_NOT_SET is not set`);
   });
 
   it('refuses a provider file with a bad price string, naming that file, line and path', async () => {

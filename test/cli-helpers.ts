@@ -4,9 +4,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
 import { packageRoot } from '../src/lib/paths.js';
+import { openStore } from '../src/store/index.js';
+import { createOrg } from '../src/tenancy/admin.js';
 import { expectLedgersExactAt, simulatorOverrides, tempDir } from './harness.js';
 
 /** Helpers for the end-to-end tests of the real `bin/gateway.js`, spawned as child processes. */
@@ -189,6 +191,11 @@ export function query<T>(dbFile: string, sql: string, ...params: unknown[]): T[]
   }
 }
 
+/** These columns of the `default` project (of useCliServer's one org) in the SQLite file, read as an operator would. */
+export function defaultProject(dbFile: string, ...columns: string[]): Record<string, unknown> | undefined {
+  return query<Record<string, unknown>>(dbFile, `SELECT ${columns.join(', ')} FROM projects WHERE name = 'default'`)[0];
+}
+
 /** The key printed alone on the last line of `keys create`. */
 export function lastLine(text: string): string {
   const lines = text.trimEnd().split('\n');
@@ -275,8 +282,17 @@ export function useCliServer(prefix: string): CliServer {
     env.dir = tempDir(prefix);
     env.config = writeConfig(env.dir, env.sim.url);
     env.db = join(env.dir, 'g.db');
-    expect((await cli(['orgs', 'create', 'acme', '--credits', '5', '--config', env.config])).code).toBe(0);
-    env.server = await serve(env.config);
+    // The org through the admin service `orgs create` calls, in this process: one Node start
+    // less per file (that command's own output and audit row are cli-admin's and cli-audit's).
+    const store = openStore(`sqlite:${env.db}`);
+    try {
+      await createOrg(store, 'acme', '5', 'standard');
+    } finally {
+      await store.close();
+    }
+    // Within the hook's 2 minutes: several of these files starting servers at once, beside
+    // other work on a 2-core machine, were seen to take over serve's default 15 s.
+    env.server = await serve(env.config, 60_000);
   }, 120_000);
   afterAll(async () => {
     try {

@@ -2,8 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { useOrgGateway, type OrgTestGateway } from './fixtures.js';
 import { expectLedgerMatchesLog, logRow, postJson } from './harness.js';
-import { cli, KEY, lastLine, query, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';
-import { addUser, type Api, signIn } from './management-helpers.js';
+import { cli, defaultProject, KEY, lastLine, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';
+import { type Api, ownerWithProject } from './management-helpers.js';
 
 /**
  * Issue 29: a default max_tokens for clients that send no output bound (docs/chat.md,
@@ -129,15 +129,9 @@ describe('a project\'s default_max_tokens', () => {
   let projectPath: string;
   let key: string;
   beforeAll(async () => {
-    await addUser(t, 'owner@dmt.test', { org: 'dmt-project', role: 'owner' });
-    owner = await signIn(t.url, 'owner@dmt.test');
-    const p = await owner.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'agents' });
-    expect(p.status, JSON.stringify(p.body)).toBe(201);
-    expect(p.body.default_max_tokens).toBeNull();
-    projectPath = `/api/v1/orgs/${t.orgId}/projects/${p.body.id as string}`;
-    const k = await owner.post(`${projectPath}/keys`, { name: 'sdk' });
-    expect(k.status, JSON.stringify(k.body)).toBe(201);
-    key = k.body.key as string;
+    let project: Body;
+    ({ owner, project, path: projectPath, key } = await ownerWithProject(t, 'dmt-project', 'owner@dmt.test', 'agents', 'sdk'));
+    expect(project.default_max_tokens).toBeNull();
   });
 
   it('is set by PATCH, shown by the response and GET, and wins over gateway.yaml\'s', async () => {
@@ -186,14 +180,7 @@ describe('a project\'s default_max_tokens', () => {
 
 describe('gateway projects update --default-max-tokens', { timeout: 60_000 }, () => {
   const env = useCliServer('tollgate-cli-dmt-');
-  const column = (): unknown => query<{ default_max_tokens: number | null }>(env.db, "SELECT default_max_tokens FROM projects WHERE name = 'default'")[0]?.default_max_tokens;
-
-  it('has help text', async () => {
-    const r = await cli(['projects', 'update', '--help']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/Change a project's settings/);
-    expect(r.stdout).toMatch(/--default-max-tokens <n>\s+chat output bound \(1 to 1000000\)/);
-  });
+  const column = (): unknown => defaultProject(env.db, 'default_max_tokens')?.default_max_tokens;
 
   it('sets it and prints it; the running server sends it upstream for a request without max_tokens', async () => {
     const k = await cli(['keys', 'create', '--org', 'acme', '--config', env.config]);

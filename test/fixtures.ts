@@ -1,7 +1,8 @@
 import type OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/server.js';
-import { expectEveryLedgerExact, expectLedgerMatchesLog, startOrgGateway, startTestGateway, type TestGateway, type TestGatewayOptions } from './harness.js';
+import type { ErrorBody } from '../src/lib/errors.js';
+import { expectEveryLedgerExact, expectLedgerMatchesLog, postJson, startOrgGateway, startTestGateway, type TestGateway, type TestGatewayOptions } from './harness.js';
 
 /**
  * The gateway a test file shares, set up and torn down by vitest's hooks: one call
@@ -90,4 +91,31 @@ export function useOrgGateway(orgName: string, creditsUsd: string, setup?: Gatew
     await sim?.close();
   });
   return handle;
+}
+
+/**
+ * `useOrgGateway` (the org's ledger checked after every test) with gateway.yaml's entry for
+ * one provider, made from the fixture's simulator:
+ *
+ *   const t = useProviderGateway('acme', '1', 'azure', (sim) => ({ base_url: `${sim.url}/azure/openai`, api_key: 'k' }));
+ */
+export function useProviderGateway(orgName: string, creditsUsd: string, provider: string, entry: (sim: Simulator) => Record<string, unknown>, opts: Omit<TestGatewayOptions, 'yaml' | 'sim'> = {}): OrgTestGateway {
+  return useOrgGateway(orgName, creditsUsd, (sim) => ({ ...opts, yaml: { providers: { [provider]: entry(sim) } } }), { ledger: true });
+}
+
+/** Every call the gateway's simulator has received, on any route. */
+const upstreamCalls = (t: TestGateway): number => Object.values(t.sim.calls()).reduce((a, b) => a + b, 0);
+
+/**
+ * POSTs `body` to `path` with the org's key and expects a 400 that reached no upstream and
+ * charged nothing; returns the error for the case's own checks.
+ */
+export async function expectRefusedUncharged(t: OrgTestGateway, path: string, body: unknown): Promise<ErrorBody['error']> {
+  const before = await t.balance(t.orgId);
+  const calls = upstreamCalls(t);
+  const r = await postJson(`${t.url}${path}`, body, t.key);
+  expect(r.status, JSON.stringify(r.body)).toBe(400);
+  expect(upstreamCalls(t)).toBe(calls);
+  expect(await t.balance(t.orgId)).toBe(before);
+  return (r.body as ErrorBody).error;
 }

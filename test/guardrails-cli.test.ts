@@ -2,12 +2,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { postJson } from './harness.js';
-import { cli, KEY, lastLine, query, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';
+import { cli, defaultProject, KEY, lastLine, sleep, STACK_FRAME, useCliServer } from './cli-helpers.js';
 
 /** Issue 34: `gateway projects update --guardrails FILE --body-logging MODE` (docs/guardrails.md). */
 describe('gateway projects update --guardrails / --body-logging', { timeout: 60_000 }, () => {
   const env = useCliServer('tollgate-cli-guard-');
-  const row = () => query<{ guardrails: string | null; body_logging: string | null }>(env.db, "SELECT guardrails, body_logging FROM projects WHERE name = 'default'")[0];
+  const row = () => defaultProject(env.db, 'guardrails', 'body_logging') as { guardrails: string | null; body_logging: string | null } | undefined;
 
   it('sets guardrails from a file and body logging; the running server masks at once', async () => {
     const key = lastLine((await cli(['keys', 'create', '--org', 'acme', '--config', env.config])).stdout);

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useOrgGateway, } from './fixtures.js';
 import { logRow, postJson, runTask } from './harness.js';
-import { addUser, type Api, signIn } from './management-helpers.js';
+import { type Api, ownerWithProject, signIn } from './management-helpers.js';
 
 /**
  * Issue 34: guardrails per project (docs/guardrails.md) and bodies in the log. Every test
@@ -62,14 +62,10 @@ describe('project guardrails', () => {
 
   beforeAll(async () => {
     await moderator.start();
-    await addUser(t, 'owner@guard.test', { org: 'guard', role: 'owner' });
-    owner = await signIn(t.url, 'owner@guard.test');
-    const p = await owner.post(`/api/v1/orgs/${t.orgId}/projects`, { name: 'secure' });
-    expect(p.status, JSON.stringify(p.body)).toBe(201);
-    expect(p.body.guardrails).toEqual([]);
-    expect(p.body.body_logging).toEqual({ mode: 'off', retention_days: 30, max_bytes: 65536 });
-    projectPath = `/api/v1/orgs/${t.orgId}/projects/${p.body.id as string}`;
-    key = (await owner.post(`${projectPath}/keys`, { name: 'app' })).body.key as string;
+    let project: Body;
+    ({ owner, project, path: projectPath, key } = await ownerWithProject(t, 'guard', 'owner@guard.test', 'secure', 'app'));
+    expect(project.guardrails).toEqual([]);
+    expect(project.body_logging).toEqual({ mode: 'off', retention_days: 30, max_bytes: 65536 });
   });
   afterAll(async () => moderator.close());
   beforeEach(() => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config/gateway-config.js';
 import { compileSchemas } from '../src/config/schemas.js';
 import { packageRoot } from '../src/lib/paths.js';
-import { useOrgGateway } from './fixtures.js';
+import { useProviderGateway } from './fixtures.js';
 import { logRow } from './harness.js';
 
 /**
@@ -23,9 +23,7 @@ describe('examples/ollama.yaml', () => {
 });
 
 describe('a local OpenAI-compatible server through the gateway', () => {
-  const t = useOrgGateway('local-user', '1', (sim) => ({
-    yaml: { providers: { ollama: { base_url: `${sim.url}/ollama/v1`, api_key: 'ollama' } } },
-  }), { ledger: true });
+  const t = useProviderGateway('local-user', '1', 'ollama', (sim) => ({ base_url: `${sim.url}/ollama/v1`, api_key: 'ollama' }));
 
   it('routes ollama/llama3.2 chat and stream to it, free of charge and logged', async () => {
     const before = await t.balance(t.orgId);

@@ -78,3 +78,27 @@ export async function addUser(t: TestGateway, email: string, opts: { operator?: 
   const { user } = await createUser(t.gateway.store, { email, password: PASSWORD, ...opts });
   return user.id;
 }
+
+/** What `ownerWithProject` made: the owner's session, the project as created, its path, and its key (secret and path). */
+export interface OwnedProject {
+  owner: Api;
+  project: Obj;
+  path: string;
+  key: string;
+  keyPath: string;
+}
+
+/**
+ * A new owner of the org `org` (by name; `t.orgId` is its id), signed in, who creates the
+ * project `name` and a key `keyName` in it through the API, each answered 201.
+ */
+export async function ownerWithProject(t: TestGateway & { orgId: string }, org: string, email: string, name: string, keyName = 'agent'): Promise<OwnedProject> {
+  await addUser(t, email, { org, role: 'owner' });
+  const owner = await signIn(t.url, email);
+  const p = await owner.post(`/api/v1/orgs/${t.orgId}/projects`, { name });
+  expect(p.status, JSON.stringify(p.body)).toBe(201);
+  const path = `/api/v1/orgs/${t.orgId}/projects/${p.body.id as string}`;
+  const k = await owner.post(`${path}/keys`, { name: keyName });
+  expect(k.status, JSON.stringify(k.body)).toBe(201);
+  return { owner, project: p.body, path, key: k.body.key as string, keyPath: `/api/v1/orgs/${t.orgId}/keys/${k.body.id as string}` };
+}

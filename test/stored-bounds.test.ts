@@ -51,27 +51,22 @@ describe('what a refused request leaves in the request log', () => {
   });
 });
 
-/** A key of a new org whose requests per minute are limited to `rpm`. */
-async function keyAtRpm(org: string, rpm: number): Promise<string> {
+/** A request for a model no provider serves, with the key of a new org whose requests per minute are limited to `rpm`. */
+async function unknownModelAtRpm(org: string, rpm: number): Promise<{ key: string; r: Awaited<ReturnType<typeof postJson>> }> {
   await t.org(org, '5');
-  return (await createKey(t.gateway.store, org, { limits: { rpm } })).key;
+  const { key } = await createKey(t.gateway.store, org, { limits: { rpm } });
+  return { key, r: await postJson(chatUrl(), { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }, key) };
 }
 
 describe('a key over its limits is refused before routing', () => {
   it('a key at rpm 0 asking for an unknown model gets the 429 of its limit, not a 404', async () => {
-    const key = await keyAtRpm('bounds-rpm', 0);
-    const r = await postJson(chatUrl(), { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }, key);
-    expect(r.status).toBe(429);
-    expect(code(r)).toBe('rate_limit_exceeded');
-    expect(r.headers.get('x-ratelimit-limit-requests')).toBe('0');
+    const { r } = await unknownModelAtRpm('bounds-rpm', 0);
+    expect({ status: r.status, code: code(r), limit: r.headers.get('x-ratelimit-limit-requests') }).toEqual({ status: 429, code: 'rate_limit_exceeded', limit: '0' });
   });
 
   it('a key within its rpm asking for an unknown model still gets the 404, and the failed request counts for its rpm', async () => {
-    const key = await keyAtRpm('bounds-rpm1', 1);
-    const first = await postJson(chatUrl(), { model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }, key);
-    expect(first.status).toBe(404);
-    expect(code(first)).toBe('model_not_found');
-    expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    const { key, r: first } = await unknownModelAtRpm('bounds-rpm1', 1);
+    expect({ status: first.status, code: code(first), remaining: first.headers.get('x-ratelimit-remaining-requests') }).toEqual({ status: 404, code: 'model_not_found', remaining: '0' });
     const second = await postJson(chatUrl(), { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }, key);
     expect(second.status).toBe(429);
   });

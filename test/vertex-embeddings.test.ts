@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/lib/errors.js';
 import { embedText, toFloatList } from '../simulator/vectors.js';
+import { expectRefusedUncharged } from './fixtures.js';
 import { logRow, postJson, tempDir } from './harness.js';
 import { useVertexGateway } from './vertex-helpers.js';
 
@@ -52,21 +53,11 @@ describe('vertex/gemini-embedding-001 with the openai client', () => {
   });
 
   it('two strings: refused before Vertex is called (it takes one instance per request for this model), nothing charged', async () => {
-    const before = await t.balance(t.orgId);
-    const calls = t.sim.received().length;
-    const r = await postJson(`${t.url}/v1/embeddings`, { model: MODEL, input: ['first text', 'second text'] }, t.key);
-    expect(r.status).toBe(400);
-    expect((r.body as ErrorBody).error.message).toContain('at most 1 inputs');
-    expect(t.sim.received().length).toBe(calls);
-    expect(await t.balance(t.orgId)).toBe(before);
+    expect((await expectRefusedUncharged(t, '/v1/embeddings', { model: MODEL, input: ['first text', 'second text'] })).message).toContain('at most 1 inputs');
   });
 
-  it('token-id input: refused with a clear message, nothing charged', async () => {
-    const before = await t.balance(t.orgId);
-    const r = await postJson(`${t.url}/v1/embeddings`, { model: MODEL, input: [1, 2, 3] }, t.key);
-    expect(r.status).toBe(400);
-    expect((r.body as ErrorBody).error.message).toContain('Token-id input is not accepted by Vertex AI');
-    expect(await t.balance(t.orgId)).toBe(before);
+  it('token-id input: refused with a clear message, nothing sent, nothing charged', async () => {
+    expect((await expectRefusedUncharged(t, '/v1/embeddings', { model: MODEL, input: [1, 2, 3] })).message).toContain('Token-id input is not accepted by Vertex AI');
   });
 });
 

@@ -57,80 +57,69 @@ async function expectExact(store: PostgresStore, orgId: string): Promise<void> {
   expect({ held: a.held, charged: a.charged, balanceChange: a.credited - a.balance }).toEqual({ held: 0, charged: a.logged, balanceChange: a.logged });
 }
 
+/**
+ * Runs `body` on a new instance's store with a new org holding `balance` µUSD, then expects
+ * the org's money exact; the instance is closed (its slices given back) whatever happens.
+ */
+async function withOrg(name: string, balance: number, body: (store: PostgresStore, orgId: string) => Promise<void>): Promise<void> {
+  const store = await instance();
+  try {
+    const org = await store.createOrg(name, balance, 'standard');
+    await body(store, org.id);
+    await expectExact(store, org.id);
+  } finally {
+    await store.close();
+  }
+}
+
 describe('PostgreSQL balance slices', () => {
-  it('an admin credit change returns the balance as shown (slices counted); a debit the row cannot cover says what the slices hold', async () => {
-    const store = await instance();
-    try {
-      const org = await store.createOrg('slice-admin', 200_000, 'standard');
-      const charged = await serve(store, org.id, ids(10, 'admin'), 200, 150);
-      expect(await orgRow(org.id)).toBe(200_000 - SLICE);
-      expect(await store.addCredits(org.id, 5_000, 'top-up')).toBe(205_000 - charged);
-      expect(await store.addCredits(org.id, 5_000, 'top-up')).toBe((await store.getOrg(org.id))?.balanceMicros);
-      // The row holds 200,000 − SLICE; the slice holds the rest, out of the debit's reach.
-      await expect(store.addCredits(org.id, -(await orgRow(org.id)) - 1, 'correction'))
-        .rejects.toThrow(`; $${((SLICE - charged) / 1e6).toFixed(6)} of it is held by running gateway instances (balance slices)`);
-      expect(await store.addCredits(org.id, -(await orgRow(org.id)), 'correction')).toBe(SLICE - charged);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
-  });
+  it('an admin credit change returns the balance as shown (slices counted); a debit the row cannot cover says what the slices hold', () => withOrg('slice-admin', 200_000, async (store, orgId) => {
+    const charged = await serve(store, orgId, ids(10, 'admin'), 200, 150);
+    expect(await orgRow(orgId)).toBe(200_000 - SLICE);
+    expect(await store.addCredits(orgId, 5_000, 'top-up')).toBe(205_000 - charged);
+    expect(await store.addCredits(orgId, 5_000, 'top-up')).toBe((await store.getOrg(orgId))?.balanceMicros);
+    // The row holds 200,000 − SLICE; the slice holds the rest, out of the debit's reach.
+    await expect(store.addCredits(orgId, -(await orgRow(orgId)) - 1, 'correction'))
+      .rejects.toThrow(`; $${((SLICE - charged) / 1e6).toFixed(6)} of it is held by running gateway instances (balance slices)`);
+    expect(await store.addCredits(orgId, -(await orgRow(orgId)), 'correction')).toBe(SLICE - charged);
+  }));
 
   it('reserves a busy org\'s requests against one slice: the org row moves once, charges are written against the slice', async () => {
-    const store = await instance();
-    try {
-      const org = await store.createOrg('slice-busy', 1_000_000, 'standard');
-      const charged = await serve(store, org.id, ids(40, 'busy'), 200, 150);
+    await withOrg('slice-busy', 1_000_000, async (store, orgId) => {
+      const charged = await serve(store, orgId, ids(40, 'busy'), 200, 150);
       expect(charged).toBe(40 * 150);
       // One top-up of SLICE for 40 reservations of 200 (8,000 reserved at most at once): the org's row moved once.
-      expect(await orgRow(org.id)).toBe(1_000_000 - SLICE);
-      expect(await slicesOf(org.id)).toEqual([{ instance_id: store.ledger!.instanceId, amount: SLICE - charged }]);
-      expect(await store.sumCharges(org.id)).toBe(charged);
+      expect(await orgRow(orgId)).toBe(1_000_000 - SLICE);
+      expect(await slicesOf(orgId)).toEqual([{ instance_id: store.ledger!.instanceId, amount: SLICE - charged }]);
+      expect(await store.sumCharges(orgId)).toBe(charged);
       // The balance an org's members see counts the slice (less nothing: no request in flight).
-      expect((await store.getOrg(org.id))?.balanceMicros).toBe(1_000_000 - charged);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
+      expect((await store.getOrg(orgId))?.balanceMicros).toBe(1_000_000 - charged);
+    });
     // Shutdown gives the slice back.
     expect(await pgQuery(url, 'SELECT 1 FROM balance_slices')).toEqual([]);
   });
 
-  it('counts what is reserved from a slice as held while the request is in flight', async () => {
-    const store = await instance();
-    try {
-      const org = await store.createOrg('slice-inflight', 1_000_000, 'standard');
-      const [id] = ids(1, 'inflight');
-      expect(await store.reserve(org.id, id!, 3000)).toBe(true);
-      const during = await store.audit(org.id);
-      expect({ held: during.held, balance: during.balance }).toEqual({ held: 3000, balance: 1_000_000 - 3000 });
-      expect((await store.getOrg(org.id))?.balanceMicros).toBe(1_000_000 - 3000);
-      expect(await store.settle(id!, 1000)).toBe(1000);
-      expect((await store.audit(org.id)).held).toBe(1000); // charged, its row not written yet
-      await store.insertLogs([rowFor(id!, org.id, 1000)]);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
-  });
+  it('counts what is reserved from a slice as held while the request is in flight', () => withOrg('slice-inflight', 1_000_000, async (store, orgId) => {
+    const [id] = ids(1, 'inflight');
+    expect(await store.reserve(orgId, id!, 3000)).toBe(true);
+    const during = await store.audit(orgId);
+    expect({ held: during.held, balance: during.balance }).toEqual({ held: 3000, balance: 1_000_000 - 3000 });
+    expect((await store.getOrg(orgId))?.balanceMicros).toBe(1_000_000 - 3000);
+    expect(await store.settle(id!, 1000)).toBe(1000);
+    expect((await store.audit(orgId)).held).toBe(1000); // charged, its row not written yet
+    await store.insertLogs([rowFor(id!, orgId, 1000)]);
+  }));
 
-  it('gives an org with a low balance no slice: its last money is reserved on its row, exactly', async () => {
-    const store = await instance();
-    try {
-      // 8 slices' worth must stay on the row after a top-up: 50,000 is below that.
-      const org = await store.createOrg('slice-low', 50_000, 'standard');
-      const requests = ids(30, 'low');
-      const granted = await Promise.all(requests.map((id) => store.reserve(org.id, id, 2000)));
-      expect(granted.filter(Boolean)).toHaveLength(25); // 50,000 / 2,000, and not one more
-      expect(await slicesOf(org.id)).toEqual([]);
-      for (const [i, id] of requests.entries()) if (granted[i]) await store.settle(id, 2000);
-      await store.insertLogs(requests.filter((_, i) => granted[i]).map((id) => rowFor(id, org.id, 2000)));
-      expect(await orgRow(org.id)).toBe(0);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
-  });
+  it('gives an org with a low balance no slice: its last money is reserved on its row, exactly', () => withOrg('slice-low', 50_000, async (store, orgId) => {
+    // 8 slices' worth must stay on the row after a top-up: the org's 50,000 is below that.
+    const requests = ids(30, 'low');
+    const granted = await Promise.all(requests.map((id) => store.reserve(orgId, id, 2000)));
+    expect(granted.filter(Boolean)).toHaveLength(25); // 50,000 / 2,000, and not one more
+    expect(await slicesOf(orgId)).toEqual([]);
+    for (const [i, id] of requests.entries()) if (granted[i]) await store.settle(id, 2000);
+    await store.insertLogs(requests.filter((_, i) => granted[i]).map((id) => rowFor(id, orgId, 2000)));
+    expect(await orgRow(orgId)).toBe(0);
+  }));
 
   it('never lets two instances overdraw an org: each reserves against its own slice, and the row refuses what no slice holds', async () => {
     const a = await instance();
@@ -153,25 +142,18 @@ describe('PostgreSQL balance slices', () => {
     expect(await pgQuery(url, 'SELECT 1 FROM balance_slices')).toEqual([]);
   });
 
-  it('gives the free part of a slice back at a heartbeat when it went unused since the last one', async () => {
-    const store = await instance();
-    try {
-      const org = await store.createOrg('slice-idle', 1_000_000, 'standard');
-      await serve(store, org.id, ids(3, 'idle'), 1000, 700);
-      expect(await slicesOf(org.id)).toEqual([{ instance_id: store.ledger!.instanceId, amount: SLICE - 2100 }]);
-      await store.ledger!.heartbeat(); // used since the last heartbeat: kept
-      expect((await slicesOf(org.id))[0]?.amount).toBe(SLICE - 2100);
-      await store.ledger!.heartbeat(); // unused since: the free part goes back to the org
-      expect((await slicesOf(org.id))[0]?.amount).toBe(0);
-      expect(await orgRow(org.id)).toBe(1_000_000 - 2100);
-      // And the next request takes a new slice.
-      await serve(store, org.id, ids(1, 'idle-again'), 1000, 700);
-      expect((await slicesOf(org.id))[0]?.amount).toBe(SLICE - 700);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
-  });
+  it('gives the free part of a slice back at a heartbeat when it went unused since the last one', () => withOrg('slice-idle', 1_000_000, async (store, orgId) => {
+    await serve(store, orgId, ids(3, 'idle'), 1000, 700);
+    expect(await slicesOf(orgId)).toEqual([{ instance_id: store.ledger!.instanceId, amount: SLICE - 2100 }]);
+    await store.ledger!.heartbeat(); // used since the last heartbeat: kept
+    expect((await slicesOf(orgId))[0]?.amount).toBe(SLICE - 2100);
+    await store.ledger!.heartbeat(); // unused since: the free part goes back to the org
+    expect((await slicesOf(orgId))[0]?.amount).toBe(0);
+    expect(await orgRow(orgId)).toBe(1_000_000 - 2100);
+    // And the next request takes a new slice.
+    await serve(store, orgId, ids(1, 'idle-again'), 1000, 700);
+    expect((await slicesOf(orgId))[0]?.amount).toBe(SLICE - 700);
+  }));
 
   it('a slice the reaper took while its instance was silent: the charges not yet written are charged late, from the org, once', async () => {
     const silent = await instance();
@@ -200,24 +182,17 @@ describe('PostgreSQL balance slices', () => {
     }
   });
 
-  it('a batch written, then applied again (a spill replayed), charges its slice once', async () => {
-    const store = await instance();
-    try {
-      const org = await store.createOrg('slice-replay', 1_000_000, 'standard');
-      const requests = ids(5, 'replay');
-      expect((await Promise.all(requests.map((id) => store.reserve(org.id, id, 1000)))).every(Boolean)).toBe(true);
-      for (const id of requests) await store.settle(id, 400);
-      const settlements = store.settlementsFor(requests);
-      expect(settlements.every((s) => s.slice === store.ledger!.instanceId)).toBe(true);
-      const rows = requests.map((id) => rowFor(id, org.id, 400));
-      await store.insertLogs(rows);
-      store.adoptSettlements(settlements);
-      await store.insertLogs(rows);
-      expect(await store.sumCharges(org.id)).toBe(5 * 400);
-      expect((await slicesOf(org.id))[0]?.amount).toBe(SLICE - 5 * 400);
-      await expectExact(store, org.id);
-    } finally {
-      await store.close();
-    }
-  });
+  it('a batch written, then applied again (a spill replayed), charges its slice once', () => withOrg('slice-replay', 1_000_000, async (store, orgId) => {
+    const requests = ids(5, 'replay');
+    expect((await Promise.all(requests.map((id) => store.reserve(orgId, id, 1000)))).every(Boolean)).toBe(true);
+    for (const id of requests) await store.settle(id, 400);
+    const settlements = store.settlementsFor(requests);
+    expect(settlements.every((s) => s.slice === store.ledger!.instanceId)).toBe(true);
+    const rows = requests.map((id) => rowFor(id, orgId, 400));
+    await store.insertLogs(rows);
+    store.adoptSettlements(settlements);
+    await store.insertLogs(rows);
+    expect(await store.sumCharges(orgId)).toBe(5 * 400);
+    expect((await slicesOf(orgId))[0]?.amount).toBe(SLICE - 5 * 400);
+  }));
 });

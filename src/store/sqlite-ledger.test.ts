@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newId } from '../lib/ids.js';
+import type { Org } from '../model/records.js';
 import { migrateSqlite } from './migrations/index.js';
 import { SqliteStore } from './sqlite.js';
 import { BufferedSqliteLedger, CHARGE_STATEMENTS } from './sqlite-ledger.js';
@@ -23,6 +24,13 @@ function open(path: string, server: boolean, balanceTtlMs?: number): SqliteStore
   opened.push(s);
   return s;
 }
+/** A server process's store (`balanceTtlMs` its balance cache) on a new file with an org holding `credits`, and how to open an admin command's store beside it. */
+async function serverWithOrg(credits: number, balanceTtlMs?: number): Promise<{ path: string; server: SqliteStore; org: Org; admin: () => SqliteStore }> {
+  const path = file();
+  const server = open(path, true, balanceTtlMs);
+  const org = await server.createOrg('o', credits, 'standard');
+  return { path, server, org, admin: () => open(path, false) };
+}
 const raw = (path: string, sql: string, ...params: unknown[]) => {
   const db = new Database(path, { readonly: true });
   try {
@@ -34,9 +42,7 @@ const raw = (path: string, sql: string, ...params: unknown[]) => {
 
 describe('buffered SQLite ledger', () => {
   it('reserves and settles without writing, then writes the charge with the log batch', async () => {
-    const path = file();
-    const server = open(path, true);
-    const org = await server.createOrg('o', 1000, 'standard');
+    const { path, server, org } = await serverWithOrg(1000);
     const req = newId('req');
     expect(await server.reserve(org.id, req, 600)).toBe(true);
     expect(raw(path, 'SELECT * FROM reservations')).toEqual([]);
@@ -52,9 +58,7 @@ describe('buffered SQLite ledger', () => {
   });
 
   it('keeps a charge held while its batch is on the writer thread, and after a failed batch writes it with the next, once', async () => {
-    const path = file();
-    const server = open(path, true, 0);
-    const org = await server.createOrg('o', 1000, 'standard');
+    const { path, server, org } = await serverWithOrg(1000, 0);
     const req = newId('req');
     expect(await server.reserve(org.id, req, 600)).toBe(true);
     expect(await server.settle(req, 250)).toBe(250);
@@ -74,37 +78,30 @@ describe('buffered SQLite ledger', () => {
   });
 
   it('sees credits an admin command adds to the file while it runs (once its cached balance expires)', async () => {
-    const path = file();
-    const server = open(path, true, 0);
-    const admin = open(path, false);
-    const org = await server.createOrg('o', 100, 'standard');
+    const { server, org, admin } = await serverWithOrg(100, 0);
     expect(await server.reserve(org.id, newId('req'), 100)).toBe(true);
     expect(await server.reserve(org.id, newId('req'), 50)).toBe(false);
-    await admin.addCredits(org.id, 50, 'top-up');
+    await admin().addCredits(org.id, 50, 'top-up');
     expect(await server.reserve(org.id, newId('req'), 50)).toBe(true);
     expect(await server.reserve(org.id, newId('req'), 1)).toBe(false);
   });
 
   it('caches the stored balance for a moment, keeping it exact through its own writes', async () => {
-    const path = file();
-    const server = open(path, true, 60_000);
-    const admin = open(path, false);
-    const org = await server.createOrg('o', 1000, 'standard');
+    const { server, org, admin } = await serverWithOrg(1000, 60_000);
     const req = newId('req');
     expect(await server.reserve(org.id, req, 600)).toBe(true);
     await server.settle(req, 600);
     await server.insertLogs([]); // charge written: the cached balance follows it
     expect(await server.reserve(org.id, newId('req'), 401)).toBe(false);
     expect(await server.reserve(org.id, newId('req'), 400)).toBe(true);
-    await admin.addCredits(org.id, 500, 'top-up'); // another process: not seen until the cache expires
+    await admin().addCredits(org.id, 500, 'top-up'); // another process: not seen until the cache expires
     expect(await server.reserve(org.id, newId('req'), 1)).toBe(false);
     await server.addCredits(org.id, 10, 'own'); // its own write: seen at once
     expect(await server.reserve(org.id, newId('req'), 510)).toBe(true);
   });
 
   it('grants exactly what the balance covers under many concurrent reservations', async () => {
-    const server = open(file(), true);
-    const org = await server.createOrg('o', 10_000, 'standard');
+    const { server, org } = await serverWithOrg(10_000);
     const results = await Promise.all(Array.from({ length: 50 }, () => server.reserve(org.id, newId('req'), 300)));
     expect(results.filter(Boolean)).toHaveLength(33);
     expect((await server.getOrg(org.id))?.balanceMicros).toBe(100);
