@@ -97,8 +97,9 @@ describe('budget alerts over three instances on PostgreSQL + Redis', () => {
     // 6 of the 10 requests the budget holds: 50 % crossed, not 80.
     const statuses = await roundRobin(suite.fleet.urls(), 6, 1, (url, i) => chat(url, key, i + 1));
     expect(statuses).toEqual(Array(6).fill(200));
-    // The event is in the outbox and its delivery has failed at least once (refused).
-    expect(await until(async () => (await deliveries(orgId)).some((d) => Number(d.attempts) >= 1), 20_000)).toBe(true);
+    // The event is in the outbox and its delivery has failed at least once (refused). An attempt is
+    // counted when it is claimed and its error written when it fails: wait for both.
+    expect(await until(async () => (await deliveries(orgId)).some((d) => Number(d.attempts) >= 1 && d.last_error), 20_000)).toBe(true);
     const [pending] = await deliveries(orgId);
     expect(pending).toMatchObject({ status: 'pending' });
     expect(pending!.last_error).toBeTruthy();
