@@ -1,4 +1,3 @@
-import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
 import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../tenancy/admin.js';
 import { GatewayError } from '../lib/errors.js';
 import type { LimitSpec } from '../model/limits.js';
@@ -8,11 +7,12 @@ import { DEFAULT_BODY_LOGGING } from '../model/guardrails.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import { route, type ManagementRoute } from './http.js';
-import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
+import type { LimitsInput } from './api-types.js';
+import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView } from './limits-api.js';
 import { keyScope, projectScope } from '../pipeline/admission.js';
 import { projectOf } from './routes-orgs.js';
 import { input, int, maybe, params, str, type JsonSchema } from './schemas.js';
-import { API_KEY, keyView, PROJECT, projectView } from './views.js';
+import { API_KEY, CACHE_SETTING, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
 const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
@@ -21,7 +21,7 @@ const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
 const KEY_DETAIL = withUsage(API_KEY, 'KeyDetail');
 const PROJECT_DETAIL = withUsage(PROJECT, 'ProjectDetail');
 const PATCH_BODY: JsonSchema = {
-  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }),
+  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING }),
   minProperties: 1,
 };
 const PROJECT_PATCH_BODY: JsonSchema = {
@@ -31,7 +31,7 @@ const PROJECT_PATCH_BODY: JsonSchema = {
     unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys, over gateway.yaml\'s and the provider files\' (docs/chat.md); null clears it', {
       enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
     })),
-    cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+    cache: CACHE_SETTING,
     guardrails: GUARDRAILS_INPUT,
     body_logging: BODY_LOGGING_INPUT,
   }),
@@ -61,7 +61,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     const usage = await readUsage(d.limiter, projectScope(project));
     return { ...projectView(project), usage: usageView(usage) };
   };
-  const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
+  const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsInput }).limits, current);
   return [
     route({
       method: 'GET', url: '/api/v1/orgs/:org/keys/:key', access: 'member', tag: 'keys',
