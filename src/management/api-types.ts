@@ -267,9 +267,7 @@ export interface ApiRequests {
   };
   'GET /api/v1/orgs/:org/overview': {};
   'GET /api/v1/orgs/:org/logs/export': {
-    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to'> & {
-      /** `ok`, `error` or an HTTP status */
-      status?: string;
+    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to' | 'status'> & {
       format: 'csv' | 'jsonl';
     };
   };

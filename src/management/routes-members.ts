@@ -2,7 +2,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { Invitation } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { orgListRoute, route, type ManagementRoute } from './http.js';
 import { hashPassword, passwordProblem } from '../tenancy/passwords.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
@@ -36,12 +36,9 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
     if (result === 'last_owner') throw new GatewayError('last_owner');
   };
   return [
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.',
-      schema: { params: params('org'), response: { 200: list(MEMBER) } },
-      async handler(request) {
-        return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.', item: MEMBER,
+      list: async (orgId) => (await store.accounts.listMembers(orgId)).map(memberView),
     }),
     route({
       method: 'POST', url: '/api/v1/orgs/:org/members', access: 'owner', tag: 'members',
@@ -138,12 +135,9 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
         return invitationView(declined);
       },
     }),
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.',
-      schema: { params: params('org'), response: { 200: list(INVITATION) } },
-      async handler(request) {
-        return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.', item: INVITATION,
+      list: async (orgId) => (await store.accounts.orgInvitations(orgId)).map(invitationView),
     }),
     route({
       method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', access: 'owner', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',

@@ -257,9 +257,7 @@ export interface ApiRequests {
   };
   /** The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all). */
   'GET /api/v1/orgs/:org/logs/export': {
-    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to'> & {
-      /** `ok`, `error` or an HTTP status */
-      status?: string;
+    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to' | 'status'> & {
       format?: 'csv' | 'jsonl';
     };
   };
