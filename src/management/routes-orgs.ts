@@ -135,7 +135,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
   ];
 }
 
-export async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
+async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
   const project = await d.store.tenancy.getProject(orgId, p.project);
   if (!project) throw new GatewayError('not_found', [`No project ${p.project}`]);
   return project;

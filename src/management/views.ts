@@ -1,4 +1,4 @@
-import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
+import { CACHE_SETTING_SCHEMA } from '../model/cache.js';
 import type { AuditRow } from '../model/audit.js';
 import type { StoredBodies } from '../model/guardrails.js';
 import { BODY_LOGGING_VIEW, GUARDRAILS_VIEW, VERDICTS_VIEW } from '../guardrails/schema.js';
