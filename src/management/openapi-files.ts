@@ -16,14 +16,17 @@ import { comment, documentSchemas, jsonSchemaOf, parameters, TypeWriter, type Na
 type Schema = Record<string, unknown>;
 type Part = 'query' | 'body' | 'response';
 
-/** The console's shapes files, by the tags of the routes that use a shape: a shape used by several lives in the first. */
+/**
+ * The console's shapes files, by the tags of the routes that use a shape: a shape used by
+ * several groups lives in the first; a tag not listed here (a new one) counts as the last.
+ */
 const GROUPS: Record<string, readonly string[]> = {
   account: ['session', 'tokens', 'users', 'orgs', 'members', 'invitations', 'credits', 'provider-keys', 'webhooks'],
   projects: ['projects', 'keys'],
   logs: ['logs', 'usage', 'audit', 'routing'],
 };
 const GROUP_NAMES = Object.keys(GROUPS);
-const groupOf = (tag: string): string => GROUP_NAMES.find((g) => GROUPS[g]?.includes(tag)) ?? 'logs';
+const groupOf = (tag: string): string => GROUP_NAMES.find((g) => GROUPS[g]?.includes(tag)) ?? (GROUP_NAMES.at(-1) as string);
 
 /** One route's types: its key as the routes are written (`"METHOD /path/:param"`) and what it takes and answers. */
 interface RouteTypes {
@@ -35,6 +38,9 @@ interface RouteTypes {
   takes: Set<string>;
   answers: Set<string>;
 }
+
+/** A type that uses no named type and holds no shape (a reference, `null`). */
+const bare = (text: string): Rendered => ({ text, refs: new Set(), shapes: [] });
 
 /** The earlier route parts of one kind, to write a repeated one by reference. */
 class PartIndex {
@@ -48,7 +54,7 @@ class PartIndex {
    */
   write(route: string, r: Rendered, schema: Schema | undefined, writer: TypeWriter): Rendered {
     const same = r.text.includes('\n') ? this.seen.find((s) => s.text === r.text) : undefined;
-    if (same) return { text: `${this.table}['${same.route}']['${this.part}']`, refs: new Set(), shapes: [] };
+    if (same) return bare(`${this.table}['${same.route}']['${this.part}']`);
     // A titled part is a name already; an untitled one may be written from an earlier one.
     const derived = schema && schema.title === undefined ? this.derive(schema, writer) : undefined;
     this.seen.push({ route, text: r.text, schema });
@@ -70,19 +76,16 @@ class PartIndex {
     const { route, shared } = best;
     const base = `Pick<${this.table}['${route}']['${this.part}'], ${shared.map((k) => `'${k}'`).join(' | ')}>`;
     const others = Object.entries(props).filter(([k]) => !shared.includes(k));
-    if (!others.length) return { text: base, refs: new Set(), shapes: [] };
+    if (!others.length) return bare(base);
     const rest = writer.render({ ...schema, properties: Object.fromEntries(others), required: [...required].filter((k) => !shared.includes(k)) });
     return { ...rest, text: `${base} & ${rest.text}` };
   }
 }
 
-const NOTHING: Rendered = { text: 'undefined', refs: new Set(), shapes: [] };
-
 /** The routes' types, and the named shapes they use. */
 function routeTypes(doc: OpenApiDocument, target: TypesTarget): { routes: RouteTypes[]; named: Map<string, NamedType> } {
   const writer = new TypeWriter(target, documentSchemas(doc));
-  const requests = target === 'server' ? 'ApiRequests' : 'ApiRequests';
-  const index = { query: new PartIndex(requests, 'query'), body: new PartIndex(requests, 'body'), response: new PartIndex('ApiAnswers', 'response') };
+  const index = { query: new PartIndex('ApiRequests', 'query'), body: new PartIndex('ApiRequests', 'body'), response: new PartIndex('ApiAnswers', 'response') };
   const shapes = new Map<string, string[]>();
   const routes: RouteTypes[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
@@ -109,7 +112,7 @@ function routeTypes(doc: OpenApiDocument, target: TypesTarget): { routes: RouteT
       }
       if (target === 'console') {
         const ok = Object.entries(op.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status)).map(([, r]) => jsonSchemaOf(r));
-        const answers = ok.map((s) => (s ? writer.render(s) : { ...NOTHING, text: 'null' }));
+        const answers = ok.map((s) => (s ? writer.render(s) : bare('null')));
         const text = [...new Set(answers.map((a) => a.text))].join(' | ') || 'never';
         add('response', { text, refs: new Set(answers.flatMap((a) => [...a.refs])), shapes: answers.flatMap((a) => a.shapes) }, ok.length === 1 ? ok[0] : undefined);
       }
