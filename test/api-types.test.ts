@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { coreOpenApiDocument } from '../src/management/openapi-doc.js';
-import { renderApiTypes, type TypesTarget } from '../src/management/openapi-types.js';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { ApiRoutes } from '../src/management/api-types.js';
+import { coreOpenApiDocument, type OpenApiDocument } from '../src/management/openapi-doc.js';
+import { renderApiTypes } from '../src/management/openapi-files.js';
+import type { TypesTarget } from '../src/management/openapi-types.js';
 
 /**
  * The management API's TypeScript types are generated from its route schemas (the same
@@ -10,26 +12,54 @@ import { renderApiTypes, type TypesTarget } from '../src/management/openapi-type
  * console compile against them, so a stale copy would hide a changed schema.
  */
 const ROOT = join(import.meta.dirname, '..');
-const FILES: Record<TypesTarget, string> = { server: 'src/management/api-types.ts', console: 'console/src/api-types.ts' };
+const DIRS: Record<TypesTarget, string> = { server: 'src/management', console: 'console/src' };
+const TARGETS = Object.keys(DIRS) as TypesTarget[];
+/** A target's files as one text, to look for a type wherever the generator put it. */
+const joined = (doc: OpenApiDocument, target: TypesTarget): string => Object.values(renderApiTypes(doc, target)).join('\n');
 
 describe('generated management API types', () => {
-  it.each(Object.entries(FILES) as Array<[TypesTarget, string]>)('%s copy (%s) matches the route schemas', async (target, file) => {
-    const want = renderApiTypes(await coreOpenApiDocument(), target);
-    const have = readFileSync(join(ROOT, file), 'utf8');
-    expect(have === want, `${file} is stale: run \`npm run gen:api\` and commit the result`).toBe(true);
+  it.each(TARGETS)('the %s copy matches the route schemas, file by file', async (target) => {
+    const files = renderApiTypes(await coreOpenApiDocument(), target);
+    for (const [name, want] of Object.entries(files)) {
+      const file = join(DIRS[target], name);
+      const have = existsSync(join(ROOT, file)) ? readFileSync(join(ROOT, file), 'utf8') : '';
+      expect(have === want, `${file} is stale: run \`npm run gen:api\` and commit the result`).toBe(true);
+    }
+    const folder = join(ROOT, DIRS[target], 'api-types');
+    const extra = (existsSync(folder) ? readdirSync(folder) : []).filter((f) => files[`api-types/${f}`] === undefined);
+    expect(extra, 'files no longer generated: run `npm run gen:api`').toEqual([]);
   });
 
   it('types what each route validates', async () => {
     const doc = await coreOpenApiDocument();
-    const server = renderApiTypes(doc, 'server');
-    const client = renderApiTypes(doc, 'console');
+    const server = joined(doc, 'server');
+    const client = joined(doc, 'console');
     // A body field with a default is always present for a handler, optional for a client.
     expect(server).toMatch(/'POST \/api\/v1\/orgs': \{[\s\S]*?retention: 'standard' \| 'none';/);
     expect(client).toMatch(/'POST \/api\/v1\/orgs': \{[\s\S]*?retention\?: 'standard' \| 'none';/);
-    // Path parameters and coerced query integers; titled response schemas are named types.
-    expect(server).toMatch(/'GET \/api\/v1\/orgs\/:org\/projects\/:project': \{\n {4}params: \{\n {6}org: string;\n {6}project: string;/);
+    // Path parameters: each `:name` of the route's key, a string (the generator refuses a route declaring otherwise);
+    // titled response schemas are named types.
+    expect(server).toContain("'GET /api/v1/orgs/:org/projects/:project': {};");
+    expectTypeOf<ApiRoutes['GET /api/v1/orgs/:org/projects/:project']['params']>().toEqualTypeOf<{ org: string; project: string }>();
+    expectTypeOf<ApiRoutes['GET /api/v1/orgs']['params']>().toEqualTypeOf<Record<string, never>>();
     expect(client).toMatch(/'GET \/api\/v1\/orgs\/:org\/projects': \{[\s\S]*?response: \{\n {6}data: Array<Project>;/);
     expect(client).toContain('export type Org = {');
+  });
+
+  it('writes each shape once, and no file over 400 lines', async () => {
+    const doc = await coreOpenApiDocument();
+    const client = joined(doc, 'console');
+    // An object holding every field of a titled one is that one and the rest.
+    expect(client).toContain('export type CreatedKey = ApiKey & {\n  /** The API key: shown this once, stored only hashed */\n  key: string;\n};');
+    expect(client).toContain('export type RotatedKey = CreatedKey & {');
+    // A route answering what another answers, or taking the same query, says so.
+    expect(client).toContain("'POST /api/v1/orgs/:org/credits': { response: ApiAnswers['GET /api/v1/orgs/:org/credits']['response']; };");
+    expect(joined(doc, 'server')).toContain("'GET /api/v1/audit': { query: ApiRequests['GET /api/v1/orgs/:org/audit']['query']; };");
+    for (const target of TARGETS) {
+      const text = joined(doc, target);
+      for (const name of ['CacheSetting', 'LimitsInput']) expect(text.split(`export type ${name} = {`)).toHaveLength(2);
+      for (const [file, body] of Object.entries(renderApiTypes(doc, target))) expect(body.split('\n').length, `${target} ${file}`).toBeLessThanOrEqual(400);
+    }
   });
 
   it('converts the JSON Schema subset the routes use', () => {
@@ -58,13 +88,30 @@ describe('generated management API types', () => {
         },
       },
     };
-    const out = renderApiTypes(doc, 'console');
+    const out = joined(doc, 'console');
     expect(out).toContain("export type Thing = {\n  id: string;\n};");
     expect(out).toContain('response: Thing | null;');
     expect(out).toContain('limit?: number;');
     for (const line of ['n: number | null;', "kind?: 'a' | 'it\\'s' | null;", 'amount?: number | string;', 'tags?: Array<string>;', 'meta?: Record<string, unknown>;', 'flag?: true;', "'x-odd'?: Record<string, number>;"]) {
       expect(out).toContain(line);
     }
-    expect(renderApiTypes(doc, 'server')).toContain('limit: number;');
+    expect(joined(doc, 'server')).toContain('limit: number;');
+  });
+
+  it('refuses an untitled shape met twice (a title names it once)', () => {
+    const shape = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false };
+    const bodyOf = (schema: Record<string, unknown>) => ({ requestBody: { required: true, content: { 'application/json': { schema } } } });
+    const doc = {
+      paths: {
+        '/api/v1/one': { post: bodyOf({ type: 'object', properties: { x: shape }, additionalProperties: false }) },
+        '/api/v1/two': { post: bodyOf({ type: 'object', properties: { y: shape }, additionalProperties: false }) },
+      },
+    };
+    expect(() => renderApiTypes(doc, 'server')).toThrow(/untitled shape stands in 2 places \(POST \/api\/v1\/one body; POST \/api\/v1\/two body\)/);
+    const titled = { ...shape, title: 'Pair' };
+    const named = { paths: { '/api/v1/one': { post: bodyOf({ type: 'object', properties: { x: titled }, additionalProperties: false }) }, '/api/v1/two': { post: bodyOf({ type: 'object', properties: { y: titled }, additionalProperties: false }) } } };
+    const out = joined(named, 'server');
+    expect(out.split('export type Pair = {')).toHaveLength(2);
+    expect(out).toContain('x?: Pair;');
   });
 });

@@ -67,7 +67,7 @@ export const del = <T>(path: string) => api<T>('DELETE', path);
  * routes (music, models) are described by hand.
  */
 export type {
-  AuditItem, CreatedWebhook, Credit, Invitation, KeyDetail, LimitUsage, Limits, LogDetail, LogItem, Member, MemberAdded,
+  AuditItem, CacheSetting, CreatedWebhook, Credit, Invitation, KeyDetail, LimitUsage, Limits, LogDetail, LogItem, Member, MemberAdded,
   Me, MeSelf, Org, Percentiles, Project, ProjectDetail, ProviderKey, ReloadResult, Totals, Bucket, Webhook, WebhookDelivery,
 } from './api-types';
 
@@ -78,8 +78,6 @@ export type Role = Member['role'];
 export type BudgetPeriod = NonNullable<Limits['budget_period']>;
 export type LimitMode = NonNullable<Limits['mode']>;
 export type WindowUsage = NonNullable<LimitUsage['rpm']>;
-/** A project's or key's response-cache setting (docs/cache.md): a key's fields win over its project's. */
-export type CacheSetting = NonNullable<Project['cache']>;
 /** GET /orgs/{org}/cache: hit rate and money saved per project and UTC day. */
 export type CacheStats = Answer<'GET /api/v1/orgs/:org/cache'>;
 export type BodyLogging = Project['body_logging'];

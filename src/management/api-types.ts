@@ -4,92 +4,70 @@
  * test/api-types.test.ts fails while this file is stale.
  */
 
-/** What each route's handler receives, validated: path parameters, query and body. */
-export interface ApiRoutes {
-  /** Sign in: sets the HttpOnly session cookie. Failed attempts are throttled per account and per client address (429). */
+export type CacheSetting = {
+  /** off (default), exact, or semantic (exact first, then by meaning) */
+  mode?: 'off' | 'exact' | 'semantic';
+  /** Seconds a stored reply is served */
+  ttl_s?: number;
+  /** org: entries shared by the org's projects; project: each project its own */
+  scope?: 'org' | 'project';
+  /** Fraction of the original cost a hit is charged (default 0) */
+  hit_price?: number;
+  /** Requests above this temperature are not cached */
+  max_temperature?: number;
+  /** Also cache n > 1, temperatures above the ceiling, and tool results marked uncacheable */
+  cache_all?: boolean;
+  /** Semantic mode: least cosine similarity that is a hit (default 0.95) */
+  threshold?: number;
+};
+
+export type LimitsInput = {
+  /** Requests per sliding minute; null or absent: no limit */
+  rpm?: number | null;
+  /** Tokens (input + output) per sliding minute; null or absent: no limit */
+  tpm?: number | null;
+  /** Requests in flight at once; null or absent: no limit */
+  max_concurrent?: number | null;
+  /** USD budget per budget_period, a JSON number or a decimal string with at most 6 decimals; null removes the budget */
+  budget_usd?: number | string | null;
+  /** When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd */
+  budget_period?: 'day' | 'month' | 'total';
+  /** How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md */
+  mode?: 'exact' | 'lease' | null;
+};
+
+/** What each route takes besides its path parameters: query and body, as validated (a field with a default is always present). Each route's summary is on its route() and in the console's copy. */
+export interface ApiRequests {
   'POST /api/v1/session': {
-    params: Record<string, never>;
-    query: Record<string, never>;
     body: {
       /** Email address */
       email: string;
       password: string;
     };
   };
-  /** Whether the request's session cookie is signed in: the user (as GET /api/v1/me) or null. Never 401, so a page can ask before showing a sign-in form. */
-  'GET /api/v1/session': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Sign out: ends the session and clears its cookie. */
-  'DELETE /api/v1/session': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The signed-in user, whether they are an operator, whether they have a password (`has_password`: false for a user created by single sign-on), and their orgs with their roles. */
-  'GET /api/v1/me': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The caller's management tokens (never the tokens themselves). */
-  'GET /api/v1/tokens': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** A management token (tgm_…) for automation: send it as "Authorization: Bearer"; it has its user's rights. Shown once. */
+  'GET /api/v1/session': {};
+  'DELETE /api/v1/session': {};
+  'GET /api/v1/me': {};
+  'GET /api/v1/tokens': {};
   'POST /api/v1/tokens': {
-    params: Record<string, never>;
-    query: Record<string, never>;
     body: {
       /** A name */
       name: string;
     };
   };
-  /** Revokes one of the caller's tokens, at once. */
-  'DELETE /api/v1/tokens/:token': {
-    params: {
-      token: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** How this gateway signs in, for the sign-in page: whether SSO is configured and whether email and password are accepted. */
-  'GET /api/v1/session/options': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Starts single sign-on: redirects the browser to the OIDC provider (authorization code with PKCE, state and nonce kept in the database for ten minutes). */
-  'GET /api/v1/session/oidc/start': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Where the OIDC provider sends the browser back: verifies the answer (state, PKCE, the ID token and its nonce), creates the user on a first sign-in, sets their org roles from their groups, sets the session cookie and redirects to /console/. A refused sign-in redirects a browser (Accept: text/html) to /console/?sso_error=<code>; other clients get the error (401 sso_failed, 403 account_deactivated). */
+  'DELETE /api/v1/tokens/:token': {};
+  'GET /api/v1/session/options': {};
+  'GET /api/v1/session/oidc/start': {};
   'GET /api/v1/session/oidc/callback': {
-    params: Record<string, never>;
     query: {
       code?: string;
       state?: string;
       error?: string;
       error_description?: string;
     };
-    body: undefined;
   };
-  /** Organizations: every one for an operator, else those the caller belongs to. */
-  'GET /api/v1/orgs': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Creates an organization (with its `default` project), optionally with starting credits and an owner. */
+  'GET /api/v1/orgs': {};
   'POST /api/v1/orgs': {
-    params: Record<string, never>;
-    query: Record<string, never>;
     body: {
       /** A name */
       name: string;
@@ -100,71 +78,18 @@ export interface ApiRoutes {
       owner_email?: string;
     };
   };
-  /** One organization: balance, retention and the caller's role. */
-  'GET /api/v1/orgs/:org': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The org's projects (workspaces), oldest first, with their live key counts. */
-  'GET /api/v1/orgs/:org/projects': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Creates a project, optionally with limits shared by its keys; names are unique in the org (409). */
+  'GET /api/v1/orgs/:org': {};
+  'GET /api/v1/orgs/:org/projects': {};
   'POST /api/v1/orgs/:org/projects': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
     body: {
       /** A name */
       name: string;
-      limits?: {
-        /** Requests per sliding minute; null or absent: no limit */
-        rpm?: number | null;
-        /** Tokens (input + output) per sliding minute; null or absent: no limit */
-        tpm?: number | null;
-        /** Requests in flight at once; null or absent: no limit */
-        max_concurrent?: number | null;
-        /** USD budget per budget_period, a JSON number or a decimal string with at most 6 decimals; null removes the budget */
-        budget_usd?: number | string | null;
-        /** When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd */
-        budget_period?: 'day' | 'month' | 'total';
-        /** How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md */
-        mode?: 'exact' | 'lease' | null;
-      };
+      limits?: LimitsInput;
     };
   };
-  /** Every API key of the org, newest first (never the keys themselves); active keys with limits carry their current `usage`. */
-  'GET /api/v1/orgs/:org/keys': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The API keys of one project, newest first; active keys with limits carry their current `usage`. */
-  'GET /api/v1/orgs/:org/projects/:project/keys': {
-    params: {
-      org: string;
-      project: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Creates an API key in the project; the key is in this response only. Optional expiry, model allow-list and limits. */
+  'GET /api/v1/orgs/:org/keys': {};
+  'GET /api/v1/orgs/:org/projects/:project/keys': {};
   'POST /api/v1/orgs/:org/projects/:project/keys': {
-    params: {
-      org: string;
-      project: string;
-    };
-    query: Record<string, never>;
     body: {
       /** A label for people */
       name?: string;
@@ -172,135 +97,30 @@ export interface ApiRoutes {
       expires_at?: string | null;
       /** Model ids the key may call; null or absent: all */
       allowed_models?: Array<string> | null;
-      limits?: {
-        /** Requests per sliding minute; null or absent: no limit */
-        rpm?: number | null;
-        /** Tokens (input + output) per sliding minute; null or absent: no limit */
-        tpm?: number | null;
-        /** Requests in flight at once; null or absent: no limit */
-        max_concurrent?: number | null;
-        /** USD budget per budget_period, a JSON number or a decimal string with at most 6 decimals; null removes the budget */
-        budget_usd?: number | string | null;
-        /** When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd */
-        budget_period?: 'day' | 'month' | 'total';
-        /** How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md */
-        mode?: 'exact' | 'lease' | null;
-      };
+      limits?: LimitsInput;
     };
   };
-  /** Revokes an API key: refused by every instance once this answers (pushed to their caches). */
-  'DELETE /api/v1/orgs/:org/keys/:key': {
-    params: {
-      org: string;
-      key: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets. */
-  'GET /api/v1/orgs/:org/keys/:key': {
-    params: {
-      org: string;
-      key: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted). */
+  'DELETE /api/v1/orgs/:org/keys/:key': {};
+  'GET /api/v1/orgs/:org/keys/:key': {};
   'PATCH /api/v1/orgs/:org/keys/:key': {
-    params: {
-      org: string;
-      key: string;
-    };
-    query: Record<string, never>;
     body: {
       /** The key's new label (the key itself is unchanged) */
       name?: string;
-      limits?: {
-        /** Requests per sliding minute; null or absent: no limit */
-        rpm?: number | null;
-        /** Tokens (input + output) per sliding minute; null or absent: no limit */
-        tpm?: number | null;
-        /** Requests in flight at once; null or absent: no limit */
-        max_concurrent?: number | null;
-        /** USD budget per budget_period, a JSON number or a decimal string with at most 6 decimals; null removes the budget */
-        budget_usd?: number | string | null;
-        /** When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd */
-        budget_period?: 'day' | 'month' | 'total';
-        /** How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md */
-        mode?: 'exact' | 'lease' | null;
-      };
+      limits?: LimitsInput;
       /** Response cache of the project's or key's requests (docs/cache.md); a key's fields win over its project's; null clears it */
-      cache?: {
-        /** off (default), exact, or semantic (exact first, then by meaning) */
-        mode?: 'off' | 'exact' | 'semantic';
-        /** Seconds a stored reply is served */
-        ttl_s?: number;
-        /** org: entries shared by the org's projects; project: each project its own */
-        scope?: 'org' | 'project';
-        /** Fraction of the original cost a hit is charged (default 0) */
-        hit_price?: number;
-        /** Requests above this temperature are not cached */
-        max_temperature?: number;
-        /** Also cache n > 1, temperatures above the ceiling, and tool results marked uncacheable */
-        cache_all?: boolean;
-        /** Semantic mode: least cosine similarity that is a hit (default 0.95) */
-        threshold?: number;
-      } | null;
+      cache?: CacheSetting | null;
     };
   };
-  /** One project with its limits (shared by all its keys) and their current counts. */
-  'GET /api/v1/orgs/:org/projects/:project': {
-    params: {
-      org: string;
-      project: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Changes the project's limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting. */
+  'GET /api/v1/orgs/:org/projects/:project': {};
   'PATCH /api/v1/orgs/:org/projects/:project': {
-    params: {
-      org: string;
-      project: string;
-    };
-    query: Record<string, never>;
     body: {
-      limits?: {
-        /** Requests per sliding minute; null or absent: no limit */
-        rpm?: number | null;
-        /** Tokens (input + output) per sliding minute; null or absent: no limit */
-        tpm?: number | null;
-        /** Requests in flight at once; null or absent: no limit */
-        max_concurrent?: number | null;
-        /** USD budget per budget_period, a JSON number or a decimal string with at most 6 decimals; null removes the budget */
-        budget_usd?: number | string | null;
-        /** When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd */
-        budget_period?: 'day' | 'month' | 'total';
-        /** How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md */
-        mode?: 'exact' | 'lease' | null;
-      };
+      limits?: LimitsInput;
       /** Chat output bound for requests that name none, 1–1000000; null clears it */
       default_max_tokens?: number | null;
       /** Chat unsupported_params policy of the project's keys, over gateway.yaml's and the provider files' (docs/chat.md); null clears it */
       unsupported_params?: 'error' | 'drop' | 'translate' | null;
       /** Response cache of the project's or key's requests (docs/cache.md); a key's fields win over its project's; null clears it */
-      cache?: {
-        /** off (default), exact, or semantic (exact first, then by meaning) */
-        mode?: 'off' | 'exact' | 'semantic';
-        /** Seconds a stored reply is served */
-        ttl_s?: number;
-        /** org: entries shared by the org's projects; project: each project its own */
-        scope?: 'org' | 'project';
-        /** Fraction of the original cost a hit is charged (default 0) */
-        hit_price?: number;
-        /** Requests above this temperature are not cached */
-        max_temperature?: number;
-        /** Also cache n > 1, temperatures above the ceiling, and tool results marked uncacheable */
-        cache_all?: boolean;
-        /** Semantic mode: least cosine similarity that is a hit (default 0.95) */
-        threshold?: number;
-      } | null;
+      cache?: CacheSetting | null;
       /** The project's guardrails, run in order (docs/guardrails.md); [] removes them all */
       guardrails?: Array<{
         type: 'pii';
@@ -372,74 +192,31 @@ export interface ApiRoutes {
       } | null;
     };
   };
-  /** The balance and the credit history (top-ups and corrections, who and when), newest first. */
   'GET /api/v1/orgs/:org/credits': {
-    params: {
-      org: string;
-    };
     query: {
       /** Rows per page, 1–200 */
       limit: number;
       /** From the previous page */
       cursor?: string;
     };
-    body: undefined;
   };
-  /** Adds credits (a negative amount removes them, never below zero). Operators only. */
   'POST /api/v1/orgs/:org/credits': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
     body: {
       /** USD amount, at most 6 decimals (micro-USD) */
       amount_usd: number | string;
       note?: string;
     };
   };
-  /** The org's own provider keys (bring your own key), masked; and the providers a key can be set for. */
-  'GET /api/v1/orgs/:org/provider-keys': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Sets the org's own key for a provider (encrypted at rest); requests it serves are not debited. */
+  'GET /api/v1/orgs/:org/provider-keys': {};
   'PUT /api/v1/orgs/:org/provider-keys/:provider': {
-    params: {
-      org: string;
-      provider: string;
-    };
-    query: Record<string, never>;
     body: {
       /** The provider API key */
       key: string;
     };
   };
-  /** Removes the org's own key for a provider. */
-  'DELETE /api/v1/orgs/:org/provider-keys/:provider': {
-    params: {
-      org: string;
-      provider: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The org's members and their roles. */
-  'GET /api/v1/orgs/:org/members': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** An owner invites an email with a role (202, the invitation: the same answer whether a user has that email or not; they join when they accept). An operator adds an existing user at once (201), or with `password` creates the user; an unknown email without one is invited. */
+  'DELETE /api/v1/orgs/:org/provider-keys/:provider': {};
+  'GET /api/v1/orgs/:org/members': {};
   'POST /api/v1/orgs/:org/members': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
     body: {
       /** Email address */
       email: string;
@@ -449,71 +226,19 @@ export interface ApiRoutes {
       password?: string;
     };
   };
-  /** Changes a member's role; the last owner stays owner (409). */
   'PATCH /api/v1/orgs/:org/members/:user': {
-    params: {
-      org: string;
-      user: string;
-    };
-    query: Record<string, never>;
     body: {
       /** A role in the organization */
       role: 'owner' | 'admin' | 'member';
     };
   };
-  /** Removes a member; the last owner cannot be removed (409). */
-  'DELETE /api/v1/orgs/:org/members/:user': {
-    params: {
-      org: string;
-      user: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The pending invitations addressed to the signed-in user's email. */
-  'GET /api/v1/invitations': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Accepts one of the signed-in user's invitations: they become a member with its role. Anyone else's, an expired or an ended one is 404. */
-  'POST /api/v1/invitations/:invitation/accept': {
-    params: {
-      invitation: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Declines one of the signed-in user's invitations. */
-  'POST /api/v1/invitations/:invitation/decline': {
-    params: {
-      invitation: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The org's pending invitations. */
-  'GET /api/v1/orgs/:org/invitations': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Revokes one of the org's pending invitations. */
-  'DELETE /api/v1/orgs/:org/invitations/:invitation': {
-    params: {
-      org: string;
-      invitation: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps). */
+  'DELETE /api/v1/orgs/:org/members/:user': {};
+  'GET /api/v1/invitations': {};
+  'POST /api/v1/invitations/:invitation/accept': {};
+  'POST /api/v1/invitations/:invitation/decline': {};
+  'GET /api/v1/orgs/:org/invitations': {};
+  'DELETE /api/v1/orgs/:org/invitations/:invitation': {};
   'GET /api/v1/orgs/:org/logs': {
-    params: {
-      org: string;
-    };
     query: {
       /** Search text: a model, a key's name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search") */
       q?: string;
@@ -533,145 +258,46 @@ export interface ApiRoutes {
       limit: number;
       cursor?: string;
     };
-    body: undefined;
   };
-  /** One request by its req_… id: attempts, token details, guardrail verdicts and (where retention keeps them) the prompt and the logged bodies. */
-  'GET /api/v1/orgs/:org/logs/:id': {
-    params: {
-      org: string;
-      id: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys' creator; one or two, comma-separated); the sums equal the logs exactly. */
+  'GET /api/v1/orgs/:org/logs/:id': {};
   'GET /api/v1/orgs/:org/usage': {
-    params: {
-      org: string;
-    };
-    query: {
-      /** Project id (prj_…) */
-      project?: string;
-      /** API key id (key_…) */
-      key?: string;
-      /** Model id as requested */
-      model?: string;
-      /** From this time (inclusive); default: 30 days before `to` */
-      from?: string;
-      /** Until this time (exclusive); default: now */
-      to?: string;
+    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'project' | 'key' | 'model' | 'from' | 'to'> & {
       group_by: string;
     };
-    body: undefined;
   };
-  /** Balance; requests, errors and spend over the last 7 and 30 UTC days (today included); top models and projects; 30 daily points. */
-  'GET /api/v1/orgs/:org/overview': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all). */
+  'GET /api/v1/orgs/:org/overview': {};
   'GET /api/v1/orgs/:org/logs/export': {
-    params: {
-      org: string;
-    };
-    query: {
-      /** Search text: a model, a key's name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search") */
-      q?: string;
-      /** Project id (prj_…) */
-      project?: string;
-      /** API key id (key_…) */
-      key?: string;
-      /** Model id as requested */
-      model?: string;
-      /** From this time (inclusive); default: 30 days before `to` */
-      from?: string;
-      /** Until this time (exclusive); default: now */
-      to?: string;
-      /** `ok`, `error` or an HTTP status */
-      status?: string;
+    query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to' | 'status'> & {
       format: 'csv' | 'jsonl';
     };
-    body: undefined;
   };
-  /** Latency (whole request) and time to first byte, p50 and p95, per UTC day and over the range (default: the last 30 days), to two significant digits. */
-  'GET /api/v1/orgs/:org/latency': {
-    params: {
-      org: string;
-    };
-    query: {
-      /** Project id (prj_…) */
-      project?: string;
-      /** API key id (key_…) */
-      key?: string;
-      /** Model id as requested */
-      model?: string;
-      /** From this time (inclusive); default: 30 days before `to` */
-      from?: string;
-      /** Until this time (exclusive); default: now */
-      to?: string;
-    };
-    body: undefined;
-  };
-  /** The response cache per project and UTC day over the last `days` days (today included): hits, misses, bypasses, hit rate, money saved. */
+  'GET /api/v1/orgs/:org/latency': { query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'project' | 'key' | 'model' | 'from' | 'to'>; };
   'GET /api/v1/orgs/:org/cache': {
-    params: {
-      org: string;
-    };
     query: {
       /** Days back, 1–90 (default 30) */
       days: number;
     };
-    body: undefined;
   };
-  /** Changes the caller's password: the current one is checked (failures count towards sign-in throttling); every other session of the user ends, this one stays. */
   'PUT /api/v1/me/password': {
-    params: Record<string, never>;
-    query: Record<string, never>;
     body: {
       current_password: string;
       /** At least 10 characters */
       new_password: string;
     };
   };
-  /** Deactivates (`active: false`) or reactivates a user, by id or email. A deactivated user cannot sign in; their sessions end and their management tokens are refused at once, on every instance. */
   'PATCH /api/v1/users/:user': {
-    params: {
-      user: string;
-    };
-    query: Record<string, never>;
     body: {
       active: boolean;
     };
   };
-  /** Gives an API key a new secret (shown in this response only), keeping its id, prefix, project, limits and usage. The old secret is accepted for `grace_seconds` (0 to 7 days) more, then refused by every instance. */
   'POST /api/v1/orgs/:org/keys/:key/rotate': {
-    params: {
-      org: string;
-      key: string;
-    };
-    query: Record<string, never>;
     body: {
       /** How long the old secret keeps working, 0 to 604800 (7 days) */
       grace_seconds: number;
     };
   };
-  /** The org's alert webhooks (never their secrets). */
-  'GET /api/v1/orgs/:org/webhooks': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Adds a webhook; the answer holds its signing secret, shown this once. URLs to private, loopback and link-local addresses are refused unless webhooks.allow_private_urls. */
+  'GET /api/v1/orgs/:org/webhooks': {};
   'POST /api/v1/orgs/:org/webhooks': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
     body: {
       /** http(s) URL the events are POSTed to */
       url: string;
@@ -681,60 +307,22 @@ export interface ApiRoutes {
       slack?: boolean;
     };
   };
-  /** Removes a webhook; its undelivered events are dropped. */
-  'DELETE /api/v1/orgs/:org/webhooks/:webhook': {
-    params: {
-      org: string;
-      webhook: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Queues a test event (type `test`) for this webhook, delivered, signed and retried like any other. */
-  'POST /api/v1/orgs/:org/webhooks/:webhook/test': {
-    params: {
-      org: string;
-      webhook: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** A webhook's deliveries, newest first: status, attempts, the last answer. */
+  'DELETE /api/v1/orgs/:org/webhooks/:webhook': {};
+  'POST /api/v1/orgs/:org/webhooks/:webhook/test': {};
   'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': {
-    params: {
-      org: string;
-      webhook: string;
-    };
     query: {
       /** Rows per page, 1–200 */
       limit: number;
     };
-    body: undefined;
   };
-  /** The org's balance alert: the amount `balance.below` fires under, and whether it fired in this period. */
-  'GET /api/v1/orgs/:org/balance-alert': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Sets the balance alert (`below_usd`; null removes it). Setting it starts a new period: it fires once when the balance is below the amount. */
+  'GET /api/v1/orgs/:org/balance-alert': {};
   'PUT /api/v1/orgs/:org/balance-alert': {
-    params: {
-      org: string;
-    };
-    query: Record<string, never>;
     body: {
       /** USD amount; null: no balance alert */
       below_usd: number | string | null;
     };
   };
-  /** The org's audit log, newest first: who changed what, when, from where, before and after. Filters; cursor paging; `format=csv|jsonl` exports. */
   'GET /api/v1/orgs/:org/audit': {
-    params: {
-      org: string;
-    };
     query: {
       /** A user id, token id, email, or `cli` */
       actor?: string;
@@ -752,42 +340,22 @@ export interface ApiRoutes {
       /** json (pages), csv or jsonl (every matching row, for export) */
       format: 'json' | 'csv' | 'jsonl';
     };
-    body: undefined;
   };
-  /** The whole instance's audit log (every org, sign-ins, org creation), for operators; same filters and formats. */
-  'GET /api/v1/audit': {
-    params: Record<string, never>;
-    query: {
-      /** A user id, token id, email, or `cli` */
-      actor?: string;
-      /** An action, or a prefix ending in "." (key.) */
-      action?: string;
-      /** A target id */
-      target?: string;
-      /** From this time (inclusive) */
-      from?: string;
-      /** Until this time (exclusive) */
-      to?: string;
-      /** Rows per page, 1–500 */
-      limit: number;
-      cursor?: string;
-      /** json (pages), csv or jsonl (every matching row, for export) */
-      format: 'json' | 'csv' | 'jsonl';
-    };
-    body: undefined;
-  };
-  /** Every provider key (deployment) and its health as this instance sees it (cooldowns are shared by every instance with Redis), the strategy, the model groups and the latest reload. */
-  'GET /api/v1/deployments': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
-  /** Re-reads gateway.yaml and providers/ on this instance and serves them to new requests (in-flight ones finish on the old). An invalid config is refused (422 config_invalid, each problem as file:line) and the running one keeps serving. */
-  'POST /api/v1/reload': {
-    params: Record<string, never>;
-    query: Record<string, never>;
-    body: undefined;
-  };
+  'GET /api/v1/audit': { query: ApiRequests['GET /api/v1/orgs/:org/audit']['query']; };
+  'GET /api/v1/deployments': {};
+  'POST /api/v1/reload': {};
 }
+
+/** The `:names` in a route's key. */
+type ParamNames<K extends string> = K extends `${string}:${infer P}/${infer Rest}` ? P | ParamNames<Rest> : K extends `${string}:${infer P}` ? P : never;
+
+/** What each route's handler receives, validated: path parameters (each `:name` of its key, a string), query and body. */
+export type ApiRoutes = {
+  [K in keyof ApiRequests]: {
+    params: [ParamNames<K>] extends [never] ? Record<string, never> : { [P in ParamNames<K>]: string };
+    query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;
+    body: ApiRequests[K] extends { body: infer B } ? B : undefined;
+  };
+};
 
 export type RouteKey = keyof ApiRoutes;

@@ -11,7 +11,7 @@ import { authorize, scopeOf, callerOf } from './authn.js';
 import type { ApiRoutes, RouteKey } from './api-types.js';
 import type { Access } from './roles.js';
 import { fieldLabel, ruleMessage } from '../lib/field-messages.js';
-import { ERROR_BODY, input, params, type JsonSchema } from './schemas.js';
+import { ERROR_BODY, input, list, params, type JsonSchema } from './schemas.js';
 
 /** A management route: who may call it (`access`), its schemas, its handler. */
 export interface ManagementRoute {
@@ -44,6 +44,19 @@ export interface TypedRoute<M extends Method, U extends string> extends Omit<Man
  */
 export function route<M extends Method, U extends string>(def: TypedRoute<M, U>): ManagementRoute {
   return def as unknown as ManagementRoute;
+}
+
+/** A GET route answering a list of the caller's org's rows as `{ data: [...] }`, each row its view (`item`). */
+export function orgListRoute<U extends string>(def: Pick<ManagementRoute, 'access' | 'tag' | 'summary'> & {
+  url: U; item: JsonSchema; list(orgId: string): Promise<unknown[]>;
+}): ManagementRoute {
+  return route({
+    method: 'GET', url: def.url, access: def.access, tag: def.tag, summary: def.summary,
+    schema: { params: params('org'), response: { 200: list(def.item) } },
+    async handler(request) {
+      return { data: await def.list(scopeOf(request).org.id) };
+    },
+  });
 }
 
 // ajv-formats is CommonJS; its default export arrives as the module object under ESM.

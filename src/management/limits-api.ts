@@ -1,8 +1,9 @@
 import { GatewayError, invalidField } from '../lib/errors.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../limits/patch.js';
-import type { BudgetPeriod, Limiter, LimitMode, LimitScope, LimitSpec, ScopeUsage } from '../model/limits.js';
+import type { Limiter, LimitScope, LimitSpec, ScopeUsage } from '../model/limits.js';
 import { microsToUsd } from '../lib/money.js';
 import { fieldLabel } from '../lib/field-messages.js';
+import type { LimitsInput } from './api-types.js';
 import { usdInput } from './usd.js';
 import { input, int, maybe, obj, str, time, usd, type JsonSchema } from './schemas.js';
 
@@ -16,7 +17,7 @@ const COUNT_MAX = 1_000_000_000;
 const nullableCount = (description: string, max = COUNT_MAX): JsonSchema => maybe(int(`${description}; null or absent: no limit`, { minimum: 0, maximum: max }));
 
 /** `limits` in a request: every field optional; null removes that limit (PATCH: absent keeps it). */
-export const LIMITS_INPUT = input({
+export const LIMITS_INPUT: JsonSchema = { title: 'LimitsInput', ...input({
   rpm: nullableCount('Requests per sliding minute'),
   tpm: nullableCount('Tokens (input + output) per sliding minute', Number.MAX_SAFE_INTEGER),
   max_concurrent: nullableCount('Requests in flight at once'),
@@ -26,16 +27,7 @@ export const LIMITS_INPUT = input({
   },
   budget_period: maybe(str('When the budget starts again from 0: each UTC day, each UTC calendar month, or never (total); needed with a new budget_usd', { enum: ['day', 'month', 'total'] })),
   mode: { ...maybe(str('How the limits are counted across instances: exact (one Redis call per request) or lease (each instance leases a share, within limit + one lease per instance); null: back to the rule (lease from rpm and max_concurrent of 1000 × instances), docs/limits.md')), enum: ['exact', 'lease', null] },
-});
-
-export interface LimitsBody {
-  rpm?: number | null;
-  tpm?: number | null;
-  max_concurrent?: number | null;
-  budget_usd?: number | string | null;
-  budget_period?: BudgetPeriod | null;
-  mode?: LimitMode | null;
-}
+}) };
 
 /** `limits` as every key and project view shows it: null where there is no limit. */
 export const LIMITS = obj({
@@ -50,7 +42,7 @@ export const limitsView = (l: LimitSpec) => ({
 });
 
 /** The limits after a body's change (creation: from none); a bad value is a 400 naming `limits.<field>`. */
-export function limitsFromBody(body: LimitsBody | undefined, current: LimitSpec = {}): LimitSpec {
+export function limitsFromBody(body: LimitsInput | undefined, current: LimitSpec = {}): LimitSpec {
   if (!body) return current;
   const patch: LimitsPatch = { rpm: body.rpm, tpm: body.tpm, maxConcurrent: body.max_concurrent, budgetPeriod: body.budget_period, mode: body.mode };
   if (body.budget_usd === null) patch.budgetMicros = null;

@@ -1,18 +1,18 @@
-import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
 import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../tenancy/admin.js';
 import { GatewayError } from '../lib/errors.js';
-import type { LimitSpec } from '../model/limits.js';
+import type { LimitScope, LimitSpec } from '../model/limits.js';
+import type { KeyListItem, ProjectSummary } from '../store/tenancy.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardrails/schema.js';
 import { DEFAULT_BODY_LOGGING } from '../model/guardrails.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import { route, type ManagementRoute } from './http.js';
-import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView, type LimitsBody } from './limits-api.js';
+import type { LimitsInput } from './api-types.js';
+import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView } from './limits-api.js';
 import { keyScope, projectScope } from '../pipeline/admission.js';
-import { projectOf } from './routes-orgs.js';
 import { input, int, maybe, params, str, type JsonSchema } from './schemas.js';
-import { API_KEY, keyView, PROJECT, projectView } from './views.js';
+import { API_KEY, CACHE_SETTING, keyView, PROJECT, projectView } from './views.js';
 
 /** A view schema with the current `usage` of its limits added. */
 const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
@@ -21,7 +21,7 @@ const withUsage = (view: JsonSchema, title: string): JsonSchema => ({
 const KEY_DETAIL = withUsage(API_KEY, 'KeyDetail');
 const PROJECT_DETAIL = withUsage(PROJECT, 'ProjectDetail');
 const PATCH_BODY: JsonSchema = {
-  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema }),
+  ...input({ name: str('The key\'s new label (the key itself is unchanged)', { maxLength: 100 }), limits: LIMITS_INPUT, cache: CACHE_SETTING }),
   minProperties: 1,
 };
 const PROJECT_PATCH_BODY: JsonSchema = {
@@ -31,44 +31,59 @@ const PROJECT_PATCH_BODY: JsonSchema = {
     unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys, over gateway.yaml\'s and the provider files\' (docs/chat.md); null clears it', {
       enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
     })),
-    cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+    cache: CACHE_SETTING,
     guardrails: GUARDRAILS_INPUT,
     body_logging: BODY_LOGGING_INPUT,
   }),
   minProperties: 1,
 };
 
+/** A key or a project as these routes read it: its view, and what its limits count now. */
+interface Limited<R> {
+  noun: string;
+  /** The key or project, or a 404 naming it. */
+  load(orgId: string, id: string): Promise<R>;
+  view(r: R): object;
+  scope(r: R): LimitScope;
+}
+
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const keyOf = async (orgId: string, id: string) => {
-    const key = await store.tenancy.getKey(orgId, id);
-    if (!key) throw new GatewayError('not_found', [`No API key ${id}`]);
-    return key;
+  const loader = <R>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => {
+    const found = await find(orgId, id);
+    if (!found) throw new GatewayError('not_found', [`No ${noun} ${id}`]);
+    return found;
   };
-  const projectSummary = async (orgId: string, id: string) => {
-    const project = (await store.tenancy.listProjects(orgId)).find((p) => p.id === id);
-    if (!project) throw new GatewayError('not_found', [`No project ${id}`]);
-    return project;
+  const keys: Limited<KeyListItem> = {
+    noun: 'API key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
   };
-  const keyDetail = async (orgId: string, id: string) => {
-    const key = await keyOf(orgId, id);
-    const usage = await readUsage(d.limiter, keyScope(key));
-    return { ...keyView(key, d.now()), usage: usageView(usage) };
+  const projects: Limited<ProjectSummary> = {
+    noun: 'project', load: loader('project', async (orgId, id) => (await store.tenancy.listProjects(orgId)).find((p) => p.id === id)), view: projectView, scope: projectScope,
   };
-  const projectDetail = async (orgId: string, id: string) => {
-    const project = await projectSummary(orgId, id);
-    const usage = await readUsage(d.limiter, projectScope(project));
-    return { ...projectView(project), usage: usageView(usage) };
+  const detail = async <R>(kind: Limited<R>, orgId: string, id: string) => {
+    const r = await kind.load(orgId, id);
+    return { ...kind.view(r), usage: usageView(await readUsage(d.limiter, kind.scope(r))) };
   };
-  const patched = (current: LimitSpec, body: unknown): LimitSpec => limitsFromBody((body as { limits: LimitsBody }).limits, current);
+  /**
+   * A PATCH: the new limits are checked before anything is written (a bad limit leaves
+   * everything as it was), `write` stores the change (nothing back: deleted meanwhile, a
+   * 404), and the answer is the detail read after.
+   */
+  const patch = async <R extends { id: string; limits: LimitSpec }>(
+    kind: Limited<R>, orgId: string, id: string, limits: LimitsInput | undefined, write: (r: R, change: { limits?: LimitSpec }) => Promise<unknown>,
+  ) => {
+    const r = await kind.load(orgId, id);
+    if (!(await write(r, limits === undefined ? {} : { limits: limitsFromBody(limits, r.limits) }))) throw new GatewayError('not_found', [`No ${kind.noun} ${r.id}`]);
+    return detail(kind, orgId, r.id);
+  };
   return [
     route({
       method: 'GET', url: '/api/v1/orgs/:org/keys/:key', access: 'member', tag: 'keys',
       summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
       schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
       async handler(request) {
-        return keyDetail(scopeOf(request).org.id, request.params.key);
+        return detail(keys, scopeOf(request).org.id, request.params.key);
       },
     }),
     route({
@@ -76,14 +91,9 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
-        const orgId = scopeOf(request).org.id;
-        const key = await keyOf(orgId, request.params.key);
-        const body = request.body;
-        // Everything is checked before anything is written: a bad limit leaves the name as it was.
-        const limits = body.limits === undefined ? undefined : patched(key.limits, body);
-        const change = { ...(limits ? { limits } : {}), cache: body.cache, name: body.name?.trim() };
-        if (!(await changeKey(store, d.invalidation, key, change))) throw new GatewayError('not_found', [`No API key ${key.id}`]);
-        return keyDetail(orgId, key.id);
+        const { body } = request;
+        return patch(keys, scopeOf(request).org.id, request.params.key, body.limits, (key, change) =>
+          changeKey(store, d.invalidation, key, { ...change, cache: body.cache, name: body.name?.trim() }));
       },
     }),
     route({
@@ -91,7 +101,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'One project with its limits (shared by all its keys) and their current counts.',
       schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
       async handler(request) {
-        return projectDetail(scopeOf(request).org.id, request.params.project);
+        return detail(projects, scopeOf(request).org.id, request.params.project);
       },
     }),
     route({
@@ -99,19 +109,14 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Changes the project\'s limits, default_max_tokens, unsupported_params, response-cache setting (docs/cache.md), guardrails and body_logging (docs/guardrails.md): fields left out keep their value, null removes a limit or a setting.',
       schema: { params: params('org', 'project'), body: PROJECT_PATCH_BODY, response: { 200: PROJECT_DETAIL } },
       async handler(request) {
-        const orgId = scopeOf(request).org.id;
-        const project = await projectOf(d, request.params, orgId);
-        const body = request.body;
-        // Everything is checked before anything is written: a bad limit leaves the settings as they were.
-        const limits = body.limits === undefined ? undefined : limitsFromBody(body.limits, project.limits);
-        if (body.guardrails) await checkGuardrails(body.guardrails, d.allowPrivateWebhookUrls);
-        const bodyLogging = body.body_logging === undefined ? undefined : body.body_logging && { ...DEFAULT_BODY_LOGGING, ...body.body_logging };
-        const changed = await changeProject(store, d.invalidation, project, {
-          ...(limits ? { limits } : {}), defaultMaxTokens: body.default_max_tokens, unsupportedParams: body.unsupported_params, cache: body.cache,
-          guardrails: body.guardrails, bodyLogging,
+        const { body } = request;
+        return patch(projects, scopeOf(request).org.id, request.params.project, body.limits, async (project, change) => {
+          if (body.guardrails) await checkGuardrails(body.guardrails, d.allowPrivateWebhookUrls);
+          const bodyLogging = body.body_logging === undefined ? undefined : body.body_logging && { ...DEFAULT_BODY_LOGGING, ...body.body_logging };
+          return changeProject(store, d.invalidation, project, {
+            ...change, defaultMaxTokens: body.default_max_tokens, unsupportedParams: body.unsupported_params, cache: body.cache, guardrails: body.guardrails, bodyLogging,
+          });
         });
-        if (!changed) throw new GatewayError('not_found', [`No project ${project.id}`]);
-        return projectDetail(orgId, project.id);
       },
     }),
   ];

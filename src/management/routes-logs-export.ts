@@ -4,7 +4,7 @@ import type { Percentiles } from '../store/log-stats.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import { route, type ManagementRoute } from './http.js';
-import { filterOf, FILTERS, searchFilterOf } from './routes-logs.js';
+import { filterOf, RANGE_FILTERS, ROW_FILTERS, searchFilterOf } from './routes-logs.js';
 import { input, int, maybe, obj, params, str, time } from './schemas.js';
 import { iso, logItemView } from './views.js';
 
@@ -57,14 +57,13 @@ const percentilesView = (p: Percentiles) => ({ p50: p.p50, p95: p.p95, count: p.
 
 /** The log as a file, and latency percentiles. */
 export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
-  const { q: _search, ...rangeFilters } = FILTERS;
   return [
     route({
       method: 'GET', url: '/api/v1/orgs/:org/logs/export', access: 'member', tag: 'logs',
       summary: 'The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all).',
       schema: {
         params: params('org'),
-        querystring: input({ ...FILTERS, status: str('`ok`, `error` or an HTTP status', { pattern: '^(ok|error|[1-5][0-9][0-9])$' }), format: str('', { enum: ['csv', 'jsonl'], default: 'csv' }) }),
+        querystring: input({ ...ROW_FILTERS, format: str('', { enum: ['csv', 'jsonl'], default: 'csv' }) }),
         response: { 200: str('CSV (a header line, then one row a line, cost_usd exact to the micro-dollar) or JSON lines (the list\'s items, with cost_micros)') },
       },
       async handler(request, reply) {
@@ -84,7 +83,7 @@ export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Latency (whole request) and time to first byte, p50 and p95, per UTC day and over the range (default: the last 30 days), to two significant digits.',
       schema: {
         params: params('org'),
-        querystring: input(rangeFilters),
+        querystring: input(RANGE_FILTERS),
         response: {
           200: obj({
             from: time(), to: time(), latency: PERCENTILES, ttfb: PERCENTILES,

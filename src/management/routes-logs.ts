@@ -12,16 +12,20 @@ import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js
 const DAY_MS = 86_400_000;
 const DEFAULT_RANGE_MS = 30 * DAY_MS;
 
-export const FILTERS = {
-  q: str('Search text: a model, a key\'s name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search")', { minLength: 1, maxLength: 200 }),
+/** The filters of a range of the log (usage, latency). */
+export const RANGE_FILTERS = {
   project: str('Project id (prj_…)'), key: str('API key id (key_…)'), model: str('Model id as requested'),
   from: time('From this time (inclusive); default: 30 days before `to`'), to: time('Until this time (exclusive); default: now'),
+};
+/** The filters of the log's rows (list, export): a range's, the search text and the status. */
+export const ROW_FILTERS = {
+  q: str('Search text: a model, a key\'s name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search")', { minLength: 1, maxLength: 200 }),
+  ...RANGE_FILTERS,
+  status: str('`ok` (< 400), `error` (≥ 400) or an HTTP status', { pattern: '^(ok|error|[1-5][0-9][0-9])$' }),
 };
 
 /** `cursor`: the page's last (created_at, request id). */
 const logCursor = (c: { at: number; id: string }): LogCursor => ({ createdAt: c.at, requestId: c.id });
-
-const { q: _search, ...USAGE_FILTERS } = FILTERS;
 
 export interface FilterQuery { q?: string; project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
 
@@ -101,7 +105,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
       schema: {
         params: params('org'),
-        querystring: input({ ...FILTERS, status: str('`ok` (< 400), `error` (≥ 400) or an HTTP status', { pattern: '^(ok|error|[1-5][0-9][0-9])$' }), limit: PAGE_LIMIT(200, 50), cursor: str() }),
+        querystring: input({ ...ROW_FILTERS, limit: PAGE_LIMIT(200, 50), cursor: str() }),
         response: { 200: obj({ data: { type: 'array', items: LOG_ITEM }, next_cursor: maybe(str('Pass as `cursor` for the next page; null on the last')) }) },
       },
       async handler(request) {
@@ -129,7 +133,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       summary: 'Requests, errors, cost and tokens grouped by day (UTC), model, project, key or user (the keys\' creator; one or two, comma-separated); the sums equal the logs exactly.',
       schema: {
         params: params('org'),
-        querystring: input({ ...USAGE_FILTERS, group_by: str('', { pattern: '^(day|model|project|key|user)(,(day|model|project|key|user))?$', default: 'day' }) }),
+        querystring: input({ ...RANGE_FILTERS, group_by: str('', { pattern: '^(day|model|project|key|user)(,(day|model|project|key|user))?$', default: 'day' }) }),
         response: { 200: obj({ from: time(), to: time(), group_by: { type: 'array', items: str() }, totals: TOTALS, data: { type: 'array', items: BUCKET } }) },
       },
       async handler(request) {

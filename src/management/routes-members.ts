@@ -2,8 +2,8 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { Invitation } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
-import { hashPassword, passwordProblem } from '../tenancy/passwords.js';
+import { orgListRoute, route, type ManagementRoute } from './http.js';
+import { acceptInvitation, addMember, changeMembership, endInvitation, inviteMember } from '../tenancy/admin.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
 import { iso, MEMBER, memberView } from './views.js';
@@ -36,12 +36,9 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
     if (result === 'last_owner') throw new GatewayError('last_owner');
   };
   return [
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.',
-      schema: { params: params('org'), response: { 200: list(MEMBER) } },
-      async handler(request) {
-        return { data: (await store.accounts.listMembers(scopeOf(request).org.id)).map(memberView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.', item: MEMBER,
+      list: async (orgId) => (await store.accounts.listMembers(orgId)).map(memberView),
     }),
     route({
       method: 'POST', url: '/api/v1/orgs/:org/members', access: 'owner', tag: 'members',
@@ -58,22 +55,15 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
         const b = request.body;
         const email = b.email.toLowerCase();
         if (caller.operator) {
-          let user = await store.accounts.findUserByEmail(email);
-          if (!user && b.password !== undefined) {
-            const problem = passwordProblem(b.password);
-            if (problem) throw invalidField('password', `"password": ${problem}`);
-            const hash = await hashPassword(b.password);
-            user = { ...(await conflictAs409(() => store.accounts.createUser(email, hash, false))), passwordHash: '' };
-          }
-          if (user) {
-            const member = await conflictAs409(() => store.accounts.addMember(org.id, user.id, b.role));
+          const member = await conflictAs409(() => addMember(store, org.id, email, b.role, b.password));
+          if (member) {
             void reply.code(201);
             return { member: memberView(member), invitation: null };
           }
         } else if (b.password !== undefined) {
           throw invalidField('password', '"password": only an operator creates users; an owner invites an email, and its user accepts');
         }
-        const invitation = await store.accounts.createInvitation(org.id, email, b.role, caller.id, d.now() + INVITATION_TTL_MS);
+        const invitation = await inviteMember(store, org.id, email, b.role, caller.id, d.now() + INVITATION_TTL_MS);
         void reply.code(202);
         return { member: null, invitation: invitationView(invitation) };
       },
@@ -84,7 +74,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const { org } = scopeOf(request);
         const { user } = request.params;
-        changed(await store.accounts.changeRole(org.id, user, request.body.role), user);
+        changed(await changeMembership(store, org.id, user, request.body.role), user);
         const member = (await store.accounts.listMembers(org.id)).find((m) => m.userId === user);
         if (!member) throw new GatewayError('not_found', [`No member ${user}`]);
         return memberView(member);
@@ -95,7 +85,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
       async handler(request) {
         const { user } = request.params;
-        changed(await store.accounts.removeMember(scopeOf(request).org.id, user), user);
+        changed(await changeMembership(store, scopeOf(request).org.id, user, null), user);
         return { user_id: user, removed: true };
       },
     }),
@@ -121,11 +111,9 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('invitation'), response: { 200: obj({ invitation: INVITATION, member: MEMBER }) } },
       async handler(request) {
         const { invitation: id } = request.params;
-        const user = callerOf(request).user;
-        const accepted = await store.accounts.resolveInvitation(id, 'accepted', { email: user.email });
+        const accepted = await conflictAs409(() => acceptInvitation(store, id, callerOf(request).user));
         if (!accepted) throw gone(id);
-        const member = await conflictAs409(() => store.accounts.addMember(accepted.orgId, user.id, accepted.role));
-        return { invitation: invitationView(accepted), member: memberView(member) };
+        return { invitation: invitationView(accepted.invitation), member: memberView(accepted.member) };
       },
     }),
     route({
@@ -133,24 +121,21 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('invitation'), response: { 200: INVITATION } },
       async handler(request) {
         const { invitation: id } = request.params;
-        const declined = await store.accounts.resolveInvitation(id, 'declined', { email: callerOf(request).user.email });
+        const declined = await endInvitation(store, id, 'declined', { email: callerOf(request).user.email });
         if (!declined) throw gone(id);
         return invitationView(declined);
       },
     }),
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.',
-      schema: { params: params('org'), response: { 200: list(INVITATION) } },
-      async handler(request) {
-        return { data: (await store.accounts.orgInvitations(scopeOf(request).org.id)).map(invitationView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/invitations', access: 'owner', tag: 'invitations', summary: 'The org\'s pending invitations.', item: INVITATION,
+      list: async (orgId) => (await store.accounts.orgInvitations(orgId)).map(invitationView),
     }),
     route({
       method: 'DELETE', url: '/api/v1/orgs/:org/invitations/:invitation', access: 'owner', tag: 'invitations', summary: 'Revokes one of the org\'s pending invitations.',
       schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },
       async handler(request) {
         const { invitation: id } = request.params;
-        const revoked = await store.accounts.resolveInvitation(id, 'revoked', { orgId: scopeOf(request).org.id });
+        const revoked = await endInvitation(store, id, 'revoked', { orgId: scopeOf(request).org.id });
         if (!revoked) throw new GatewayError('not_found', [`No pending invitation ${id}`]);
         return invitationView(revoked);
       },

@@ -1,4 +1,4 @@
-import { putProviderKey, removeProviderKey } from '../tenancy/admin.js';
+import { creditOrg, putProviderKey, removeProviderKey } from '../tenancy/admin.js';
 import { GatewayError, invalidField } from '../lib/errors.js';
 import { microsToUsd } from '../lib/money.js';
 import { SecretKeyMissingError } from '../lib/secrets.js';
@@ -45,7 +45,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
         if (amount === 0) throw invalidField('amount_usd', '"amount_usd" must not be zero');
         let balance: number;
         try {
-          balance = await store.addCredits(org.id, amount, b.note ?? 'credits added in the console', callerOf(request).user.id);
+          balance = await creditOrg(store, org.id, amount, b.note ?? 'credits added in the console', callerOf(request).user.id);
         } catch (err) {
           if (err instanceof CreditRefusedError) throw invalidField('amount_usd', `"amount_usd": ${err.message}`);
           throw err;

@@ -4,7 +4,7 @@ import { projectNameProblem } from '../tenancy/project-name.js';
 import { DuplicateError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { orgListRoute, route, type ManagementRoute } from './http.js';
 import { usdInput } from './usd.js';
 
 export { usdInput };
@@ -72,12 +72,9 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         return orgView(org, role);
       },
     }),
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/projects', access: 'member', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.',
-      schema: { params: params('org'), response: { 200: list(PROJECT) } },
-      async handler(request) {
-        return { data: (await store.tenancy.listProjects(scopeOf(request).org.id)).map(projectView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/projects', access: 'member', tag: 'projects', summary: 'The org\'s projects (workspaces), oldest first, with their live key counts.', item: PROJECT,
+      list: async (orgId) => (await store.tenancy.listProjects(orgId)).map(projectView),
     }),
     route({
       method: 'POST', url: '/api/v1/orgs/:org/projects', access: 'admin', tag: 'projects', summary: 'Creates a project, optionally with limits shared by its keys; names are unique in the org (409).',
@@ -92,13 +89,10 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
         return projectView({ ...p, liveKeys: 0 });
       },
     }),
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/keys', access: 'member', tag: 'keys',
+    orgListRoute({
+      url: '/api/v1/orgs/:org/keys', access: 'member', tag: 'keys', item: KEY_LIST_ITEM,
       summary: 'Every API key of the org, newest first (never the keys themselves); active keys with limits carry their current `usage`.',
-      schema: { params: params('org'), response: { 200: list(KEY_LIST_ITEM) } },
-      async handler(request) {
-        return { data: await keyListView(d.limiter, await store.tenancy.listKeys(scopeOf(request).org.id), d.now()) };
-      },
+      list: async (orgId) => keyListView(d.limiter, await store.tenancy.listKeys(orgId), d.now()),
     }),
     route({
       method: 'GET', url: '/api/v1/orgs/:org/projects/:project/keys', access: 'member', tag: 'keys',
@@ -141,7 +135,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
   ];
 }
 
-export async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
+async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
   const project = await d.store.tenancy.getProject(orgId, p.project);
   if (!project) throw new GatewayError('not_found', [`No project ${p.project}`]);
   return project;

@@ -6,7 +6,7 @@ import { microsToUsd } from '../lib/money.js';
 import { type BalanceAlert, WEBHOOK_EVENTS, type Webhook, type WebhookDelivery } from '../store/webhook-store.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { orgListRoute, route, type ManagementRoute } from './http.js';
 import { bool, input, int, list, maybe, obj, PAGE_LIMIT, params, str, time, usd, USD_INPUT } from './schemas.js';
 import { usdInput } from './usd.js';
 import { iso } from './views.js';
@@ -47,12 +47,9 @@ export function webhookRoutes(d: ManagementDeps): ManagementRoute[] {
     return w;
   };
   return [
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/webhooks', access: 'admin', tag: 'webhooks', summary: "The org's alert webhooks (never their secrets).",
-      schema: { params: params('org'), response: { 200: list(WEBHOOK) } },
-      async handler(request) {
-        return { data: (await store.webhooks.list(scopeOf(request).org.id)).map(webhookView) };
-      },
+    orgListRoute({
+      url: '/api/v1/orgs/:org/webhooks', access: 'admin', tag: 'webhooks', summary: "The org's alert webhooks (never their secrets).", item: WEBHOOK,
+      list: async (orgId) => (await store.webhooks.list(orgId)).map(webhookView),
     }),
     route({
       method: 'POST', url: '/api/v1/orgs/:org/webhooks', access: 'admin', tag: 'webhooks',

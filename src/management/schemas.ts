@@ -21,7 +21,7 @@ export const usd = (description: string): JsonSchema => num(`${description} (USD
 export function obj(properties: Record<string, JsonSchema>, opts: { optional?: readonly string[]; description?: string; title?: string } = {}): JsonSchema {
   const optional = new Set(opts.optional ?? []);
   return {
-    // The title names its TypeScript type in the generated api-types.ts (npm run gen:api).
+    // The title names its TypeScript type in the generated api-types (npm run gen:api); a shape used twice needs one.
     ...(opts.title ? { title: opts.title } : {}),
     type: 'object',
     ...(opts.description ? { description: opts.description } : {}),

@@ -1,4 +1,4 @@
-import type { UsageBucket } from '../store/log-query.js';
+import { sumBuckets, type UsageBucket } from '../store/log-query.js';
 import type { KeyListItem } from '../store/tenancy.js';
 import type { ManagementDeps } from './deps.js';
 
@@ -10,21 +10,8 @@ export type UserBucket = Omit<UsageBucket, 'apiKeyId'> & { userId: string | null
  * micro-USD). A user's spend is what the keys they created spent, whoever holds them now.
  */
 export function byUser(buckets: readonly UsageBucket[], keys: ReadonlyMap<string, KeyListItem>): UserBucket[] {
-  const out = new Map<string, UserBucket>();
-  for (const { apiKeyId, ...b } of buckets) {
-    const userId = apiKeyId ? keys.get(apiKeyId)?.createdBy ?? null : null;
-    const id = JSON.stringify([b.day ?? null, b.model ?? null, b.projectId ?? null, userId]);
-    const seen = out.get(id);
-    if (!seen) out.set(id, { ...b, userId });
-    else {
-      seen.requests += b.requests;
-      seen.errors += b.errors;
-      seen.costMicros += b.costMicros;
-      seen.promptTokens += b.promptTokens;
-      seen.completionTokens += b.completionTokens;
-    }
-  }
-  return [...out.values()];
+  const mine = buckets.map(({ apiKeyId, ...b }): UserBucket => ({ ...b, userId: apiKeyId ? keys.get(apiKeyId)?.createdBy ?? null : null }));
+  return sumBuckets(mine, (b) => JSON.stringify([b.day ?? null, b.model ?? null, b.projectId ?? null, b.userId]));
 }
 
 /** Emails of the users, by id (a deleted user's id maps to nothing). */

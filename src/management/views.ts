@@ -1,4 +1,4 @@
-import { CACHE_SETTING_SCHEMA } from '../model/cache-settings.js';
+import { CACHE_SETTING_SCHEMA } from '../model/cache.js';
 import type { AuditRow } from '../model/audit.js';
 import type { StoredBodies } from '../model/guardrails.js';
 import { BODY_LOGGING_VIEW, GUARDRAILS_VIEW, VERDICTS_VIEW } from '../guardrails/schema.js';
@@ -18,6 +18,9 @@ import { bool, CALLER_ROLE, EMAIL, int, maybe, obj, ROLE, str, time, usd, type J
  * as ISO 8601 strings, money as USD numbers converted once from exact micro-USD.
  */
 
+/** A project's or key's `cache` setting, in requests and views alike; null clears it. */
+export const CACHE_SETTING: JsonSchema = { ...(CACHE_SETTING_SCHEMA as unknown as JsonSchema), title: 'CacheSetting' };
+
 export const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
@@ -35,7 +38,7 @@ export const PROJECT = obj({
   unsupported_params: maybe(str('Chat unsupported_params policy of the project\'s keys (docs/chat.md); null: gateway.yaml\'s settings.chat.unsupported_params, else the provider files\'', {
     enum: [...UNSUPPORTED_PARAMS_POLICIES, null],
   })),
-  cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+  cache: CACHE_SETTING,
   guardrails: GUARDRAILS_VIEW,
   body_logging: BODY_LOGGING_VIEW,
 }, { title: 'Project' });
@@ -49,7 +52,7 @@ export const API_KEY = obj({
   name: str(), project_id: str(), project_name: str(), status: str('', { enum: ['active', 'revoked', 'expired'] }),
   created_at: time(), expires_at: maybe(time()), last_used_at: maybe(time('Newest logged request made with the key')),
   revoked_at: maybe(time()), allowed_models: maybe({ type: 'array', items: str(), description: 'Model ids the key may call; null: all' }),
-  limits: LIMITS, cache: CACHE_SETTING_SCHEMA as unknown as JsonSchema,
+  limits: LIMITS, cache: CACHE_SETTING,
 }, { title: 'ApiKey' });
 export function keyView(k: KeyListItem, now: number) {
   const status = k.revokedAt !== null ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active';

@@ -48,22 +48,6 @@ export function effectiveSettings(config: ResponseCacheConfig, project: CacheSet
   return merged;
 }
 
-/** The JSON Schema of a `cache` setting in the management API (PATCH on projects and keys); null clears it. */
-export const CACHE_SETTING_SCHEMA = {
-  type: ['object', 'null'],
-  additionalProperties: false,
-  description: 'Response cache of the project\'s or key\'s requests (docs/cache.md); a key\'s fields win over its project\'s; null clears it',
-  properties: {
-    mode: { type: 'string', enum: ['off', 'exact', 'semantic'], description: 'off (default), exact, or semantic (exact first, then by meaning)' },
-    ttl_s: { type: 'integer', minimum: 1, maximum: 30 * 24 * 3600, description: 'Seconds a stored reply is served' },
-    scope: { type: 'string', enum: ['org', 'project'], description: 'org: entries shared by the org\'s projects; project: each project its own' },
-    hit_price: { type: 'number', minimum: 0, maximum: 1, description: 'Fraction of the original cost a hit is charged (default 0)' },
-    max_temperature: { type: 'number', minimum: 0, maximum: 2, description: 'Requests above this temperature are not cached' },
-    cache_all: { type: 'boolean', description: 'Also cache n > 1, temperatures above the ceiling, and tool results marked uncacheable' },
-    threshold: { type: 'number', minimum: 0, maximum: 1, description: 'Semantic mode: least cosine similarity that is a hit (default 0.95)' },
-  },
-} as const;
-
 /** A stored setting read back (JSON text on SQLite, parsed JSON on PostgreSQL); null when none. */
 export function parseCacheSetting(raw: unknown): CacheSetting | null {
   if (raw === null || raw === undefined || raw === '') return null;

@@ -8,25 +8,31 @@ import type { TokenCounts } from './usage.js';
 const CACHE_MODES = ['off', 'exact', 'semantic'] as const;
 export type CacheMode = (typeof CACHE_MODES)[number];
 
+/** The JSON Schema of a `cache` setting in the management API (PATCH on projects and keys); null clears it. */
+export const CACHE_SETTING_SCHEMA = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  description: 'Response cache of the project\'s or key\'s requests (docs/cache.md); a key\'s fields win over its project\'s; null clears it',
+  properties: {
+    mode: { type: 'string', enum: CACHE_MODES, description: 'off (default), exact, or semantic (exact first, then by meaning)' },
+    ttl_s: { type: 'integer', minimum: 1, maximum: 30 * 24 * 3600, description: 'Seconds a stored reply is served' },
+    scope: { type: 'string', enum: ['org', 'project'], description: 'org: entries shared by the org\'s projects; project: each project its own' },
+    hit_price: { type: 'number', minimum: 0, maximum: 1, description: 'Fraction of the original cost a hit is charged (default 0)' },
+    max_temperature: { type: 'number', minimum: 0, maximum: 2, description: 'Requests above this temperature are not cached' },
+    cache_all: { type: 'boolean', description: 'Also cache n > 1, temperatures above the ceiling, and tool results marked uncacheable' },
+    threshold: { type: 'number', minimum: 0, maximum: 1, description: 'Semantic mode: least cosine similarity that is a hit (default 0.95)' },
+  },
+} as const;
+
+type CacheFields = (typeof CACHE_SETTING_SCHEMA)['properties'];
 /**
- * A project's or a key's `cache` setting (PATCH on projects and keys). Every field is
- * optional: a key's fields win over its project's, the project's over gateway.yaml's.
+ * A project's or a key's `cache` setting (PATCH on projects and keys), as its schema above
+ * describes each field. Every field is optional: a key's fields win over its project's,
+ * the project's over gateway.yaml's.
  */
-export interface CacheSetting {
-  mode?: CacheMode;
-  /** How long a stored reply is served (seconds). */
-  ttl_s?: number;
-  /** `org` (default): one entry serves every project of the org; `project`: each project its own. */
-  scope?: 'org' | 'project';
-  /** Fraction of the original cost a hit is charged (0–1). */
-  hit_price?: number;
-  /** Requests with a higher temperature are not cached (unless `cache_all`). */
-  max_temperature?: number;
-  /** Cache what is otherwise left out: `n` > 1, temperature above the ceiling, tool results marked uncacheable. */
-  cache_all?: boolean;
-  /** Semantic mode: the least cosine similarity that is a hit (0–1). */
-  threshold?: number;
-}
+export type CacheSetting = {
+  -readonly [K in keyof CacheFields]?: CacheFields[K] extends { enum: readonly (infer E)[] } ? E : CacheFields[K] extends { type: 'boolean' } ? boolean : number;
+};
 
 /** gateway.yaml `response_cache` (config/gateway.schema.json). */
 export interface ResponseCacheConfig {

@@ -249,9 +249,14 @@ export class SqlLogQueryStore implements LogQueryStore {
 
 /** Adds up buckets of the same dimension values (the hourly part and the ends of a range). */
 function merge(buckets: readonly UsageBucket[], groupBy: readonly UsageDimension[]): UsageBucket[] {
-  const out = new Map<string, UsageBucket>();
+  return sumBuckets(buckets, (b) => JSON.stringify(groupBy.map((d) => b[DIMENSIONS[d].field])));
+}
+
+/** Buckets of the same key added up (exact integer sums), in the order their keys first appear. */
+export function sumBuckets<B extends Omit<UsageBucket, 'day' | 'model' | 'projectId' | 'apiKeyId'>>(buckets: Iterable<B>, keyOf: (b: B) => string): B[] {
+  const out = new Map<string, B>();
   for (const b of buckets) {
-    const key = JSON.stringify(groupBy.map((d) => b[DIMENSIONS[d].field]));
+    const key = keyOf(b);
     const seen = out.get(key);
     if (!seen) out.set(key, { ...b });
     else {

@@ -12,16 +12,18 @@ import { hashPassword, passwordProblem } from './passwords.js';
 import { parseUsdToMicros, type Micros } from '../lib/money.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { UnsupportedParamsPolicy } from '../providers/types.js';
-import type { OrgRole, User } from '../store/accounts.js';
+import type { Invitation, Member, MembershipChange, OrgRole, User } from '../store/accounts.js';
 import type { ProviderKeyInfo } from '../store/provider-key-store.js';
 import { DEFAULT_PROJECT, type NewApiKey, type Project } from '../store/tenancy.js';
 import type { ApiKeyRecord, Org, Retention, Store } from '../store/types.js';
 
 /*
- * The admin service: what the CLI and the management API both change (keys, limits,
- * project settings, provider keys, credits, users), written once. The functions taking
- * ids are the API's; those taking names wrap them for the CLI. Each returns what it did,
- * for printing, and tells running instances through the invalidator where caches hold it.
+ * The admin service: what the CLI and the management API change (keys, limits, project
+ * settings, provider keys, credits, users, members and invitations), written once; what
+ * only the API changes today (members, invitations) is here too, for the CLI to share.
+ * The functions taking ids are the API's; those taking names wrap them for the CLI. Each
+ * returns what it did, for printing, and tells running instances through the invalidator
+ * where caches hold it.
  */
 
 /** The most a project's default_max_tokens may be: above any model's output bound today, and a cap on what one request can hold. */
@@ -202,10 +204,19 @@ export async function deleteProviderKey(store: Store, orgName: string, provider:
   throw new Error(`"${orgName}" has no own key for provider "${provider}" (${held.length ? `it has keys for: ${held.join(', ')}` : 'it has none'})`);
 }
 
-/** Returns the new balance, micro-USD. */
+/**
+ * Adds credits to an org, a negative amount removing them (never more than is free: the
+ * store's CreditRefusedError says how much is), with a ledger row naming why and who (a
+ * user id; null: the CLI). Returns the new balance, micro-USD.
+ */
+export function creditOrg(store: Store, orgId: string, amount: Micros, note: string, by: string | null = null): Promise<Micros> {
+  return store.addCredits(orgId, amount, note, by);
+}
+
+/** `gateway credits add`: returns the new balance, micro-USD. */
 export async function addCredits(store: Store, orgName: string, usd: string): Promise<Micros> {
   const org = await requireOrg(store, orgName);
-  return store.addCredits(org.id, parseUsdToMicros(usd), 'credits added by CLI');
+  return creditOrg(store, org.id, parseUsdToMicros(usd), 'credits added by CLI');
 }
 
 export interface NewUser {
@@ -226,9 +237,58 @@ export async function createUser(store: Store, u: NewUser): Promise<{ user: User
   if (problem) throw new Error(problem);
   if ((u.org === undefined) !== (u.role === undefined)) throw new Error('--org and --role go together');
   const org = u.org === undefined ? undefined : await requireOrg(store, u.org);
-  const user = await store.accounts.createUser(u.email, await hashPassword(u.password), u.operator === true);
+  const user = await newUser(store, u.email, u.password, u.operator === true);
   if (org && u.role) await store.accounts.addMember(org.id, user.id, u.role);
   return { user, org };
+}
+
+/** A user with this password, hashed (scrypt) and never stored; a taken email is the store's DuplicateError. */
+const newUser = async (store: Store, email: string, password: string, operator: boolean): Promise<User> =>
+  store.accounts.createUser(email, await hashPassword(password), operator);
+
+/**
+ * Makes the user with this email a member of an org with a role; with `password`, a user
+ * the instance does not have yet is created first (a weak password is a 400 naming it).
+ * Undefined when there is no such user and no password (invite them instead). A user
+ * already a member, or an email taken meanwhile, is the store's DuplicateError.
+ */
+export async function addMember(store: Store, orgId: string, email: string, role: OrgRole, password?: string): Promise<Member | undefined> {
+  let user: User | undefined = await store.accounts.findUserByEmail(email);
+  if (!user && password !== undefined) {
+    const problem = passwordProblem(password);
+    if (problem) throw invalidField('password', `"password": ${problem}`);
+    user = await newUser(store, email, password, false);
+  }
+  return user && store.accounts.addMember(orgId, user.id, role);
+}
+
+/**
+ * Changes a member's role, or removes them (`role` null). Nothing is written for a user
+ * who is not a member (`not_found`) or a change that would leave the org without an
+ * owner (`last_owner`).
+ */
+export function changeMembership(store: Store, orgId: string, userId: string, role: OrgRole | null): Promise<MembershipChange> {
+  return role === null ? store.accounts.removeMember(orgId, userId) : store.accounts.changeRole(orgId, userId, role);
+}
+
+/** Invites an email to an org with a role, until `expiresAt`; it joins when its user accepts. */
+export function inviteMember(store: Store, orgId: string, email: string, role: OrgRole, by: string | null, expiresAt: number): Promise<Invitation> {
+  return store.accounts.createInvitation(orgId, email, role, by, expiresAt);
+}
+
+/**
+ * Accepts a pending invitation addressed to the user: they join its org with its role.
+ * Undefined when it is not theirs, gone, expired or already ended (nothing written);
+ * joining an org already joined is the store's DuplicateError.
+ */
+export async function acceptInvitation(store: Store, id: string, user: Pick<User, 'id' | 'email'>): Promise<{ invitation: Invitation; member: Member } | undefined> {
+  const invitation = await store.accounts.resolveInvitation(id, 'accepted', { email: user.email });
+  return invitation && { invitation, member: await store.accounts.addMember(invitation.orgId, user.id, invitation.role) };
+}
+
+/** Declines (its invitee, by email) or revokes (its org) a pending invitation; undefined when there is none such to end. */
+export function endInvitation(store: Store, id: string, end: 'declined' | 'revoked', by: { email: string } | { orgId: string }): Promise<Invitation | undefined> {
+  return store.accounts.resolveInvitation(id, end, by);
 }
 
 /** What the first start's demo key and credit are called (gateway.yaml's `bootstrap`). */

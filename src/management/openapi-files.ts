@@ -1,0 +1,246 @@
+import type { OpenApiDocument, OpenApiOperation } from './openapi-doc.js';
+import { comment, documentSchemas, jsonSchemaOf, parameters, TypeWriter, type NamedType, type Rendered, type TypesTarget } from './openapi-types.js';
+
+/*
+ * The files `npm run gen:api` writes for a target, each shape in one of them once.
+ *
+ * server (src/management/): api-types.ts — the named shapes the requests use, then
+ *   `ApiRequests`, one row per route with the query and body it takes (a route's path
+ *   parameters are the `:names` of its key, each a string), and `ApiRoutes` made from them.
+ * console (console/src/): api-types/requests.ts — the same rows, only the routes that take
+ *   a query or a body; api-types/answers.ts — every route's answer; api-types/<group>.ts —
+ *   the answers' named shapes, each with the routes (`GROUPS`) that first use it; and
+ *   api-types.ts, `ApiRoutes` made from them and every named shape re-exported.
+ */
+
+type Schema = Record<string, unknown>;
+type Part = 'query' | 'body' | 'response';
+
+/**
+ * The console's shapes files, by the tags of the routes that use a shape: a shape used by
+ * several groups lives in the first; a tag not listed here (a new one) counts as the last.
+ */
+const GROUPS: Record<string, readonly string[]> = {
+  account: ['session', 'tokens', 'users', 'orgs', 'members', 'invitations', 'credits', 'provider-keys', 'webhooks'],
+  projects: ['projects', 'keys'],
+  logs: ['logs', 'usage', 'audit', 'routing'],
+};
+const GROUP_NAMES = Object.keys(GROUPS);
+const groupOf = (tag: string): string => GROUP_NAMES.find((g) => GROUPS[g]?.includes(tag)) ?? (GROUP_NAMES.at(-1) as string);
+
+/** One route's types: its key as the routes are written (`"METHOD /path/:param"`) and what it takes and answers. */
+interface RouteTypes {
+  key: string;
+  group: string;
+  summary: unknown;
+  parts: Partial<Record<Part, string>>;
+  /** Named shapes its query and body use, and those its answer uses. */
+  takes: Set<string>;
+  answers: Set<string>;
+}
+
+/** A type that uses no named type and holds no shape (a reference, `null`). */
+const bare = (text: string): Rendered => ({ text, refs: new Set(), shapes: [] });
+
+/** The earlier route parts of one kind, to write a repeated one by reference. */
+class PartIndex {
+  private readonly seen: Array<{ route: string; text: string; schema: Schema | undefined }> = [];
+
+  constructor(private readonly table: string, private readonly part: Part) {}
+
+  /**
+   * The part as written: a reference to an earlier route's when it is the same, or when it
+   * holds four or more of that one's fields alike (`Pick<…, 'from' | 'to' | …> & { format: … }`).
+   */
+  write(route: string, r: Rendered, schema: Schema | undefined, writer: TypeWriter): Rendered {
+    const same = r.text.includes('\n') ? this.seen.find((s) => s.text === r.text) : undefined;
+    if (same) return bare(`${this.table}['${same.route}']['${this.part}']`);
+    // A titled part is a name already; an untitled one may be written from an earlier one.
+    const derived = schema && schema.title === undefined ? this.derive(schema, writer) : undefined;
+    this.seen.push({ route, text: r.text, schema });
+    return derived ?? r;
+  }
+
+  private derive(schema: Schema, writer: TypeWriter): Rendered | undefined {
+    const props = (schema.properties ?? {}) as Record<string, Schema>;
+    const required = new Set((schema.required ?? []) as string[]);
+    let best: { route: string; shared: string[] } | undefined;
+    for (const s of this.seen) {
+      if (s.schema?.title !== undefined) continue;
+      const theirs = (s.schema?.properties ?? {}) as Record<string, Schema>;
+      const theirRequired = new Set((s.schema?.required ?? []) as string[]);
+      const shared = Object.keys(theirs).filter((k) => props[k] && JSON.stringify(props[k]) === JSON.stringify(theirs[k]) && required.has(k) === theirRequired.has(k));
+      if (shared.length >= 4 && shared.length > (best?.shared.length ?? 0)) best = { route: s.route, shared };
+    }
+    if (!best) return undefined;
+    const { route, shared } = best;
+    const base = `Pick<${this.table}['${route}']['${this.part}'], ${shared.map((k) => `'${k}'`).join(' | ')}>`;
+    const others = Object.entries(props).filter(([k]) => !shared.includes(k));
+    if (!others.length) return bare(base);
+    const rest = writer.render({ ...schema, properties: Object.fromEntries(others), required: [...required].filter((k) => !shared.includes(k)) });
+    return { ...rest, text: `${base} & ${rest.text}` };
+  }
+}
+
+/** The routes' types, and the named shapes they use. */
+function routeTypes(doc: OpenApiDocument, target: TypesTarget): { routes: RouteTypes[]; named: Map<string, NamedType> } {
+  const writer = new TypeWriter(target, documentSchemas(doc));
+  const index = { query: new PartIndex('ApiRequests', 'query'), body: new PartIndex('ApiRequests', 'body'), response: new PartIndex('ApiAnswers', 'response') };
+  const shapes = new Map<string, string[]>();
+  const routes: RouteTypes[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops) as Array<[string, OpenApiOperation & { tags?: string[]; summary?: string }]>) {
+      const key = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`;
+      const route: RouteTypes = { key, group: groupOf(op.tags?.[0] ?? ''), summary: op.summary, parts: {}, takes: new Set(), answers: new Set() };
+      const pathParams = parameters(op, 'path');
+      for (const [name, p] of Object.entries(pathParams.properties as Record<string, Schema>)) {
+        // ApiRoutes gives every `:name` of the key as a string: a route declaring otherwise would be typed wrong.
+        if (p.type !== 'string' || !(pathParams.required as string[]).includes(name)) throw new Error(`${key}: path parameter ${name} is not a required string (declare it with params() in src/management/schemas.ts)`);
+      }
+      const add = (part: Part, r: Rendered, schema: Schema | undefined): void => {
+        const written = index[part].write(key, r, schema, writer);
+        route.parts[part] = written.text;
+        for (const ref of written.refs) (part === 'response' ? route.answers : route.takes).add(ref);
+        for (const s of written.shapes) shapes.set(s, [...(shapes.get(s) ?? []), `${key} ${part}`]);
+      };
+      const query = parameters(op, 'query');
+      if (Object.keys(query.properties as object).length) add('query', writer.render(query), query);
+      const body = jsonSchemaOf(op.requestBody);
+      if (body) {
+        const r = writer.render(body);
+        add('body', { ...r, text: `${r.text}${op.requestBody?.required ? '' : ' | undefined'}` }, op.requestBody?.required ? body : undefined);
+      }
+      if (target === 'console') {
+        const ok = Object.entries(op.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status)).map(([, r]) => jsonSchemaOf(r));
+        const answers = ok.map((s) => (s ? writer.render(s) : bare('null')));
+        const text = [...new Set(answers.map((a) => a.text))].join(' | ') || 'never';
+        add('response', { text, refs: new Set(answers.flatMap((a) => [...a.refs])), shapes: answers.flatMap((a) => a.shapes) }, ok.length === 1 ? ok[0] : undefined);
+      }
+      routes.push(route);
+    }
+  }
+  const repeated = [...shapes].find(([, where]) => where.length > 1);
+  if (repeated) throw new Error(`an untitled shape stands in ${repeated[1].length} places (${repeated[1].join('; ')}): give its schema a title, so it is written once\n${repeated[0]}`);
+  return { routes, named: writer.named };
+}
+
+const HEADER = `/*
+ * Generated by \`npm run gen:api\` (scripts/gen-api-types.mjs) from the management API's
+ * route schemas in src/management/ — do not edit; change the schemas and run it again.
+ * test/api-types.test.ts fails while this file is stale.
+ */
+`;
+
+const byName = (a: string, b: string): number => a.localeCompare(b);
+
+/** Named shapes in reading order: by name, each followed by those written as it `& { … }`. */
+function ordered(types: ReadonlyArray<[string, NamedType]>): Array<[string, NamedType]> {
+  const baseOf = (t: NamedType): string | undefined => /^(\w+) & /.exec(t.body)?.[1];
+  const names = new Set(types.map(([n]) => n));
+  const out: Array<[string, NamedType]> = [];
+  const place = (base: string | undefined): void => {
+    for (const entry of [...types].sort(([a], [b]) => byName(a, b))) {
+      const b = baseOf(entry[1]);
+      if ((base === undefined ? b === undefined || !names.has(b) : b === base)) {
+        out.push(entry);
+        place(entry[0]);
+      }
+    }
+  };
+  place(undefined);
+  return out;
+}
+const typeDecl = (name: string, t: NamedType): string => `export type ${name} = ${t.body};\n`;
+
+/** A route table's rows (with each route's summary, or without), a row whose parts are each one line on one line. */
+function table(name: string, doc: string, routes: readonly RouteTypes[], parts: readonly Part[], summaries = true): string {
+  const rows = routes.map((r) => {
+    const present = parts.filter((p) => r.parts[p] !== undefined);
+    const fields = present.map((p) => `${p}: ${(r.parts[p] as string).replace(/\n/g, '\n    ')};`);
+    const row = fields.some((f) => f.includes('\n')) ? `{\n${fields.map((f) => `    ${f}\n`).join('')}  }` : fields.length ? `{ ${fields.join(' ')} }` : '{}';
+    return `${summaries ? comment(r.summary, '  ') : ''}  '${r.key}': ${row};\n`;
+  });
+  return `/** ${doc} */\nexport interface ${name} {\n${rows.join('')}}\n`;
+}
+
+/** Every named shape a set of names uses, the names included. */
+function closure(names: Iterable<string>, named: Map<string, NamedType>): Set<string> {
+  const out = new Set<string>();
+  const visit = (n: string): void => {
+    if (out.has(n)) return;
+    out.add(n);
+    for (const r of named.get(n)?.refs ?? []) visit(r);
+  };
+  for (const n of names) visit(n);
+  return out;
+}
+
+const TAKEN = ['query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;', 'body: ApiRequests[K] extends { body: infer B } ? B : undefined;'];
+
+function serverFiles(routes: RouteTypes[], named: Map<string, NamedType>): Record<string, string> {
+  const types = ordered([...named]).map(([n, t]) => typeDecl(n, t));
+  return {
+    'api-types.ts': `${HEADER}\n${types.map((t) => `${t}\n`).join('')}${table('ApiRequests', 'What each route takes besides its path parameters: query and body, as validated (a field with a default is always present). Each route\'s summary is on its route() and in the console\'s copy.', routes, ['query', 'body'], false)}
+/** The \`:names\` in a route's key. */
+type ParamNames<K extends string> = K extends \`\${string}:\${infer P}/\${infer Rest}\` ? P | ParamNames<Rest> : K extends \`\${string}:\${infer P}\` ? P : never;
+
+/** What each route's handler receives, validated: path parameters (each \`:name\` of its key, a string), query and body. */
+export type ApiRoutes = {
+  [K in keyof ApiRequests]: {
+    params: [ParamNames<K>] extends [never] ? Record<string, never> : { [P in ParamNames<K>]: string };
+${TAKEN.map((t) => `    ${t}\n`).join('')}  };
+};
+
+export type RouteKey = keyof ApiRoutes;
+`,
+  };
+}
+
+function consoleFiles(routes: RouteTypes[], named: Map<string, NamedType>): Record<string, string> {
+  const taken = closure(routes.flatMap((r) => [...r.takes]), named);
+  // A shape lives in the first group (GROUPS' order) whose routes use it, so a file imports only from the ones before it.
+  const home = new Map<string, string>();
+  for (const g of GROUP_NAMES) for (const n of closure(routes.filter((r) => r.group === g).flatMap((r) => [...r.answers]), named)) if (!taken.has(n) && !home.has(n)) home.set(n, g);
+  for (const n of taken) home.set(n, 'requests');
+  const imports = (file: string, names: Iterable<string>): string => {
+    const from = new Map<string, string[]>();
+    for (const n of new Set(names)) if (home.get(n) !== file) from.set(home.get(n) as string, [...(from.get(home.get(n) as string) ?? []), n]);
+    return [...from].sort(([a], [b]) => byName(a, b)).map(([f, ns]) => `import type { ${ns.sort(byName).join(', ')} } from './${f}';\n`).join('');
+  };
+  const shapesFile = (file: string, head = ''): string => {
+    const mine = ordered([...named].filter(([n]) => home.get(n) === file));
+    const uses = imports(file, mine.flatMap(([, t]) => [...t.refs]));
+    return `${HEADER}\n${uses}${uses ? '\n' : ''}${head}${mine.map(([n, t]) => typeDecl(n, t)).join('\n')}`;
+  };
+  const takers = routes.filter((r) => r.parts.query !== undefined || r.parts.body !== undefined);
+  const files: Record<string, string> = {
+    'api-types/requests.ts': `${shapesFile('requests')}\n${table('ApiRequests', 'What the routes that take a query or a body take (a field with a default may be left out).', takers, ['query', 'body'])}`,
+  };
+  for (const g of GROUP_NAMES) files[`api-types/${g}.ts`] = shapesFile(g);
+  const answerImports = imports('answers', new Set(routes.flatMap((r) => [...r.answers])));
+  files['api-types/answers.ts'] = `${HEADER}\n${answerImports}\n${table('ApiAnswers', 'What each route answers: its 2xx body.', routes, ['response'])}`;
+  const reexports = [...new Set(home.values())].sort(byName).map((f) => `export type { ${[...named.keys()].filter((n) => home.get(n) === f).sort(byName).join(', ')} } from './api-types/${f}';\n`);
+  files['api-types.ts'] = `${HEADER}
+import type { ApiAnswers } from './api-types/answers';
+import type { ApiRequests } from './api-types/requests';
+
+${reexports.join('')}
+/** What a route takes: nothing unless ApiRequests lists it. */
+type Taken<K> = K extends keyof ApiRequests
+  ? {
+${TAKEN.map((t) => `      ${t}\n`).join('')}    }
+  : { query: Record<string, never>; body: undefined };
+
+/** What each route takes (query, body) and answers (its 2xx body). */
+export type ApiRoutes = { [K in keyof ApiAnswers]: Taken<K> & ApiAnswers[K] };
+
+export type RouteKey = keyof ApiRoutes;
+`;
+  return files;
+}
+
+/** The files of a target, by their path under its folder (src/management/, console/src/). */
+export function renderApiTypes(doc: OpenApiDocument, target: TypesTarget): Record<string, string> {
+  const { routes, named } = routeTypes(doc, target);
+  return target === 'server' ? serverFiles(routes, named) : consoleFiles(routes, named);
+}
