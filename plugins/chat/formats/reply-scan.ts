@@ -1,4 +1,7 @@
 import { CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, skipJsonSpace } from '../../../src/sdk.js';
+import type { TokenUsage } from '../dialects/types.js';
+import type { ChatCost } from '../metering.js';
+import type { PassedReply } from './types.js';
 
 /**
  * What a non-streamed pass-through reads of an upstream reply without parsing it: one
@@ -106,7 +109,7 @@ export function scanReply(s: string, wanted: readonly string[]): Map<string, Spa
 }
 
 /** `s` with each span replaced by its text (spans in any order, not overlapping). */
-export function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>): string {
+function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>): string {
   const sorted = [...edits].sort((a, b) => a[0][0] - b[0][0]);
   let out = '';
   let pos = 0;
@@ -117,9 +120,39 @@ export function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>)
   return out + s.slice(pos);
 }
 
-/** Whether the value at `span` is a string. */
-export const isStringAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === QUOTE;
+/** Whether the value at `span` is a string / an object / an array. */
+const isStringAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === QUOTE;
+const isObjectAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_OBJECT;
+const isArrayAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_ARRAY;
 
-/** Whether the value at `span` is an object / an array. */
-export const isObjectAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_OBJECT;
-export const isArrayAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_ARRAY;
+/** What a format's pass-through needs to know of its replies beyond their `model` and `usage` members. */
+export interface PassedShape<U> {
+  /** The top-level array every reply of the format has (`choices`, `content`): a body without it takes the parse. */
+  list: string;
+  /** The upstream's parsed `usage` in the gateway's terms (undefined: the reply takes the parse); throws InvalidUsage. */
+  usage(upstream: U): TokenUsage | undefined;
+  /** The `usage` the client gets: the upstream's with the gateway's cost fields (`upstream` is this reply's own parse). */
+  withCost(upstream: U, usage: TokenUsage, cost: ChatCost): object;
+}
+
+/**
+ * A format's pass-through: the reply its `response` and `render` would give — the requested
+ * model (`modelJson`, a JSON string literal), the usage completed with its cost — spliced
+ * into the upstream's text (only `usage` is parsed); undefined when the scan is not sure of the body.
+ */
+export function passReply<U>(shape: PassedShape<U>): (body: string, modelJson: string) => PassedReply | undefined {
+  const members = ['model', 'usage', shape.list];
+  return (body, modelJson) => {
+    const at = scanReply(body, members);
+    const modelAt = at?.get('model');
+    const usageAt = at?.get('usage');
+    if (!at || !isArrayAt(body, at.get(shape.list)) || !isStringAt(body, modelAt) || !isObjectAt(body, usageAt)) return undefined;
+    const upstreamUsage = JSON.parse(body.slice(usageAt[0], usageAt[1])) as U;
+    const usage = shape.usage(upstreamUsage);
+    if (!usage) return undefined;
+    return {
+      usage,
+      text: (u, c) => splice(body, [[modelAt, modelJson], [usageAt, JSON.stringify(shape.withCost(upstreamUsage, u, c))]]),
+    };
+  };
+}
