@@ -24,6 +24,9 @@ interface CacheSplitFields<K extends string> {
   cacheWrite: K;
 }
 
+/** Such a usage as the upstream writes it: its four counts by those names, any of them absent or null. */
+export type CacheSplitUsage<F extends CacheSplitFields<string>> = Partial<Record<F[keyof CacheSplitFields<string>], number | null>>;
+
 /**
  * The reader of such a usage, in the gateway's terms: the prompt count includes the cache
  * reads and writes, which are priced apart; undefined without an input count, and a count

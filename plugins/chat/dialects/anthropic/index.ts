@@ -4,22 +4,15 @@ import { contentText, isObject, type ChatMessage, type ChatRequest, type Untrans
 import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
   cacheSplitUsage, chunkJson, completionObject, finishFrom, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
-  type ChatDialect, type ReplyContext, type TokenUsage, type TranslatedEvent,
+  type CacheSplitUsage, type ChatDialect, type ReplyContext, type TokenUsage, type TranslatedEvent,
 } from '../types.js';
 import { mergedTurns, type Turn } from '../turns.js';
 
-/** Anthropic `usage`, as in a message, message_start and message_delta. */
-export interface AnthropicUsage {
-  input_tokens?: number | null;
-  output_tokens?: number | null;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-}
-
-/** Anthropic usage in the gateway's terms (its input_tokens exclude the cache reads and writes). */
-export const anthropicUsage = cacheSplitUsage<keyof AnthropicUsage>({
-  input: 'input_tokens', output: 'output_tokens', cacheRead: 'cache_read_input_tokens', cacheWrite: 'cache_creation_input_tokens',
-});
+/** Anthropic `usage` (a message's, message_start's, message_delta's): its input_tokens exclude the cache reads and writes. */
+const USAGE = { input: 'input_tokens', output: 'output_tokens', cacheRead: 'cache_read_input_tokens', cacheWrite: 'cache_creation_input_tokens' } as const;
+export type AnthropicUsage = CacheSplitUsage<typeof USAGE>;
+/** Anthropic usage in the gateway's terms. */
+export const anthropicUsage = cacheSplitUsage(USAGE);
 
 export const finishFromStopReason = finishFrom({
   end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length',

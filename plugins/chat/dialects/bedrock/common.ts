@@ -1,17 +1,10 @@
-import { cacheSplitUsage, finishFrom } from '../types.js';
+import { cacheSplitUsage, finishFrom, type CacheSplitUsage } from '../types.js';
 
-/** Bedrock `usage` (Converse and the stream's metadata event). */
-export interface ConverseUsage {
-  inputTokens?: number | null;
-  outputTokens?: number | null;
-  cacheReadInputTokens?: number | null;
-  cacheWriteInputTokens?: number | null;
-}
-
-/** Converse usage in the gateway's terms (its inputTokens exclude the cache reads and writes). */
-export const converseUsage = cacheSplitUsage<keyof ConverseUsage>({
-  input: 'inputTokens', output: 'outputTokens', cacheRead: 'cacheReadInputTokens', cacheWrite: 'cacheWriteInputTokens',
-});
+/** Bedrock `usage` (Converse's and the stream's metadata event's): its inputTokens exclude the cache reads and writes. */
+const USAGE = { input: 'inputTokens', output: 'outputTokens', cacheRead: 'cacheReadInputTokens', cacheWrite: 'cacheWriteInputTokens' } as const;
+export type ConverseUsage = CacheSplitUsage<typeof USAGE>;
+/** Converse usage in the gateway's terms. */
+export const converseUsage = cacheSplitUsage(USAGE);
 
 export const finishFromConverse = finishFrom({
   end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', model_context_window_exceeded: 'length',
