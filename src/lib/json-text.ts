@@ -5,7 +5,7 @@
  */
 
 export const QUOTE = 0x22;
-export const BACKSLASH = 0x5c;
+const BACKSLASH = 0x5c;
 export const OPEN_OBJECT = 0x7b;
 export const CLOSE_OBJECT = 0x7d;
 export const OPEN_ARRAY = 0x5b;
