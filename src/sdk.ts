@@ -37,9 +37,12 @@ export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSe
 
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './pipeline/upstream.js';
+export { upstreamJson } from './lib/upstream-json.js';
 // An endpoint's YAML request transform, its `$error` refusal a 400 on the field named.
 export { applyRequestTransform, transformRefusal, type BuiltRequest } from './providers/transform.js';
 export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './lib/sse.js';
+// Reading JSON text without parsing it: its structure's character codes, whitespace, where a string ends.
+export { CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, skipJsonSpace, stringEnd } from './lib/json-text.js';
 
 // Storage: the database, generated-media records, object storage.
 export type { Org, Retention, Store } from './store/types.js';
@@ -57,6 +60,5 @@ export { captureBody, type CapturedBody } from './cache/capture.js';
 
 // Small utilities.
 export { newId } from './lib/ids.js';
-export { stringEnd } from './lib/json-depth.js';
 export { Semaphore } from './lib/semaphore.js';
 export type { StreamedReply } from './pipeline/streamed-reply.js';

@@ -1,4 +1,5 @@
-import { SseDecoder, type SseEvent } from '../../src/sdk.js';
+import { expect } from 'vitest';
+import { GatewayError, SseDecoder, type SseEvent } from '../../src/sdk.js';
 import type { ReplyContext, StreamTranslator, TokenUsage } from './dialects/types.js';
 import type { ChatRequest } from './request.js';
 import { parseChatRequest } from './formats/openai/validate.js';
@@ -14,6 +15,19 @@ export function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** Expects `parse` to refuse its request: a 400 `invalid_request` naming `param` (the body itself: ''). */
+export function expectRefusal(parse: () => unknown, param: string): void {
+  let refusal: unknown;
+  try {
+    parse();
+  } catch (err) {
+    refusal = err;
+  }
+  expect(refusal).toBeInstanceOf(GatewayError);
+  expect((refusal as GatewayError).status).toBe(400);
+  expect((refusal as GatewayError).toBody().error).toMatchObject({ code: 'invalid_request', param: param || null });
 }
 
 /** A validated, frozen canonical request from an OpenAI chat body. */

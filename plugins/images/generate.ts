@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import {
   applyRequestTransform, costPicos, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type Metered, microsToUsd, type ModalityHandler,
-  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, upstreamText,
+  type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Store, upstreamJson, upstreamText,
 } from '../../src/sdk.js';
 import type { ImagesSettings } from './settings.js';
 import { checkImageRoute, type ImageRequest, parseImageRequest, pricedPerToken, variantOf } from './validate.js';
@@ -73,12 +73,7 @@ export function imagesHandler(deps: ImageDeps): ModalityHandler<ImageRequest> {
 }
 
 async function produced(route: ModelRoute, text: string): Promise<Produced> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new GatewayError('upstream_error', ['the upstream sent a malformed response']);
-  }
+  const json = upstreamJson(text, 'the upstream sent a malformed response');
   const extract = route.endpoint.transforms.response;
   if (extract) {
     const got = await extract(json);

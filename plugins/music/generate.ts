@@ -1,4 +1,4 @@
-import { costPicos, type Exchange, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type MediaStorage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Semaphore, type Store } from '../../src/sdk.js';
+import { costPicos, type Exchange, fillPath, GatewayError, invalidField, logIdOf, type MediaRecord, type MediaStorage, type Metered, microsToUsd, type ModalityHandler, type ModelRoute, type ObjectStore, picosToMicros, type RespondContext, type Semaphore, type Store, upstreamJson } from '../../src/sdk.js';
 import type { ImageFetcher, InlineImage } from './images.js';
 import type { MusicSettings } from './settings.js';
 import { parseMusicRequest, type MusicRequest } from './validate.js';
@@ -111,12 +111,7 @@ async function deliver(deps: MusicDeps, ctx: RespondContext<MusicRequest>): Prom
 }
 
 async function extract(route: ModelRoute, text: string): Promise<Extracted> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new GatewayError('upstream_error', ['the provider sent a malformed response; not charged']);
-  }
+  const json = upstreamJson(text, 'the provider sent a malformed response; not charged');
   const transform = route.endpoint.transforms.response;
   if (!transform) throw new Error(`music endpoint of ${route.provider.id} has no response transform`); // refused at load
   return (await transform(json)) as Extracted;

@@ -1,3 +1,4 @@
+import { reportedTokens } from '../../../src/sdk.js';
 import type { ChatRequest, Untranslatable } from '../request.js';
 import type { ToolCall } from '../tools.js';
 
@@ -13,6 +14,34 @@ export interface TokenUsage {
   cacheWriteTokens?: number;
   /** Completion tokens spent reasoning (part of completionTokens, priced as output), when the provider says. */
   reasoningTokens?: number;
+}
+
+/** The names of a usage whose input count excludes the cache reads and writes (Anthropic's, Bedrock Converse's). */
+interface CacheSplitFields<K extends string> {
+  input: K;
+  output: K;
+  cacheRead: K;
+  cacheWrite: K;
+}
+
+/** Such a usage as the upstream writes it: its four counts by those names, any of them absent or null. */
+export type CacheSplitUsage<F extends CacheSplitFields<string>> = Partial<Record<F[keyof CacheSplitFields<string>], number | null>>;
+
+/**
+ * The reader of such a usage, in the gateway's terms: the prompt count includes the cache
+ * reads and writes, which are priced apart; undefined without an input count, and a count
+ * that is not one throws InvalidUsage (naming `usage.<field>`).
+ */
+export function cacheSplitUsage<K extends string>(fields: CacheSplitFields<K>): (u: Partial<Record<K, number | null>> | null | undefined) => TokenUsage | undefined {
+  const { input, output, cacheRead, cacheWrite } = fields;
+  return (u) => {
+    const prompt = reportedTokens(u?.[input], `usage.${input}`);
+    if (!u || prompt === undefined) return undefined;
+    const read = reportedTokens(u[cacheRead], `usage.${cacheRead}`) ?? 0;
+    const write = reportedTokens(u[cacheWrite], `usage.${cacheWrite}`) ?? 0;
+    const completion = reportedTokens(u[output], `usage.${output}`) ?? 0;
+    return { promptTokens: prompt + read + write, completionTokens: completion, cachedTokens: read, cacheWriteTokens: write };
+  };
 }
 
 /** What a translation needs to know about the upstream model beyond its id (from provider YAML). */
@@ -129,6 +158,11 @@ export function parseStreamEvent<T extends object>(data: string): T | undefined 
 
 /** OpenAI finish reasons for the canonical form. */
 export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
+
+/** The reader of a dialect's stop reasons by its table: an absent or unknown one is `stop`. */
+export function finishFrom(reasons: Readonly<Record<string, FinishReason>>): (reason: unknown) => FinishReason {
+  return (reason) => (typeof reason === 'string' ? reasons[reason] : undefined) ?? 'stop';
+}
 
 /** A tool-call piece in a canonical stream delta: the first for a call has its id and name. */
 export interface ToolCallPiece { index?: number; id?: string; function?: { name?: string; arguments?: string } }

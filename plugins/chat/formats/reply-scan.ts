@@ -1,3 +1,8 @@
+import { CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, skipJsonSpace } from '../../../src/sdk.js';
+import type { TokenUsage } from '../dialects/types.js';
+import type { ChatCost } from '../metering.js';
+import type { PassedReply } from './types.js';
+
 /**
  * What a non-streamed pass-through reads of an upstream reply without parsing it: one
  * validating walk over the JSON text that builds no objects. Strings and numbers are
@@ -17,21 +22,6 @@ const LITERAL = /true|false|null/y;
 /** Deeper nesting than this is left to the full parse (and its own limits). */
 const MAX_DEPTH = 256;
 
-const OBJECT = 0x7b;
-const OBJECT_END = 0x7d;
-const ARRAY = 0x5b;
-const ARRAY_END = 0x5d;
-const QUOTE = 0x22;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-
-const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipSpace(s: string, i: number): number {
-  while (i < s.length && isSpace(s.charCodeAt(i))) i++;
-  return i;
-}
-
 /** The end of the token (string, number or literal) at `i`, or -1 when there is none valid. */
 function tokenEnd(s: string, i: number): number {
   const c = s.charCodeAt(i);
@@ -49,8 +39,8 @@ export type Span = readonly [number, number];
  */
 export function scanReply(s: string, wanted: readonly string[]): Map<string, Span> | undefined {
   const found = new Map<string, Span>();
-  let i = skipSpace(s, 0);
-  if (s.charCodeAt(i) !== OBJECT) return undefined;
+  let i = skipJsonSpace(s, 0);
+  if (s.charCodeAt(i) !== OPEN_OBJECT) return undefined;
   /** Open containers, innermost last: true for an object. */
   const open: boolean[] = [];
   /** The top-level key whose value is being read (set while depth is 1 and a wanted key's value starts). */
@@ -59,16 +49,16 @@ export function scanReply(s: string, wanted: readonly string[]): Map<string, Spa
   // Each turn reads one value at `i`, then what follows it (a comma, a close, the end).
   for (;;) {
     const c = s.charCodeAt(i);
-    if (c === OBJECT || c === ARRAY) {
+    if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       if (open.length >= MAX_DEPTH) return undefined;
-      open.push(c === OBJECT);
-      i = skipSpace(s, i + 1);
-      const close = c === OBJECT ? OBJECT_END : ARRAY_END;
+      open.push(c === OPEN_OBJECT);
+      i = skipJsonSpace(s, i + 1);
+      const close = c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY;
       if (s.charCodeAt(i) === close) {
         open.pop();
         i++;
       } else {
-        if (c === OBJECT && (i = key(i)) < 0) return undefined;
+        if (c === OPEN_OBJECT && (i = key(i)) < 0) return undefined;
         continue;
       }
     } else {
@@ -82,16 +72,16 @@ export function scanReply(s: string, wanted: readonly string[]): Map<string, Spa
         found.set(member, [memberStart, i]);
         member = undefined;
       }
-      i = skipSpace(s, i);
+      i = skipJsonSpace(s, i);
       if (open.length === 0) return i === s.length ? found : undefined;
       const inObject = open[open.length - 1];
       const d = s.charCodeAt(i);
       if (d === COMMA) {
-        i = skipSpace(s, i + 1);
+        i = skipJsonSpace(s, i + 1);
         if (inObject && (i = key(i)) < 0) return undefined;
         break;
       }
-      if (d !== (inObject ? OBJECT_END : ARRAY_END)) return undefined;
+      if (d !== (inObject ? CLOSE_OBJECT : CLOSE_ARRAY)) return undefined;
       open.pop();
       i++;
     }
@@ -102,9 +92,9 @@ export function scanReply(s: string, wanted: readonly string[]): Map<string, Spa
     if (s.charCodeAt(at) !== QUOTE) return -1;
     const end = tokenEnd(s, at);
     if (end < 0) return -1;
-    const colon = skipSpace(s, end);
+    const colon = skipJsonSpace(s, end);
     if (s.charCodeAt(colon) !== COLON) return -1;
-    const value = skipSpace(s, colon + 1);
+    const value = skipJsonSpace(s, colon + 1);
     if (open.length === 1) {
       // A top-level key written with escapes may spell a wanted one: left to the full parse.
       const name = s.slice(at + 1, end - 1);
@@ -119,7 +109,7 @@ export function scanReply(s: string, wanted: readonly string[]): Map<string, Spa
 }
 
 /** `s` with each span replaced by its text (spans in any order, not overlapping). */
-export function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>): string {
+function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>): string {
   const sorted = [...edits].sort((a, b) => a[0][0] - b[0][0]);
   let out = '';
   let pos = 0;
@@ -130,9 +120,39 @@ export function splice(s: string, edits: ReadonlyArray<readonly [Span, string]>)
   return out + s.slice(pos);
 }
 
-/** Whether the value at `span` is a string. */
-export const isStringAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === QUOTE;
+/** Whether the value at `span` is a string / an object / an array. */
+const isStringAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === QUOTE;
+const isObjectAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_OBJECT;
+const isArrayAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OPEN_ARRAY;
 
-/** Whether the value at `span` is an object / an array. */
-export const isObjectAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === OBJECT;
-export const isArrayAt = (s: string, span: Span | undefined): span is Span => span !== undefined && s.charCodeAt(span[0]) === ARRAY;
+/** What a format's pass-through needs to know of its replies beyond their `model` and `usage` members. */
+export interface PassedShape<U> {
+  /** The top-level array every reply of the format has (`choices`, `content`): a body without it takes the parse. */
+  list: string;
+  /** The upstream's parsed `usage` in the gateway's terms (undefined: the reply takes the parse); throws InvalidUsage. */
+  usage(upstream: U): TokenUsage | undefined;
+  /** The `usage` the client gets: the upstream's with the gateway's cost fields (`upstream` is this reply's own parse). */
+  withCost(upstream: U, usage: TokenUsage, cost: ChatCost): object;
+}
+
+/**
+ * A format's pass-through: the reply its `response` and `render` would give — the requested
+ * model (`modelJson`, a JSON string literal), the usage completed with its cost — spliced
+ * into the upstream's text (only `usage` is parsed); undefined when the scan is not sure of the body.
+ */
+export function passReply<U>(shape: PassedShape<U>): (body: string, modelJson: string) => PassedReply | undefined {
+  const members = ['model', 'usage', shape.list];
+  return (body, modelJson) => {
+    const at = scanReply(body, members);
+    const modelAt = at?.get('model');
+    const usageAt = at?.get('usage');
+    if (!at || !isArrayAt(body, at.get(shape.list)) || !isStringAt(body, modelAt) || !isObjectAt(body, usageAt)) return undefined;
+    const upstreamUsage = JSON.parse(body.slice(usageAt[0], usageAt[1])) as U;
+    const usage = shape.usage(upstreamUsage);
+    if (!usage) return undefined;
+    return {
+      usage,
+      text: (u, c) => splice(body, [[modelAt, modelJson], [usageAt, JSON.stringify(shape.withCost(upstreamUsage, u, c))]]),
+    };
+  };
+}

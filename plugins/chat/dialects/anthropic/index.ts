@@ -1,41 +1,23 @@
-import { estimateTokens, reportedTokens } from '../../../../src/sdk.js';
+import { estimateTokens } from '../../../../src/sdk.js';
 import { toAnthropicThinking } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
-  chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
-  type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent,
+  cacheSplitUsage, chunkJson, completionObject, finishFrom, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
+  type CacheSplitUsage, type ChatDialect, type ReplyContext, type TokenUsage, type TranslatedEvent,
 } from '../types.js';
+import { mergedTurns, type Turn } from '../turns.js';
 
-/** Anthropic `usage`, as in a message, message_start and message_delta. */
-export interface AnthropicUsage {
-  input_tokens?: number | null;
-  output_tokens?: number | null;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-}
+/** Anthropic `usage` (a message's, message_start's, message_delta's): its input_tokens exclude the cache reads and writes. */
+const USAGE = { input: 'input_tokens', output: 'output_tokens', cacheRead: 'cache_read_input_tokens', cacheWrite: 'cache_creation_input_tokens' } as const;
+export type AnthropicUsage = CacheSplitUsage<typeof USAGE>;
+/** Anthropic usage in the gateway's terms. */
+export const anthropicUsage = cacheSplitUsage(USAGE);
 
-/**
- * Anthropic usage in the gateway's terms. Anthropic's input_tokens exclude the cache
- * reads and writes, which are priced apart; the gateway's prompt count includes them.
- */
-export function anthropicUsage(u: AnthropicUsage | null | undefined): TokenUsage | undefined {
-  const input = reportedTokens(u?.input_tokens, 'usage.input_tokens');
-  if (!u || input === undefined) return undefined;
-  const read = reportedTokens(u.cache_read_input_tokens, 'usage.cache_read_input_tokens') ?? 0;
-  const write = reportedTokens(u.cache_creation_input_tokens, 'usage.cache_creation_input_tokens') ?? 0;
-  const output = reportedTokens(u.output_tokens, 'usage.output_tokens') ?? 0;
-  return { promptTokens: input + read + write, completionTokens: output, cachedTokens: read, cacheWriteTokens: write };
-}
-
-const STOP_REASONS: Readonly<Record<string, FinishReason>> = {
+export const finishFromStopReason = finishFrom({
   end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length',
   model_context_window_exceeded: 'length', tool_use: 'tool_calls', refusal: 'content_filter',
-};
-
-export function finishFromStopReason(reason: unknown): FinishReason {
-  return (typeof reason === 'string' ? STOP_REASONS[reason] : undefined) ?? 'stop';
-}
+});
 
 /** OpenAI request fields with no Anthropic equivalent that change what the reply is. */
 const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
@@ -71,35 +53,26 @@ function contentBlocks(content: unknown): unknown {
 }
 
 type Block = Record<string, unknown>;
-interface AnthropicTurn { role: 'user' | 'assistant'; content: unknown }
 
 const asBlocks = (content: unknown): Block[] => (typeof content === 'string' ? (content ? [{ type: 'text', text: content }] : []) : (content as Block[]));
 
-/** Appends a turn, merging it into the last one when the role repeats (tool results and the user's next words share a turn). */
-function pushTurn(turns: AnthropicTurn[], turn: AnthropicTurn): void {
-  const last = turns[turns.length - 1];
-  if (last && last.role === turn.role) last.content = [...asBlocks(last.content), ...asBlocks(turn.content)];
-  else turns.push(turn);
+/** One message as an Anthropic turn: assistant tool calls → tool_use blocks, a tool message → a tool_result block in a user turn. */
+function anthropicTurn(m: ChatMessage): Turn<'user' | 'assistant', unknown> | undefined {
+  if (m.role === 'user') return { role: 'user', content: contentBlocks(m.content) };
+  if (m.role === 'assistant') {
+    const calls = toolCallsOf(m);
+    const content = contentBlocks(m.content ?? '');
+    return calls.length === 0 ? { role: 'assistant', content } : {
+      role: 'assistant',
+      content: [...asBlocks(content), ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.function.name, input: argumentsObject(c.function.arguments) }))],
+    };
+  }
+  if (m.role === 'tool') return { role: 'user', content: [{ type: 'tool_result', tool_use_id: String(m.tool_call_id ?? ''), content: toolResultText(m) }] };
+  return undefined;
 }
 
-/** The conversation as Anthropic turns: assistant tool calls → tool_use blocks, tool messages → tool_result blocks in a user turn. */
-function anthropicTurns(messages: readonly ChatMessage[]): AnthropicTurn[] {
-  const turns: AnthropicTurn[] = [];
-  for (const m of messages) {
-    if (m.role === 'user') pushTurn(turns, { role: 'user', content: contentBlocks(m.content) });
-    else if (m.role === 'assistant') {
-      const calls = toolCallsOf(m);
-      const content = contentBlocks(m.content ?? '');
-      pushTurn(turns, calls.length === 0 ? { role: 'assistant', content } : {
-        role: 'assistant',
-        content: [...asBlocks(content), ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.function.name, input: argumentsObject(c.function.arguments) }))],
-      });
-    } else if (m.role === 'tool') {
-      pushTurn(turns, { role: 'user', content: [{ type: 'tool_result', tool_use_id: String(m.tool_call_id ?? ''), content: toolResultText(m) }] });
-    }
-  }
-  return turns;
-}
+/** The conversation as Anthropic turns; a turn's content stays a string until another is merged into it. */
+const anthropicTurns = (messages: readonly ChatMessage[]) => mergedTurns(messages, anthropicTurn, (a, b): Block[] => [...asBlocks(a), ...asBlocks(b)]);
 
 /** `tools` and `tool_choice` in Anthropic's terms; parallel_tool_calls false → disable_parallel_tool_use. */
 function anthropicTools(b: ChatRequest['body']): Record<string, unknown> {

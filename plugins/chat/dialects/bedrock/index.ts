@@ -2,6 +2,7 @@ import { toAnthropicThinking } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, functionDecls, nonFunctionTool, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import { completionObject, type ChatDialect, type ReplyContext, type TranslatedResponse } from '../types.js';
+import { mergedTurns, type Turn } from '../turns.js';
 import { converseUsage, finishFromConverse, type ConverseUsage } from './common.js';
 import { eventStreamDecoder } from './eventstream.js';
 import { converseStream } from './stream.js';
@@ -44,7 +45,6 @@ function unsupported(req: ChatRequest): Untranslatable | undefined {
 }
 
 type Block = Record<string, unknown>;
-interface Turn { role: 'user' | 'assistant'; content: Block[] }
 
 /** Content parts as Converse blocks: text (blank text dropped: Bedrock refuses it), images as base64 bytes. */
 function blocks(content: unknown): Block[] {
@@ -60,28 +60,18 @@ function blocks(content: unknown): Block[] {
   });
 }
 
-/** Appends a turn, merging it into the last one when the role repeats (tool results and the user's next words share a turn). */
-function pushTurn(turns: Turn[], turn: Turn): void {
-  if (turn.content.length === 0) return;
-  const last = turns[turns.length - 1];
-  if (last && last.role === turn.role) last.content.push(...turn.content);
-  else turns.push(turn);
-}
-
-/** The conversation as Converse turns: tool calls → toolUse blocks, tool messages → toolResult blocks in a user turn. */
-function converseTurns(messages: readonly ChatMessage[]): Turn[] {
-  const turns: Turn[] = [];
-  for (const m of messages) {
-    if (m.role === 'user') pushTurn(turns, { role: 'user', content: blocks(m.content) });
-    else if (m.role === 'assistant') {
-      const calls = toolCallsOf(m).map((c) => ({ toolUse: { toolUseId: c.id, name: c.function.name, input: argumentsObject(c.function.arguments) } }));
-      pushTurn(turns, { role: 'assistant', content: [...blocks(m.content ?? ''), ...calls] });
-    } else if (m.role === 'tool') {
-      const text = toolResultText(m);
-      pushTurn(turns, { role: 'user', content: [{ toolResult: { toolUseId: String(m.tool_call_id ?? ''), content: [{ text: text || ' ' }] } }] });
-    }
-  }
-  return turns;
+/** One message as a Converse turn (none when it has no blocks): tool calls → toolUse blocks, a tool message → a toolResult block in a user turn. */
+function converseTurn(m: ChatMessage): Turn<'user' | 'assistant', Block[]> | undefined {
+  let turn: Turn<'user' | 'assistant', Block[]>;
+  if (m.role === 'user') turn = { role: 'user', content: blocks(m.content) };
+  else if (m.role === 'assistant') {
+    const calls = toolCallsOf(m).map((c) => ({ toolUse: { toolUseId: c.id, name: c.function.name, input: argumentsObject(c.function.arguments) } }));
+    turn = { role: 'assistant', content: [...blocks(m.content ?? ''), ...calls] };
+  } else if (m.role === 'tool') {
+    const text = toolResultText(m);
+    turn = { role: 'user', content: [{ toolResult: { toolUseId: String(m.tool_call_id ?? ''), content: [{ text: text || ' ' }] } }] };
+  } else return undefined;
+  return turn.content.length > 0 ? turn : undefined;
 }
 
 /**
@@ -118,7 +108,7 @@ function toConverseBody(req: ChatRequest, upstreamModel: string, reasoning: bool
   // Claude's extended thinking travels in additionalModelRequestFields, as Anthropic's own `thinking`.
   const thinking = reasoning && req.reasoning && upstreamModel.includes('anthropic.') ? toAnthropicThinking(req.reasoning, req.maxTokens) : undefined;
   return {
-    messages: converseTurns(b.messages),
+    messages: mergedTurns(b.messages, converseTurn, (into, next) => into.concat(next)),
     ...(system.length > 0 ? { system: system.map((text) => ({ text })) } : {}),
     ...(Object.keys(inference).length > 0 ? { inferenceConfig: inference } : {}),
     ...toolConfig(b),

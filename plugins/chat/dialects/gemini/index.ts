@@ -3,9 +3,10 @@ import { toGeminiThinkingConfig } from '../../reasoning.js';
 import { contentText, isObject, type ChatMessage, type ChatRequest, type Untranslatable } from '../../request.js';
 import { argumentsObject, callNames, functionDecls, nonFunctionTool, resultObject, toolCallsOf, toolChoice, toolResultText, type ToolCall } from '../../tools.js';
 import {
-  callId, chunkJson, completionObject, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
+  callId, chunkJson, completionObject, finishFrom, MALFORMED, NOTHING, parseStreamEvent, toolCallDelta,
   type ChatDialect, type FinishReason, type ReplyContext, type TokenUsage, type TranslatedEvent, type TranslatedResponse,
 } from '../types.js';
+import { mergedTurns, type Turn } from '../turns.js';
 
 interface UsageMetadata {
   promptTokenCount?: number;
@@ -32,14 +33,10 @@ export function geminiUsage(m: UsageMetadata | null | undefined): TokenUsage | u
   };
 }
 
-const FINISH: Readonly<Record<string, FinishReason>> = {
+const finishReason = finishFrom({
   STOP: 'stop', MAX_TOKENS: 'length', SAFETY: 'content_filter', RECITATION: 'content_filter', BLOCKLIST: 'content_filter',
   PROHIBITED_CONTENT: 'content_filter', SPII: 'content_filter', IMAGE_SAFETY: 'content_filter', MALFORMED_FUNCTION_CALL: 'stop',
-};
-
-function finishReason(reason: string | undefined): FinishReason {
-  return (reason ? FINISH[reason] : undefined) ?? 'stop';
-}
+});
 
 const REFUSED_FIELDS = ['functions', 'function_call', 'logprobs', 'top_logprobs', 'audio', 'prediction'];
 
@@ -63,7 +60,9 @@ function unsupported(req: ChatRequest): Untranslatable | undefined {
   return undefined;
 }
 
-function parts(content: unknown): Array<Record<string, unknown>> {
+type Part = Record<string, unknown>;
+
+function parts(content: unknown): Part[] {
   if (!Array.isArray(content)) return typeof content === 'string' && content ? [{ text: content }] : [];
   return content.filter(isObject).map((p) => {
     const url = isObject(p.image_url) && typeof p.image_url.url === 'string' ? p.image_url.url : undefined;
@@ -72,32 +71,27 @@ function parts(content: unknown): Array<Record<string, unknown>> {
   });
 }
 
-interface GeminiContent { role: 'user' | 'model'; parts: Array<Record<string, unknown>> }
-
 /**
  * The conversation as Gemini contents: assistant tool calls → functionCall parts,
  * tool messages → functionResponse parts (named by the call they answer) in a user
  * turn. Consecutive turns of one role are merged, so parallel results travel together.
  */
-function geminiContents(messages: readonly ChatMessage[]): GeminiContent[] {
+function geminiContents(messages: readonly ChatMessage[]): Array<{ role: 'user' | 'model'; parts: Part[] }> {
   const names = callNames(messages);
-  const out: GeminiContent[] = [];
-  const push = (role: GeminiContent['role'], p: Array<Record<string, unknown>>): void => {
-    const last = out[out.length - 1];
-    if (last && last.role === role) last.parts.push(...p);
-    else out.push({ role, parts: p });
-  };
-  for (const m of messages) {
-    if (m.role === 'user') push('user', parts(m.content));
-    else if (m.role === 'assistant') {
+  const turnOf = (m: ChatMessage): Turn<'user' | 'model', Part[]> | undefined => {
+    if (m.role === 'user') return { role: 'user', content: parts(m.content) };
+    if (m.role === 'assistant') {
       const calls = toolCallsOf(m).map((c) => ({ functionCall: { name: c.function.name, args: argumentsObject(c.function.arguments) } }));
-      push('model', [...parts(m.content ?? ''), ...calls]);
-    } else if (m.role === 'tool') {
-      const name = names.get(String(m.tool_call_id ?? '')) ?? String(m.name ?? '');
-      push('user', [{ functionResponse: { name, response: resultObject(toolResultText(m)) } }]);
+      return { role: 'model', content: [...parts(m.content ?? ''), ...calls] };
     }
-  }
-  return out.map((c) => (c.parts.length > 0 ? c : { ...c, parts: [{ text: '' }] }));
+    if (m.role === 'tool') {
+      const name = names.get(String(m.tool_call_id ?? '')) ?? String(m.name ?? '');
+      return { role: 'user', content: [{ functionResponse: { name, response: resultObject(toolResultText(m)) } }] };
+    }
+    return undefined;
+  };
+  return mergedTurns(messages, turnOf, (into, next) => into.concat(next))
+    .map(({ role, content }) => ({ role, parts: content.length > 0 ? content : [{ text: '' }] }));
 }
 
 const CALLING_MODES = { auto: 'AUTO', none: 'NONE', required: 'ANY', function: 'ANY' } as const;

@@ -1,6 +1,6 @@
 import { estimateTokens, formatSse, type GatewayError } from '../../../../src/sdk.js';
-import { isArrayAt, isObjectAt, isStringAt, scanReply, splice } from '../reply-scan.js';
-import type { ChatCodec, PassedReply, StreamStep } from '../types.js';
+import { passReply } from '../reply-scan.js';
+import type { ChatCodec, StreamStep } from '../types.js';
 import { anthropicUsage, type AnthropicUsage } from '../../dialects/anthropic/index.js';
 import { MALFORMED_EVENT, parseStreamEvent, type ReplyContext } from '../../dialects/types.js';
 import { anthropicUsageObject, errorFrame } from './encode.js';
@@ -13,27 +13,12 @@ interface NativeEvent {
   error?: { message?: string };
 }
 
-/** The top-level members a pass-through reads or replaces. */
-const OWN_MEMBERS = ['model', 'usage', 'content'];
-
-/**
- * The reply `response` and `render` below would give — the requested model, the usage
- * completed with its cost — spliced into the upstream's text (only `usage` is parsed);
- * undefined when the scan is not sure of the body.
- */
-function passedAnthropic(body: string, modelJson: string): PassedReply | undefined {
-  const at = scanReply(body, OWN_MEMBERS);
-  const modelAt = at?.get('model');
-  const usageAt = at?.get('usage');
-  if (!at || !isArrayAt(body, at.get('content')) || !isStringAt(body, modelAt) || !isObjectAt(body, usageAt)) return undefined;
-  const upstreamUsage = JSON.parse(body.slice(usageAt[0], usageAt[1])) as AnthropicUsage;
-  const usage = anthropicUsage(upstreamUsage);
-  if (!usage) return undefined;
-  return {
-    usage,
-    text: (u, c) => splice(body, [[modelAt, modelJson], [usageAt, JSON.stringify({ ...upstreamUsage, ...anthropicUsageObject(u, c) })]]),
-  };
-}
+/** The reply `response` and `render` below would give, spliced into the upstream's text. */
+const passedAnthropic = passReply<AnthropicUsage>({
+  list: 'content',
+  usage: anthropicUsage,
+  withCost: (upstream, u, c) => ({ ...upstream, ...anthropicUsageObject(u, c) }),
+});
 
 const NOTHING: StreamStep = Object.freeze({ frames: Object.freeze([]) as unknown as string[], deliveredTokens: 0, done: false });
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../../src/sdk.js';
-import { deepFreeze } from '../../chat.testkit.js';
+import { deepFreeze, expectRefusal } from '../../chat.testkit.js';
 import { parseMessagesRequest } from './validate.js';
 
 const ok = { model: 'claude-x', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
@@ -168,14 +167,6 @@ describe('parseMessagesRequest: Anthropic request → canonical', () => {
     ['stop_sequences as a string', { ...ok, stop_sequences: 'X' }, 'stop_sequences'],
     ['temperature as a string', { ...ok, temperature: 'hot' }, 'temperature'],
   ])('refuses %s with 400 naming the field', (_n, body, param) => {
-    try {
-      parse(body);
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toBeInstanceOf(GatewayError);
-      expect((err as GatewayError).status).toBe(400);
-      expect((err as GatewayError).code).toBe('invalid_request');
-      expect((err as GatewayError).extras.param ?? '').toBe(param);
-    }
+    expectRefusal(() => parse(body), param);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../../src/sdk.js';
-import { deepFreeze } from '../../chat.testkit.js';
+import { deepFreeze, expectRefusal } from '../../chat.testkit.js';
 import { jsonSchemaOf, modelAction, parseGeminiRequest } from './parse.js';
 
 const input = (body: unknown, target = 'gem-1:generateContent', query: Record<string, unknown> = {}) =>
@@ -74,12 +74,7 @@ describe('Gemini request → canonical chat', () => {
     ['candidateCount 0', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 0 } }, 'generationConfig.candidateCount'],
     ['candidateCount 1.5', { contents: [user({ text: 'x' })], generationConfig: { candidateCount: 1.5 } }, 'generationConfig.candidateCount'],
   ])('refuses %s with 400 naming the field', (_n, body, param) => {
-    try {
-      input(body);
-      expect.unreachable();
-    } catch (err) {
-      expect((err as GatewayError).toBody().error).toMatchObject({ code: 'invalid_request', param });
-    }
+    expectRefusal(() => input(body), param);
   });
 
   it('a stream without alt=sse, and an unknown method, are refused', () => {

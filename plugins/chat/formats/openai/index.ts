@@ -3,32 +3,17 @@ import { openaiUsage } from '../../dialects/openai/index.js';
 import { completionText } from '../../dialects/types.js';
 import { formatWithMaxTokensHint } from '../../max-tokens-hint.js';
 import { usageObject } from '../../metering.js';
-import { isArrayAt, isObjectAt, isStringAt, scanReply, splice } from '../reply-scan.js';
-import type { ClientFormat, PassedReply, StreamStep } from '../types.js';
+import { passReply } from '../reply-scan.js';
+import type { ClientFormat, StreamStep } from '../types.js';
 import { openaiPassthrough, withModel } from './passthrough.js';
 import { parseChatRequest } from './validate.js';
 
-/** The top-level members a pass-through reads or replaces. */
-const OWN_MEMBERS = ['model', 'usage', 'choices'];
-
-/**
- * An OpenAI-dialect reply as the OpenAI dialect's `response` and `render` would give it —
- * the requested model, the usage completed with its cost — spliced into the upstream's
- * text (only `usage` is parsed); undefined when the scan is not sure of the body.
- */
-function passedOpenAI(body: string, modelJson: string): PassedReply | undefined {
-  const at = scanReply(body, OWN_MEMBERS);
-  const modelAt = at?.get('model');
-  const usageAt = at?.get('usage');
-  if (!at || !isArrayAt(body, at.get('choices')) || !isStringAt(body, modelAt) || !isObjectAt(body, usageAt)) return undefined;
-  const upstreamUsage = JSON.parse(body.slice(usageAt[0], usageAt[1])) as Record<string, unknown>;
-  const usage = openaiUsage(upstreamUsage);
-  if (!usage) return undefined;
-  return {
-    usage,
-    text: (u, c) => splice(body, [[modelAt, modelJson], [usageAt, JSON.stringify(Object.assign(upstreamUsage, usageObject(u, c)))]]),
-  };
-}
+/** An OpenAI-dialect reply as the OpenAI dialect's `response` and `render` would give it, spliced into the upstream's text. */
+const passedOpenAI = passReply<Record<string, unknown>>({
+  list: 'choices',
+  usage: openaiUsage,
+  withCost: (upstream, u, c) => Object.assign(upstream, usageObject(u, c)),
+});
 
 const asRecord = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {});
 

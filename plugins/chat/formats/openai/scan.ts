@@ -1,4 +1,4 @@
-import { stringEnd } from '../../../../src/sdk.js';
+import { CLOSE_ARRAY, CLOSE_OBJECT, COLON, OPEN_ARRAY, OPEN_OBJECT, QUOTE, skipJsonSpace, stringEnd } from '../../../../src/sdk.js';
 
 /**
  * What the OpenAI pass-through stream reads of an upstream chunk without parsing it:
@@ -13,20 +13,7 @@ export interface ChunkFacts {
   delivered: number;
 }
 
-const QUOTE = 0x22;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const COLON = 0x3a;
 const LETTER_N = 0x6e;
-
-const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipSpace(s: string, i: number): number {
-  while (i < s.length && isSpace(s.charCodeAt(i))) i++;
-  return i;
-}
 
 /** True when the key whose text is s[start, end) is `name`. */
 const keyIs = (s: string, start: number, end: number, name: string): boolean => end - start === name.length && s.startsWith(name, start);
@@ -39,7 +26,7 @@ const keyIs = (s: string, start: number, end: number, name: string): boolean => 
  * `tool_calls` array — what the OpenAI dialect counts on the parsed chunk.
  */
 export function scanChunk(s: string): ChunkFacts | undefined {
-  let i = skipSpace(s, 0);
+  let i = skipJsonSpace(s, 0);
   if (s.charCodeAt(i) !== OPEN_OBJECT) return undefined;
   let depth = 0;
   let inChoices = false;
@@ -52,13 +39,13 @@ export function scanChunk(s: string): ChunkFacts | undefined {
     if (c === QUOTE) {
       const end = stringEnd(s, i + 1);
       if (end < 0) return undefined;
-      const colon = skipSpace(s, end + 1);
+      const colon = skipJsonSpace(s, end + 1);
       if (s.charCodeAt(colon) !== COLON) {
         i = end;
         continue;
       }
       const start = i + 1;
-      const v = skipSpace(s, colon + 1);
+      const v = skipJsonSpace(s, colon + 1);
       if (depth === 1) {
         inChoices = keyIs(s, start, end, 'choices');
         if (keyIs(s, start, end, 'model') && s.charCodeAt(v) === QUOTE) {
@@ -75,7 +62,7 @@ export function scanChunk(s: string): ChunkFacts | undefined {
       } else if (inChoices && inDelta && depth === 4 && !counted) {
         const text = (keyIs(s, start, end, 'content') || keyIs(s, start, end, 'refusal'))
           && s.charCodeAt(v) === QUOTE && s.charCodeAt(v + 1) !== QUOTE;
-        const calls = keyIs(s, start, end, 'tool_calls') && s.charCodeAt(v) === OPEN_ARRAY && s.charCodeAt(skipSpace(s, v + 1)) !== CLOSE_ARRAY;
+        const calls = keyIs(s, start, end, 'tool_calls') && s.charCodeAt(v) === OPEN_ARRAY && s.charCodeAt(skipJsonSpace(s, v + 1)) !== CLOSE_ARRAY;
         if (text || calls) {
           delivered++;
           counted = true;
@@ -91,7 +78,7 @@ export function scanChunk(s: string): ChunkFacts | undefined {
       }
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       depth--;
-      if (depth === 0) return skipSpace(s, i + 1) === s.length ? { modelAt, delivered } : undefined;
+      if (depth === 0) return skipJsonSpace(s, i + 1) === s.length ? { modelAt, delivered } : undefined;
       if (depth < 0) return undefined;
     }
   }

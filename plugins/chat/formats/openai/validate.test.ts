@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../../src/sdk.js';
+import { expectRefusal } from '../../chat.testkit.js';
 import { parseChatRequest } from './validate.js';
 
 const ok = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
@@ -41,14 +41,7 @@ describe('parseChatRequest', () => {
     ['max_completion_tokens 0 beside a valid max_tokens', { ...ok, max_tokens: 5, max_completion_tokens: 0 }, 'max_completion_tokens'],
     ['stream string', { ...ok, stream: 'yes' }, 'stream'],
   ])('refuses %s naming the field', (_name, body, param) => {
-    try {
-      parseChatRequest(body);
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toBeInstanceOf(GatewayError);
-      expect((err as GatewayError).status).toBe(400);
-      expect((err as GatewayError).toBody().error.param).toBe(param || null);
-    }
+    expectRefusal(() => parseChatRequest(body), param);
   });
 
   it('accepts an assistant message with tool calls and no content', () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../../src/sdk.js';
-import { deepFreeze } from '../../chat.testkit.js';
+import { deepFreeze, expectRefusal } from '../../chat.testkit.js';
 import { responsesChatRequest, validateResponsesRequest, type Item } from './parse.js';
 
 const base = { model: 'm', input: 'hi' };
@@ -89,12 +88,6 @@ describe('Responses request → canonical chat', () => {
     ['tool_choice unknown', { ...base, tool_choice: 'sometimes' }, 'tool_choice'],
     ['text.format unknown', { ...base, text: { format: { type: 'yaml' } } }, 'text.format'],
   ])('refuses %s with 400 naming the field', (_n, body, param) => {
-    try {
-      validateResponsesRequest(deepFreeze(body));
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toBeInstanceOf(GatewayError);
-      expect((err as GatewayError).toBody().error).toMatchObject({ code: 'invalid_request', param: param || null });
-    }
+    expectRefusal(() => validateResponsesRequest(deepFreeze(body)), param);
   });
 });
