@@ -19,13 +19,16 @@ async function orgWithKey(name: string, providerKey: string): Promise<{ orgId: s
   return { orgId: org.id, key };
 }
 
+/** What the refusal of a malformed key says it should look like. */
+const KEY_FORMAT = 'ACCESS_KEY_ID:SECRET_ACCESS_KEY';
+
 describe("an org's own Bedrock key", () => {
   it.each([
-    ['malformed (no secret)', 'JUST-AN-ACCESS-KEY-ID', 'ACCESS_KEY_ID:SECRET_ACCESS_KEY'],
-    ['malformed (too many parts)', 'AKIAORG:org-secret-2:token:extra', 'ACCESS_KEY_ID:SECRET_ACCESS_KEY'],
+    ['malformed (no secret)', 'JUST-AN-ACCESS-KEY-ID', KEY_FORMAT],
+    ['malformed (too many parts)', 'AKIAORG:org-secret-2:token:extra', KEY_FORMAT],
     // A character no HTTP header may hold: signed, it would fail as a connection error (retried, then upstream_error).
-    ['malformed (not ASCII)', 'AKIA€ORG:org-secret-3', 'ACCESS_KEY_ID:SECRET_ACCESS_KEY'],
-    ['malformed (a control character)', 'AKIA\u007fORG:org-secret-4', 'ACCESS_KEY_ID:SECRET_ACCESS_KEY'],
+    ['malformed (not ASCII)', 'AKIA€ORG:org-secret-3', KEY_FORMAT],
+    ['malformed (a control character)', 'AKIA\u007fORG:org-secret-4', KEY_FORMAT],
     ['well-formed but wrong', `${SIM_AWS.accessKeyId}:not-the-org-secret`, 'signature we calculated does not match'],
   ])('%s → 502 upstream_unauthorized, nothing charged, a log row', async (name, providerKey, says) => {
     const org = await orgWithKey(`bedrock-byok-${name.replace(/\W+/g, '-')}`, providerKey);

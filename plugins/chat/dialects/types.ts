@@ -161,7 +161,8 @@ export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 
 /** The reader of a dialect's stop reasons by its table: an absent or unknown one is `stop`. */
 export function finishFrom(reasons: Readonly<Record<string, FinishReason>>): (reason: unknown) => FinishReason {
-  return (reason) => (typeof reason === 'string' ? reasons[reason] : undefined) ?? 'stop';
+  // Own keys only: a stop reason such as "constructor" would otherwise find an inherited function.
+  return (reason) => (typeof reason === 'string' && Object.hasOwn(reasons, reason) ? reasons[reason] : undefined) ?? 'stop';
 }
 
 /** A tool-call piece in a canonical stream delta: the first for a call has its id and name. */

@@ -56,7 +56,7 @@ describe('anthropic dialect: request (canonical → Messages)', () => {
 
 describe('anthropic dialect: response (Messages → canonical)', () => {
   it.each([
-    ['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], ['something_new', 'stop'],
+    ['end_turn', 'stop'], ['stop_sequence', 'stop'], ['max_tokens', 'length'], ['tool_use', 'tool_calls'], ['refusal', 'content_filter'], ['something_new', 'stop'], ['constructor', 'stop'], ['__proto__', 'stop'],
   ])('stop_reason %s → finish_reason %s', (reason, finish) => {
     expect(finishFromStopReason(reason)).toBe(finish);
     const msg = { id: 'msg_1', type: 'message', content: [{ type: 'text', text: 'ok' }], stop_reason: reason, usage: { input_tokens: 3, output_tokens: 1 } };
