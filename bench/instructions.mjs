@@ -7,8 +7,9 @@
 // Waiting for a CPU is not counted, so other users of the machine slow a run without
 // inflating its figure much (cache and frequency effects remain: compare best to best).
 // With --callgrind, the gateway runs under `valgrind --tool=callgrind` instead, and the
-// figure is the instructions executed (Ir) during the measured requests: exact, and ~50×
-// slower (use small --requests).
+// figure is the instructions executed (Ir, every thread) between `callgrind_control -z`
+// before the measured requests and `-d` after them: repeatable to a fraction of a percent
+// under any load, and ~50× slower (use small --requests and --warmup).
 //
 //   node bench/instructions.mjs --checkout /path/to/before --checkout . --runs 5
 //
@@ -20,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { gatewayNodeFlags } from './lib/procs.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 
@@ -133,7 +135,8 @@ async function drive(pool, path, headers, body, count) {
 
 function callgrindIr(pid, outFile) {
   execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
-  const dumps = readdirSync(dirname(outFile)).filter((f) => f.startsWith(`${outFile.split('/').pop()}.`)).sort();
+  const base = `${outFile.split('/').pop()}.`;
+  const dumps = readdirSync(dirname(outFile)).filter((f) => f.startsWith(base)).sort((a, b) => Number(a.slice(base.length)) - Number(b.slice(base.length)));
   const last = readFileSync(join(dirname(outFile), dumps[dumps.length - 1]), 'utf8');
   return Number(/^(?:summary|totals):\s*(\d+)/m.exec(last)?.[1] ?? NaN);
 }
@@ -154,9 +157,10 @@ async function main() {
       cli('orgs', 'create', 'bench', '--credits', '1000000');
       const key = cli('keys', 'create', '--org', 'bench').trim().split('\n').pop();
       const outFile = join(tmp, `callgrind-${i}.out`);
-      const node = [join(root, 'bin', 'gateway.js'), 'serve', '--config', file];
+      // The checkout's own V8 flags (its bin/gateway.js shebang), as `npm start` runs it.
+      const node = [...gatewayNodeFlags(root), join(root, 'bin', 'gateway.js'), 'serve', '--config', file];
       const g = opt.callgrind
-        ? await start('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--collect-atstart=no', `--callgrind-out-file=${outFile}`, process.execPath, ...node], root)
+        ? await start('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${outFile}`, process.execPath, ...node], root)
         : await start(process.execPath, node, root);
       const pool = new Pool(g.url, { connections: CONC, pipelining: 1 });
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
@@ -167,8 +171,11 @@ async function main() {
     }
     const measure = async (gw, body, count) => {
       const pid = gw.g.proc.pid;
-      if (opt.callgrind) execFileSync('callgrind_control', ['-i', 'on', String(pid)], { stdio: 'ignore' });
-      if (opt.callgrind) execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
+      if (opt.callgrind) {
+        // Instrumented only while measured: the warm-up runs at valgrind's uninstrumented speed.
+        execFileSync('callgrind_control', ['-i', 'on', String(pid)], { stdio: 'ignore' });
+        execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
+      }
       const before = cpuNs(pid);
       await drive(gw.pool, '/v1/chat/completions', gw.headers, body, count);
       await new Promise((r) => setTimeout(r, 1200)); // the request log's batch (written every second) belongs to these requests
