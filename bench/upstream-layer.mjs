@@ -9,6 +9,12 @@
 // cannot resolve.
 //
 //   node bench/upstream-layer.mjs --checkout /path/to/before --checkout . --runs 7
+//
+// Instructions instead of CPU time (exact under any load): one checkout and one case per
+// process under callgrind, at two counts; the difference of the totals over the difference
+// of the counts is the case's instructions per call, start-up and warm-up cancelled out:
+//   valgrind --tool=callgrind --smc-check=all-non-file node bench/upstream-layer.mjs \
+//     --checkout DIR --only chat --runs 1 --requests 1000   (then --requests 2000)
 import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,8 +30,11 @@ const { values: opt } = parseArgs({
     streams: { type: 'string', default: '100' },
     chunks: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '7' },
+    only: { type: 'string' },
   },
 });
+/** `--only chat|stream|reply`: one case alone (e.g. under callgrind, where two counts of it, N and 2N, give its instructions per call). */
+const ONLY = opt.only;
 const checkouts = (opt.checkout ?? [ROOT]).map((d) => resolve(d));
 const N = Number(opt.requests);
 const STREAMS = Number(opt.streams);
@@ -105,16 +114,18 @@ async function main() {
     };
     subjects.push({ root, client, server, chat, stream, reply, results: { chat: [], stream: [], reply: [] } });
   }
+  const on = (name) => ONLY === undefined || ONLY === name;
+  const skip = () => NaN;
   for (const s of subjects) {
-    await measure(500, s.chat);
-    await measure(50, s.stream);
-    await measure(50, s.reply);
+    if (on('chat')) await measure(500, s.chat);
+    if (on('stream')) await measure(50, s.stream);
+    if (on('reply')) await measure(50, s.reply);
   }
   for (let run = 1; run <= RUNS; run++) {
     for (const s of subjects) {
-      s.results.chat.push(await measure(N, s.chat));
-      s.results.stream.push(await measure(STREAMS, s.stream));
-      s.results.reply.push(await measure(STREAMS, s.reply));
+      s.results.chat.push(on('chat') ? await measure(N, s.chat) : skip());
+      s.results.stream.push(on('stream') ? await measure(STREAMS, s.stream) : skip());
+      s.results.reply.push(on('reply') ? await measure(STREAMS, s.reply) : skip());
       console.error(`run ${run} ${s.root}: send+text ${s.results.chat.at(-1).toFixed(1)} µs, send+stream ${s.results.stream.at(-1).toFixed(1)} µs, StreamedReply ${s.results.reply.at(-1).toFixed(1)} µs`);
     }
   }
