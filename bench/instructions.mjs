@@ -8,8 +8,10 @@
 // inflating its figure much (cache and frequency effects remain: compare best to best).
 // With --callgrind, the gateway runs under `valgrind --tool=callgrind` instead, and the
 // figure is the instructions executed (Ir, every thread) between `callgrind_control -z`
-// before the measured requests and `-d` after them: repeatable to a fraction of a percent
-// under any load, and ~50× slower (use small --requests and --warmup).
+// before the measured requests and `-d` after them, ~50× slower (use small --requests and
+// --warmup). Neither is exact for a node process: where its collections and optimising
+// compiles fall moves a window of a few hundred requests by up to ~20 % (2026-11-27, load
+// average 9–22), so use many runs, and a quiet machine for changes of a few percent.
 //
 //   node bench/instructions.mjs --checkout /path/to/before --checkout . --runs 5
 //
