@@ -38,6 +38,7 @@ export type { Capabilities, EndpointDef, ModelDef, ModelRoute, PriceKey, PriceSe
 // Calling upstream and reading what comes back.
 export { fillPath, upstreamText, type UpstreamRequest, type UpstreamResponse } from './pipeline/upstream.js';
 export { upstreamJson } from './lib/upstream-json.js';
+export type { UpstreamBody } from './pipeline/upstream-body.js';
 // An endpoint's YAML request transform, its `$error` refusal a 400 on the field named.
 export { applyRequestTransform, transformRefusal, type BuiltRequest } from './providers/transform.js';
 export { formatSse, parseSseBlock, SseDecoder, type SseEvent } from './lib/sse.js';

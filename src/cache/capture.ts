@@ -1,43 +1,86 @@
-import { Readable } from 'node:stream';
-import type { UpstreamResponse } from '../pipeline/upstream.js';
+import type { UpstreamBody } from '../pipeline/upstream-body.js';
 
 /** A copy of an upstream body as the plugin reads it, to store the reply once it was delivered. */
 export interface CapturedBody {
   /** The body to read instead of the upstream's: the same bytes, in the same reads. */
-  body: UpstreamResponse['body'];
-  /** Everything read, or undefined when it went past the cap (not stored then). */
+  body: UpstreamBody;
+  /** Everything read, or undefined when it went past the cap (or was not read whole): not stored then. */
   bytes(): Buffer | undefined;
 }
 
 /**
  * Tees an upstream body into memory as it is read (up to `cap` bytes; past it the copy is
- * dropped and the reply is not stored). The copy has the body's `text()` too.
+ * dropped and the reply is not stored). The tee is an UpstreamBody itself: reading it
+ * (`for await`, `text()`) reads the upstream's, and what it does not read (`dump()`,
+ * `destroy()`) leaves no copy.
  */
-export function captureBody(body: UpstreamResponse['body'], cap: number): CapturedBody {
-  let chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  async function* copy(): AsyncGenerator<Buffer> {
-    for await (const chunk of body) {
-      const buf = chunk as Buffer;
-      if (!over) {
-        size += buf.length;
-        if (size > cap) {
-          over = true;
-          chunks = [];
-        } else chunks.push(buf);
-      }
-      yield buf;
-    }
+export function captureBody(body: UpstreamBody, cap: number): CapturedBody {
+  const tee = new TeeBody(body, cap);
+  return { body: tee, bytes: () => tee.bytes() };
+}
+
+class TeeBody implements UpstreamBody, AsyncIterator<Buffer> {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private over = false;
+  private source: AsyncIterator<Buffer> | undefined;
+
+  constructor(private readonly body: UpstreamBody, private readonly cap: number) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
   }
-  const readable = Readable.from(copy(), { objectMode: false });
-  const text = async (): Promise<string> => {
+
+  async next(): Promise<IteratorResult<Buffer>> {
+    this.source ??= this.body[Symbol.asyncIterator]();
+    const r = await this.source.next();
+    if (r.done !== true) this.keep(r.value);
+    return r;
+  }
+
+  return(): Promise<IteratorResult<Buffer>> {
+    this.giveUp();
+    this.source ??= this.body[Symbol.asyncIterator]();
+    return this.source.return?.() ?? Promise.resolve({ done: true, value: undefined });
+  }
+
+  async text(): Promise<string> {
     const parts: Buffer[] = [];
-    for await (const c of readable) parts.push(c as Buffer);
+    for (let r = await this.next(); r.done !== true; r = await this.next()) parts.push(r.value);
     return Buffer.concat(parts).toString('utf8');
-  };
-  return {
-    body: Object.assign(readable, { text }) as unknown as UpstreamResponse['body'],
-    bytes: () => (over ? undefined : Buffer.concat(chunks)),
-  };
+  }
+
+  dump(): Promise<void> {
+    this.giveUp();
+    return this.body.dump();
+  }
+
+  firstByte(timeoutMs: number, signal: AbortSignal, limitMs?: number): Promise<void> {
+    return this.body.firstByte(timeoutMs, signal, limitMs);
+  }
+
+  destroy(err?: Error): void {
+    this.giveUp();
+    this.body.destroy(err);
+  }
+
+  onClose(fn: () => void): void {
+    this.body.onClose(fn);
+  }
+
+  bytes(): Buffer | undefined {
+    return this.over ? undefined : Buffer.concat(this.chunks);
+  }
+
+  private keep(chunk: Buffer): void {
+    if (this.over) return;
+    this.size += chunk.length;
+    if (this.size > this.cap) this.giveUp();
+    else this.chunks.push(chunk);
+  }
+
+  private giveUp(): void {
+    this.over = true;
+    this.chunks = [];
+  }
 }

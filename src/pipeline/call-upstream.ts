@@ -4,7 +4,7 @@ import { elapsedMs, serverCut, type Exchange } from './exchange.js';
 import type { ModalityHandler, ModelRequest } from './plugin.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { ExchangeObserver } from './events.js';
-import { awaitFirstByte, statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+import { statusKind, UpstreamFailure, upstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 import type { Lease, NoDeployment, Router } from '../routing/router.js';
 import type { Deployment } from '../model/routing.js';
 
@@ -88,7 +88,7 @@ export async function callUpstream<P extends ModelRequest>(
         const byStatus = statusKind(response.statusCode);
         const kind = byStatus && (route.provider.errorKind?.(response.headers) ?? byStatus);
         if (!kind) {
-          if (firstByte !== undefined) await awaitFirstByte(response, Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
+          if (firstByte !== undefined) await response.body.firstByte(Math.max(1, firstByte - (elapsedMs(ex) - started)), ex.abort.signal, firstByte);
           record(response.statusCode, null);
           lease?.answered(elapsedMs(ex) - started);
           if (lease) ex.deployment = lease.deployment.name;
@@ -191,9 +191,8 @@ async function readCapped(response: UpstreamResponse, cap: number): Promise<stri
   let size = 0;
   try {
     for await (const chunk of response.body) {
-      const buf = chunk as Buffer;
-      if (size < cap) chunks.push(buf.subarray(0, cap - size));
-      size += buf.length;
+      if (size < cap) chunks.push(chunk.subarray(0, cap - size));
+      size += chunk.length;
     }
   } catch {
     // A body that breaks while reading an error is still an error; what arrived is enough.

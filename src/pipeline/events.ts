@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { Exchange, ExchangeTelemetry, RequestTrace } from './exchange.js';
 
@@ -7,6 +6,7 @@ import type { LimitKind } from '../model/limits.js';
 import type { ModelRoute } from '../providers/types.js';
 import type { LogRow, } from '../store/types.js';
 import type { FailureKind } from './upstream.js';
+import type { UpstreamBody } from './upstream-body.js';
 
 /** The kind of scope a limit belongs to (a label value of `tollgate_ratelimit_rejections_total`). */
 export type LimitScopeType = 'key' | 'project';
@@ -38,7 +38,7 @@ export interface ExchangeObserver {
    * undefined for a usable response, whose `body` the plugin reads next (the upstream
    * part of the request ends when that body closes).
    */
-  onAttemptEnd(ex: Exchange, failure: FailureKind | undefined, body: Readable | undefined): void;
+  onAttemptEnd(ex: Exchange, failure: FailureKind | undefined, body: UpstreamBody | undefined): void;
   onRequestEnd(ex: Exchange, row: LogRow): void;
   onRateLimitRejected(kind: LimitKind, scope: LimitScopeType): void;
 }

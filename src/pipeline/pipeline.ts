@@ -15,6 +15,7 @@ import type { BudgetAlerts } from '../alerts/budget-alerts.js';
 import { StreamedReply } from './streamed-reply.js';
 import type { ExchangeObserver } from './events.js';
 import type { UpstreamClient } from './upstream.js';
+import type { UpstreamBody } from './upstream-body.js';
 import { callUpstream, type PlannedRoute } from './call-upstream.js';
 import { groupRoutes } from '../routing/groups.js';
 import type { Lease, Router } from '../routing/router.js';
@@ -55,6 +56,7 @@ export async function runModelRequest<P extends ModelRequest>(
   const life = request.lifecycle;
   // The deployment that answered, held until the request ends (least_busy counts it, its tpm is settled to what was used).
   let lease: Lease | undefined;
+  let body: UpstreamBody | undefined;
   try {
     const parsed = await handler.parse(request.body, request);
     request.jsonText = undefined; // read by the parse only: not held while the request runs
@@ -92,6 +94,7 @@ export async function runModelRequest<P extends ModelRequest>(
       const served = await callUpstream(svc, handler, parsed, plan, ex, group !== undefined);
       const { response, planned } = served;
       lease = served.lease;
+      body = response?.body;
       ex.byok = planned.byok;
       await svc.hooks.run('upstream', ex, parsed);
       await svc.hooks.run('post-upstream', ex, parsed);
@@ -106,6 +109,8 @@ export async function runModelRequest<P extends ModelRequest>(
     // Unsettled (a failure before the reply, or a settle that threw): settled now, once.
     await life.finish(false);
     await lease?.end(ex.usage ? ex.usage.input + ex.usage.output : undefined);
+    // A body left unread (a post-upstream hook threw, a plugin gave up on it) would hold its connection until the body timeout.
+    body?.destroy();
     if (err instanceof GatewayError) err.withContext({ requestedModel: ex.requestedModel, usedProvider: ex.route?.provider.id });
     if (!reply.sent) throw err;
     request.log.error({ err, code: err instanceof GatewayError ? err.code : 'internal_error' }, 'model request failed after the reply started');

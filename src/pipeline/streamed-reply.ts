@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { GatewayError } from '../lib/errors.js';
 import type { Exchange } from './exchange.js';
@@ -19,18 +19,33 @@ export const CUT_GRACE_MS = 250;
  * body reached the client's socket, so that a reply the client never received is never
  * billed as a success. The first chunk written stamps the exchange's time to first byte
  * (the core passes `onFirstWrite`), so no plugin times its own reply.
+ *
+ * The chunks go straight to the response (`reply.raw`), not through a stream handed to
+ * `reply.send`: no PassThrough and pipe between the writer and the socket. What fastify
+ * does for a streamed payload is done here: the reply's headers (the request id set in
+ * `onRequest`, these) are set on the response, which sends them with its first bytes.
+ * fastify's `onResponse` hooks (the request's row, the access log) run when the response
+ * finishes or fails, however it was written; `onSend` hooks do not see a stream (the one
+ * model routes have stamps the time to first byte of a reply sent whole only).
  */
 export class StreamedReply {
-  private readonly out = new PassThrough();
+  private readonly res: ServerResponse;
   private wrote = false;
 
   /** `onFirstWrite` runs at the first chunk with bytes in it: the core stamps the time to first byte there. */
-  constructor(private readonly ex: Exchange, private readonly reply: FastifyReply, private readonly stallMs: number, private readonly onFirstWrite?: () => void) {}
+  constructor(private readonly ex: Exchange, private readonly reply: FastifyReply, private readonly stallMs: number, private readonly onFirstWrite?: () => void) {
+    this.res = reply.raw;
+  }
 
-  /** Sends the status and headers (with the first write) and hands the body to fastify. */
+  /** Sets the status and headers; they go out with the first write (as fastify's own streamed send does). */
   start(headers: Record<string, string>): this {
     for (const [name, value] of Object.entries(headers)) void this.reply.header(name, value);
-    void this.reply.code(200).send(this.out);
+    void this.reply.code(200);
+    const all = this.reply.getHeaders();
+    for (const name in all) {
+      const value = all[name];
+      if (value !== undefined) this.res.setHeader(name, value);
+    }
     return this;
   }
 
@@ -42,8 +57,10 @@ export class StreamedReply {
     const signal = this.ex.abort.signal;
     if (signal.aborted) return false;
     this.firstWrite(chunk);
-    if (this.out.write(chunk)) return true;
-    const what = await firstOf(this.out, ['drain', 'close'], signal, this.stallMs);
+    const res = this.res;
+    if (res.write(chunk)) return true;
+    if (res.destroyed) return false;
+    const what = await firstOf(res, ['drain', 'close'], signal, this.stallMs);
     if (what === 'timeout') this.cut();
     return what === 'drain';
   }
@@ -55,18 +72,15 @@ export class StreamedReply {
    * chunk (the error event) to get out.
    */
   async end(last?: string): Promise<boolean> {
-    const res = this.reply.raw;
-    if (res.destroyed) {
-      this.out.destroy();
-      return false;
-    }
+    const res = this.res;
+    if (res.destroyed) return false;
     // Not corked to join the last chunk and the end of the chunked body in one write: that
     // made no measurable difference (docs/benchmarks.md), and a corked socket never drains.
     if (last !== undefined && last.length > 0) {
       this.firstWrite(last);
-      this.out.end(last);
+      res.end(last);
     } else {
-      this.out.end();
+      res.end();
     }
     const signal = this.ex.abort.signal;
     let what = await firstOf(res, ['finish', 'close'], signal.aborted ? undefined : signal, signal.aborted ? CUT_GRACE_MS : this.stallMs);

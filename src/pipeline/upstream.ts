@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { AuthSchemeError, type SignableRequest, type UpstreamSigner } from '../providers/aws-sigv4.js';
 import { GatewayError } from '../lib/errors.js';
@@ -6,6 +6,7 @@ import { EntraTokenSource } from '../providers/entra.js';
 import type { ModelRoute, ProviderDef } from '../providers/types.js';
 import { AuthFailure, UpstreamAuth } from '../providers/upstream-auth.js';
 import { providerMessage, UpstreamFailure, type FailureKind } from '../providers/upstream-failure.js';
+import { QueuedBody, type UpstreamBody } from './upstream-body.js';
 
 export { providerMessage, UpstreamFailure, type FailureKind };
 
@@ -22,7 +23,12 @@ export interface UpstreamRequest {
   stream?: boolean;
 }
 
-export type UpstreamResponse = Dispatcher.ResponseData;
+/** An upstream reply: its status and headers once they arrived, and its body as it streams in. */
+export interface UpstreamResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: UpstreamBody;
+}
 
 
 /**
@@ -113,15 +119,9 @@ export class UpstreamClient {
     const timeout = timeoutMs ?? endpoint.timeoutMs;
     const headersTimeout = firstByteMs !== undefined ? Math.min(timeout, firstByteMs) : timeout;
     try {
-      const response = await this.agent.request({
-        origin,
-        path,
-        method: endpoint.method,
-        headers: sent,
-        body: req.body,
-        signal,
-        headersTimeout,
-        bodyTimeout: timeout,
+      const response = await new Promise<UpstreamResponse>((resolve, reject) => {
+        const opts = { origin, path, method: endpoint.method, headers: sent, body: req.body, headersTimeout, bodyTimeout: timeout };
+        this.agent.dispatch(opts, new ResponseHandler(resolve, reject, signal, req.body));
       });
       if (schemeHeaders && response.statusCode === 401) this.auth.refused(provider, schemeHeaders);
       return response;
@@ -182,32 +182,74 @@ async function signed(signer: UpstreamSigner, req: Omit<SignableRequest, 'body'>
 }
 
 /**
- * Waits until the first byte of a response body is readable (or the body ends),
- * without consuming it, so the caller still reads the whole body as usual. A body
- * that stays silent for `timeoutMs` is destroyed and reported as a `timeout` failure:
- * nothing has reached the client yet, so the pipeline may retry and fall back.
+ * One upstream request's undici dispatch handler: resolves with the response once its
+ * headers arrived, then feeds its body (a QueuedBody, which pauses and resumes the
+ * socket for backpressure). A failure before the headers rejects with undici's error
+ * (classified by `send`); after them, the body's reader gets it. The exchange's signal
+ * has one listener (this object) from the dispatch to the end of the body: it cancels
+ * the request, or destroys the body once there is one.
  */
-export async function awaitFirstByte(response: UpstreamResponse, timeoutMs: number, signal: AbortSignal, limitMs = timeoutMs): Promise<void> {
-  const body = response.body;
-  if (body.readableLength > 0 || body.readableEnded) return;
-  await new Promise<void>((resolve, reject) => {
-    const done = (err?: UpstreamFailure): void => {
-      clearTimeout(timer);
-      body.off('readable', onReadable).off('end', onReadable).off('error', onError);
-      signal.removeEventListener('abort', onAbort);
-      if (err) {
-        body.on('error', () => undefined); // undici reports its own destroy() as an AbortError: nobody else reads this body
-        body.destroy();
-        reject(err);
-      } else resolve();
-    };
-    const onReadable = (): void => done();
-    const onError = (e: Error): void => done(new UpstreamFailure('connect_error', `the response body broke: ${e.message}`));
-    const onAbort = (): void => done(new UpstreamFailure('aborted', 'request aborted'));
-    const timer = setTimeout(() => done(new UpstreamFailure('timeout', `no first byte within ${limitMs} ms`, null, '', limitMs)), timeoutMs);
-    body.on('readable', onReadable).on('end', onReadable).on('error', onError);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+class ResponseHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private body: QueuedBody | undefined;
+  private listening = false;
+
+  constructor(
+    private readonly resolve: (r: UpstreamResponse) => void,
+    private readonly reject: (err: Error) => void,
+    private readonly signal: AbortSignal,
+    private readonly upload: UpstreamRequest['body'],
+  ) {
+    if (!signal.aborted) {
+      signal.addEventListener('abort', this);
+      this.listening = true;
+    }
+  }
+
+  /** The exchange's signal aborted (the client left, the drain cut it). */
+  handleEvent(): void {
+    const reason = abortReason(this.signal);
+    if (this.body) this.body.destroy(reason);
+    else this.controller?.abort(reason);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.signal.aborted) controller.abort(abortReason(this.signal));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200) return; // informational (103 Early Hints): the response is still to come
+    this.body = new QueuedBody(controller);
+    this.resolve({ statusCode, headers, body: this.body });
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.body?.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.stopListening();
+    this.body?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.stopListening();
+    if (this.body) this.body.fail(err);
+    else this.reject(err);
+    // An upload still being read (a spooled file) is closed with the request, as undici's request() does.
+    if (this.upload instanceof Readable && !this.upload.destroyed) this.upload.on('error', () => undefined).destroy(err);
+  }
+
+  private stopListening(): void {
+    if (!this.listening) return;
+    this.listening = false;
+    this.signal.removeEventListener('abort', this);
+  }
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new undiciErrors.RequestAbortedError();
 }
 
 /**

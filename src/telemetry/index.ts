@@ -1,5 +1,5 @@
 import type { Micros } from '../lib/money.js';
-import type { Readable } from 'node:stream';
+import type { UpstreamBody } from '../pipeline/upstream-body.js';
 import type { FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { Exchange } from '../pipeline/exchange.js';
@@ -98,7 +98,7 @@ export class Telemetry implements ExchangeObserver {
     return t.trace?.attemptStart(ex, route);
   }
 
-  onAttemptEnd(ex: Exchange, failure: FailureKind | undefined, body: Readable | undefined): void {
+  onAttemptEnd(ex: Exchange, failure: FailureKind | undefined, body: UpstreamBody | undefined): void {
     const t = ex.telemetry;
     if (!t) return;
     const attempt = ex.attempts.at(-1);
@@ -108,7 +108,7 @@ export class Telemetry implements ExchangeObserver {
       return;
     }
     t.bodyOpen = true;
-    body.once('close', () => {
+    body.onClose(() => {
       if (t.bodyOpen) this.upstreamEnded(t, attempt, undefined);
     });
   }
