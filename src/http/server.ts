@@ -8,7 +8,6 @@ import { newExchange, stampFirstByte, type Exchange } from '../pipeline/exchange
 import type { HookRegistry } from '../pipeline/hooks.js';
 import { IdPool } from '../lib/ids.js';
 import { drainRefusedBody } from './drain.js';
-import { lazyChildLogger } from './lazy-logger.js';
 import { requestLogValue } from '../lib/log-redact.js';
 import { jsonNestedDeeperThan, MAX_JSON_DEPTH } from '../lib/json-depth.js';
 import { runModelRequest, type PipelineServices } from '../pipeline/pipeline.js';
@@ -57,8 +56,6 @@ export function createServer(deps: ServerDeps, logStream?: NodeJS.WritableStream
     logger: deps.config.log.level === 'silent' ? false : { level: deps.config.log.level, stream: logStream, serializers: { req: requestLogValue, res: replyLogValue } },
     bodyLimit: deps.config.server.bodyLimitBytes,
     trustProxy: deps.config.server.trustProxy,
-    // The per-request child logger is built only when the request writes a line (lazy-logger.ts).
-    childLoggerFactory: lazyChildLogger,
     genReqId: () => ids.next('req'),
     requestIdHeader: false,
     // During the drain the gateway answers 503 itself (onRequest below), in the standard body with x-request-id.
