@@ -97,7 +97,9 @@ async function startGateway({ name, root, tmp, sim, redis }) {
   const cli = (...a) => execFileSync(process.execPath, [join(root, 'bin/gateway.js'), ...a, '--config', file], { cwd: root, encoding: 'utf8' });
   cli('orgs', 'create', 'bench', '--credits', '1000000');
   const key = cli('keys', 'create', '--org', 'bench', ...LIMIT_FLAGS).trim().split('\n').pop();
-  const nodeArgs = [...gatewayNodeFlags(root), join(root, 'bin/gateway.js'), 'serve', '--config', file];
+  // Under callgrind, V8 compiles and collects on the main thread (--single-threaded): when an
+  // optimisation lands and how much a collection finds then follow the requests, not the clock.
+  const nodeArgs = [...gatewayNodeFlags(root), ...(args.callgrind ? ['--single-threaded'] : []), join(root, 'bin/gateway.js'), 'serve', '--config', file];
   const child = args.callgrind
     ? await Child.start({
       name, cwd: tmp, ready: /listening on (http:\/\/\S+)/, timeoutMs: 600_000, command: 'valgrind',
