@@ -36,11 +36,11 @@ export class Child {
   }
 
   /**
-   * Spawns `node [nodeArgs] args` and waits until a stdout line matches `ready`
-   * (its first capture group, if any, becomes `url`).
+   * Spawns `node [nodeArgs] args` (or `command [nodeArgs] args`, e.g. node under valgrind)
+   * and waits until a stdout line matches `ready` (its first capture group, if any, becomes `url`).
    */
-  static async start({ name, args, nodeArgs = [], cwd, env, ready, timeoutMs = 30_000 }) {
-    const proc = spawn(process.execPath, [...nodeArgs, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  static async start({ name, args, nodeArgs = [], cwd, env, ready, timeoutMs = 30_000, command = process.execPath }) {
+    const proc = spawn(command, [...nodeArgs, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const child = new Child(name, proc);
     live.add(child);
     const keep = (line) => {

@@ -70,9 +70,11 @@ export const audioPlugin: GatewayPlugin = {
       ex.abort.signal.addEventListener('abort', () => void form.dispose(), { once: true });
       return form;
     });
-    api.hook('post-billing', async (ex) => {
-      await uploads.get(ex)?.dispose();
-      uploads.delete(ex);
+    // Only a transcription has an upload: other requests answer at once (nothing to await).
+    api.hook('post-billing', (ex) => {
+      const form = uploads.get(ex);
+      if (!form) return;
+      return form.dispose().then(() => uploads.delete(ex));
     });
     api.modelRoute({ method: 'POST', url: '/v1/audio/speech', handler: api.cache.cached(cachingSpeech(speechHandler, api.cache), speechCache) });
     api.modelRoute({ method: 'POST', url: TRANSCRIPTIONS_URL, bodyLimit: MAX_AUDIO_BYTES + FORM_OVERHEAD_BYTES, handler: transcriptionHandler });

@@ -1,4 +1,4 @@
-import { type GatewayPlugin, logIdOf, Semaphore } from '../../src/sdk.js';
+import { type Exchange, type GatewayPlugin, logIdOf, type Org, Semaphore } from '../../src/sdk.js';
 import { serveContent } from './content.js';
 import { musicHandler } from './generate.js';
 import { listHistory } from './history.js';
@@ -49,15 +49,19 @@ export const musicPlugin: GatewayPlugin = {
     });
     api.task({ name: 'music-retention-sweep', intervalMs: settings.sweep_interval_ms, run: retentionSweep(deps) });
     // Failed generations that reached the provider belong in the history too (error: true, no audio).
-    api.hook('post-billing', async (ex) => {
-      if (ex.modality !== 'music' || !ex.errorCode || !ex.org || !ex.requestedModel || ex.attempts.length === 0) return;
+    const recordFailure = async (ex: Exchange, org: Org, model: string, errorCode: string): Promise<void> => {
       if (await api.store.media.get(ex.id)) return;
       await api.store.media.put({
-        id: logIdOf(ex.id), requestId: ex.id, orgId: ex.org.id, modality: 'music', model: ex.requestedModel,
+        id: logIdOf(ex.id), requestId: ex.id, orgId: org.id, modality: 'music', model,
         usedModel: ex.route?.model.upstreamId ?? null, usedProvider: ex.route?.provider.id ?? null, prompt: ex.prompt ?? null,
         text: null, storage: 'none', objectKey: null, bytes: 0, mimeType: 'audio/mpeg', costMicros: 0, error: true,
-        errorCode: ex.errorCode, createdAt: ex.startedAt, expiresAt: null, cleanedAt: null, meta: { response_format: 'mp3' },
+        errorCode, createdAt: ex.startedAt, expiresAt: null, cleanedAt: null, meta: { response_format: 'mp3' },
       });
+    };
+    // Other requests answer at once (nothing to await).
+    api.hook('post-billing', (ex) => {
+      if (ex.modality !== 'music' || !ex.errorCode || !ex.org || !ex.requestedModel || ex.attempts.length === 0) return;
+      return recordFailure(ex, ex.org, ex.requestedModel, ex.errorCode);
     });
   },
 };

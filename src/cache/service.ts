@@ -87,10 +87,17 @@ export class ResponseCache implements ResponseCacheApi {
     if (p) p.offered = body;
   }
 
-  /** The pre-upstream hook: a stored reply answers the request (ShortCircuit), else it goes upstream as a miss. */
-  async lookup(ex: Exchange): Promise<ShortCircuit | undefined> {
+  /**
+   * The pre-upstream hook: a stored reply answers the request (ShortCircuit), else it goes
+   * upstream as a miss. A request the cache is not on for answers at once (nothing to await).
+   */
+  lookup(ex: Exchange): Promise<ShortCircuit | undefined> | undefined {
     const p = this.pending.get(ex);
     if (!p || p.result === 'bypass') return undefined;
+    return this.lookupPending(ex, p);
+  }
+
+  private async lookupPending(ex: Exchange, p: Pending): Promise<ShortCircuit | undefined> {
     if (!p.directive.read) return this.miss(ex, p);
     try {
       let entry = await this.read(p.key, p.directive);

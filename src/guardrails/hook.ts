@@ -1,4 +1,7 @@
-import type { CoreStageHook } from '../pipeline/hooks.js';
+import type { CoreStageHook, RequestView } from '../pipeline/hooks.js';
+import type { Exchange } from '../pipeline/exchange.js';
+import type { ModelRequest } from '../pipeline/plugin.js';
+import type { Project } from '../store/tenancy.js';
 import type { ProviderCatalog } from '../providers/catalog.js';
 import type { UpstreamClient } from '../pipeline/upstream.js';
 import { BodyCapture } from './bodies.js';
@@ -47,11 +50,15 @@ export function guardrailsHook(deps: GuardrailDeps): CoreStageHook {
     moderate: (g, texts, signal) => callModeration(deps.catalog, deps.upstream, g, texts, signal),
     onVerdict: (v) => deps.onVerdict?.(v.guardrail, v.action),
   };
-  return async (ex, request, view) => {
+  // A project with neither (most) answers at once: nothing to await.
+  return (ex, request, view) => {
     const project = ex.project;
     if (!project || !request || !view) return;
+    if (project.guardrails.length === 0 && project.bodyLogging.mode === 'off') return;
+    return guard(ex, project, request, view);
+  };
+  async function guard(ex: Exchange, project: Project, request: ModelRequest, view: RequestView): Promise<void> {
     const { guardrails: specs, bodyLogging } = project;
-    if (specs.length === 0 && bodyLogging.mode === 'off') return;
     const list = compile(specs);
     const book = new MaskBook();
     const verdicts: Verdict[] = [];
@@ -72,5 +79,5 @@ export function guardrailsHook(deps: GuardrailDeps): CoreStageHook {
     if (post.length > 0 || book.restores || capture) {
       ex.replyFilter = replyFilter({ list: post, book, svc, meta, verdicts, signal: ex.abort.signal, capture });
     }
-  };
+  }
 }
