@@ -14,7 +14,7 @@
 // (Redis calls get 60 s instead of the 500 ms bound there, which valgrind's pace would miss).
 //
 // Usage: node bench/cpu-per-request.mjs [--requests 2000] [--runs 5] [--warmup 2000]
-//          [--compare DIR] [--stream] [--concurrency 1] [--callgrind]
+//          [--compare DIR] [--stream] [--tokens N] [--concurrency 1] [--callgrind]
 // Reports each run, then the lowest and the median per gateway (noise only adds).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,16 +31,21 @@ const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2000' },
     compare: { type: 'string' }, stream: { type: 'boolean', default: false }, concurrency: { type: 'string', default: '1' },
-    callgrind: { type: 'boolean', default: false },
+    callgrind: { type: 'boolean', default: false }, tokens: { type: 'string' },
   },
 });
 const REQUESTS = Number(args.requests);
 const RUNS = Number(args.runs);
 const WARMUP = Number(args.warmup);
 const CONCURRENCY = Number(args.concurrency);
+// --tokens N: replies of N completion tokens (the simulator's [[sim:tokens=N]]), e.g. 1,000-token streams.
+const TOKENS = args.tokens === undefined ? undefined : Number(args.tokens);
 const BODY = JSON.stringify({
-  model: 'gpt-4o-mini', max_tokens: 64,
-  messages: [{ role: 'system', content: 'You are a concise assistant.' }, { role: 'user', content: 'Write one sentence about toll roads.' }],
+  model: 'gpt-4o-mini', max_tokens: TOKENS === undefined ? 64 : TOKENS + 16,
+  messages: [
+    { role: 'system', content: 'You are a concise assistant.' },
+    { role: 'user', content: `Write one sentence about toll roads.${TOKENS === undefined ? '' : ` [[sim:tokens=${TOKENS}]]`}` },
+  ],
   ...(args.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
 });
 

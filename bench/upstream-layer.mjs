@@ -5,7 +5,7 @@
 // client through fastify. CPU from process.cpuUsage() (this process: the client side of
 // the StreamedReply case is the same code for every checkout), best of --runs alternating
 // runs. The rest of the gateway (auth, ledger, log, GC of its allocations) is not in it, so
-// differences of a few µs show here that the whole-gateway runs (bench/instructions.mjs)
+// differences of a few µs show here that the whole-gateway runs (bench/cpu-per-request.mjs)
 // cannot resolve.
 //
 //   node bench/upstream-layer.mjs --checkout /path/to/before --checkout . --runs 7
