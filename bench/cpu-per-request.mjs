@@ -31,9 +31,15 @@ const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '2000' }, runs: { type: 'string', default: '5' }, warmup: { type: 'string', default: '2000' },
     compare: { type: 'string' }, stream: { type: 'boolean', default: false }, concurrency: { type: 'string', default: '1' },
-    callgrind: { type: 'boolean', default: false }, tokens: { type: 'string' },
+    callgrind: { type: 'boolean', default: false }, tokens: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (args.help) {
+  // The file's opening comment is its help.
+  const head = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1).filter((l) => l.startsWith('//'));
+  console.log(head.map((l) => l.slice(3)).join('\n'));
+  process.exit(0);
+}
 const REQUESTS = Number(args.requests);
 const RUNS = Number(args.runs);
 const WARMUP = Number(args.warmup);
