@@ -119,7 +119,7 @@ export function addKeyLimitCommands(keys: Command): void {
         return { limits: next, where: { org: org?.name ?? key.orgId, project: project?.name ?? key.projectId, projectDefault: project?.defaultMaxTokens ?? null, allowedModels: key.allowedModels } };
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
-      warnIfBudgetTooSmall(opts.config, limits, where);
+      await warnIfBudgetTooSmall(opts.config, limits, where);
     });
 
   keys.command('show <prefix>').description('Show the key starting with PREFIX: its project, status, limits (its own and its project\'s), and each budget\'s spend this period and when it resets.')
@@ -160,6 +160,6 @@ export function addProjectLimitCommand(projects: Command): void {
         return { limits: next, projectDefault: project.defaultMaxTokens };
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);
-      warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
+      await warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
     });
 }
