@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/tenancy/admin.js';
 import { addReloadCommand } from './reload.js';
 import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/lib/money.js';
 import { packageVersion } from '../src/lib/paths.js';
@@ -24,8 +25,8 @@ function port(value: string): number {
 }
 
 async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
-  const [{ loadAll }, { portInUse, startConfiguredSimulator }, { createGateway }, { selectPlugins }, { bootstrapDemo }] = await Promise.all([
-    import('./catalog.js'), import('./simulator.js'), import('../src/gateway.js'), import('../plugins/index.js'), import('../src/tenancy/admin.js'),
+  const [{ loadAll }, { portInUse, startConfiguredSimulator }, { createGateway }, { selectPlugins }] = await Promise.all([
+    import('./catalog.js'), import('./simulator.js'), import('../src/gateway.js'), import('../plugins/index.js'),
   ]);
   // Every provider file is checked before anything starts: a refused file never leaves a simulator behind it.
   const { config, url: simUrl } = await startConfiguredSimulator(loadAll(opts.config).config, opts.simulatorPort);
@@ -140,7 +141,6 @@ export function buildProgram(): Command {
     .addOption(new Option('--retention <mode>', 'keep generated media (standard) or never store it (none)').choices(['standard', 'none']).default('standard'))
     .addOption(configOption())
     .action(async (name: string, opts: { credits: string; retention: Retention; config: string }) => {
-      const { createOrg } = await import('../src/tenancy/admin.js');
       const org = await withStore(opts.config, async (s) => {
         const created = await createOrg(s, name, opts.credits, opts.retention, 'initial credits (gateway orgs create)');
         await recordCommand(s, 'orgs create', { orgId: created.id, targetId: created.id, after: { name: created.name, balance_usd: microsToUsd(created.balanceMicros), retention: created.retention } });
@@ -151,7 +151,6 @@ export function buildProgram(): Command {
   addOrgsList(orgs);
   orgs.command('show <name>').description('Show an organization and its balance.').addOption(configOption())
     .action(async (name: string, opts: { config: string }) => {
-      const { requireOrg } = await import('../src/tenancy/admin.js');
       const org = await withStore(opts.config, (s) => requireOrg(s, name));
       console.log(`${org.name} (${org.id}): balance ${displayUsd(org.balanceMicros)}, retention ${org.retention}`);
     });
@@ -163,7 +162,6 @@ export function buildProgram(): Command {
   keys.command('revoke <prefix>').description('Revoke the key starting with PREFIX (the tg_XXXXXXXX part); running instances are told at once (Redis or PostgreSQL), else within their cache TTL.')
     .addOption(configOption())
     .action(async (prefix: string, opts: { config: string }) => {
-      const { revokeKey } = await import('../src/tenancy/admin.js');
       const { pushed } = await withStore(opts.config, async (s, inv) => {
         const key = await s.findApiKey(prefix.slice(0, 11));
         if (!key) return revokeKey(s, prefix.slice(0, 11), inv); // refused, naming the prefix
@@ -177,7 +175,6 @@ export function buildProgram(): Command {
     .argument('<usd>', 'amount in USD, e.g. 25 or 10.50', usdAmount)
     .requiredOption('--org <name>', 'organization name').addOption(configOption())
     .action(async (usd: string, opts: { org: string; config: string }) => {
-      const { addCredits, requireOrg } = await import('../src/tenancy/admin.js');
       const balance = await withStore(opts.config, async (s) => {
         const org = await requireOrg(s, opts.org);
         return changing(s, 'credits add', org.id, org.id, () => addCredits(s, opts.org, usd));
@@ -190,7 +187,7 @@ export function buildProgram(): Command {
     .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id from providers/*.yaml')
     .requiredOption('--key <key>', 'the provider API key').addOption(configOption())
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
-      const [{ loadAll }, { requireOrg, setProviderKey }] = await Promise.all([import('./catalog.js'), import('../src/tenancy/admin.js')]);
+      const { loadAll } = await import('./catalog.js');
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
       const { pushed } = await withStore(opts.config, async (s, inv) => {
@@ -203,7 +200,6 @@ export function buildProgram(): Command {
     .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id of the key to remove')
     .addOption(configOption())
     .action(async (opts: { org: string; provider: string; config: string }) => {
-      const { deleteProviderKey, requireOrg } = await import('../src/tenancy/admin.js');
       const { pushed } = await withStore(opts.config, async (s, inv) => {
         const org = await requireOrg(s, opts.org);
         return changing(s, 'provider-keys delete', org.id, opts.provider, () => deleteProviderKey(s, opts.org, opts.provider, inv));

@@ -1,6 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { changeKey, changeProject, requireOrg, requireProject } from '../src/tenancy/admin.js';
-import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
 import type { BudgetPeriod, LimitMode, LimitSpec, ScopeOwner } from '../src/model/limits.js';
 import { displayUsd, parseUsdToMicros } from '../src/lib/money.js';
@@ -92,6 +91,7 @@ export function describeLimits(l: LimitSpec): string {
 /** What a budget has spent this period, by the request log, and when it resets. */
 async function budgetLine(store: Store, owner: ScopeOwner, l: LimitSpec, now: number): Promise<string | undefined> {
   if (!l.budget) return undefined;
+  const { periodBounds } = await import('../src/limits/index.js');
   const { start, end } = periodBounds(l.budget.period, now);
   const spent = await store.limits.spentSince(owner, start);
   const left = Math.max(0, l.budget.micros - spent);

@@ -2,7 +2,6 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/tenancy/admin.js';
 import { randomBase62 } from '../src/lib/ids.js';
 import { readFileSync } from 'node:fs';
-import { bodyLoggingOf, parseGuardrails } from '../src/guardrails/schema.js';
 import type { BodyLogging, GuardrailSpec } from '../src/model/guardrails.js';
 import { displayUsd } from '../src/lib/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
@@ -100,6 +99,7 @@ export function addProjectCommands(program: Command): void {
       if (opts.bodyLogging === undefined && (opts.bodyRetentionDays !== undefined || opts.bodyMaxBytes !== undefined)) {
         throw new Error('--body-retention-days and --body-max-bytes go with --body-logging');
       }
+      const { bodyLoggingOf, parseGuardrails } = await import('../src/guardrails/schema.js');
       const maxTokens = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       const guardrails: GuardrailSpec[] | undefined = opts.guardrails === undefined ? undefined
