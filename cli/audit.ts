@@ -3,7 +3,6 @@ import { requireOrg } from '../src/tenancy/admin.js';
 import { changedFields } from '../src/lib/mask-secrets.js';
 import { COMMAND_LINE, type AuditRow } from '../src/model/audit.js';
 import { balanceState, keyState, projectState, providerKeyState } from '../src/management/audit-routes.js';
-import { auditView } from '../src/management/views.js';
 import type { Store } from '../src/store/types.js';
 import { configOption, withStore } from './common.js';
 
@@ -134,6 +133,7 @@ export function addAuditCommand(program: Command): void {
         return s.auditLog.list({ orgId, action: opts.action, actor: opts.actor, from: opts.since }, opts.limit);
       });
       if (opts.json) {
+        const { auditView } = await import('../src/management/views.js');
         for (const r of rows) console.log(JSON.stringify(auditView(r)));
         return;
       }

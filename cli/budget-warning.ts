@@ -1,8 +1,6 @@
-import { budgetShortfall, shortfallText } from '../plugins/chat/budget-bound.js';
 import type { LimitSpec } from '../src/model/limits.js';
 import type { ProviderCatalog } from '../src/providers/catalog.js';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
-import { loadAll } from './common.js';
 
 /*
  * The CLI's warning when a budget is below what one chat request holds before it is sent
@@ -28,8 +26,9 @@ export interface BudgetContext {
 }
 
 /** The warning for `limits`' budget, or undefined when one request fits in it on every chat model the key may call. */
-function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefined {
+async function budgetWarning(limits: LimitSpec, ctx: BudgetContext): Promise<string | undefined> {
   if (!limits.budget) return undefined;
+  const { budgetShortfall, shortfallText } = await import('../plugins/chat/budget-bound.js');
   const s = budgetShortfall(ctx.catalog, limits.budget.micros, ctx.allowedModels, ctx.defaultMaxTokens);
   return s && shortfallText(limits, s, ctx.defaultMaxTokens, ctx.fix);
 }
@@ -37,15 +36,16 @@ function budgetWarning(limits: LimitSpec, ctx: BudgetContext): string | undefine
 const arg = (s: string): string => (/^[\w.@-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
 /** Prints the budget warning to stderr for a key or project of `project`; nothing when the provider files cannot be read (the change itself is made). */
-export function warnIfBudgetTooSmall(configFile: string, limits: LimitSpec, where: { org: string; project: string; projectDefault: number | null; allowedModels?: readonly string[] | null }): void {
+export async function warnIfBudgetTooSmall(configFile: string, limits: LimitSpec, where: { org: string; project: string; projectDefault: number | null; allowedModels?: readonly string[] | null }): Promise<void> {
   if (!limits.budget) return;
   let loaded: { config: GatewayConfig; catalog: ProviderCatalog };
   try {
+    const { loadAll } = await import('./catalog.js');
     loaded = loadAll(configFile);
   } catch {
     return;
   }
-  const warning = budgetWarning(limits, {
+  const warning = await budgetWarning(limits, {
     catalog: loaded.catalog, defaultMaxTokens: where.projectDefault ?? configDefaultMaxTokens(loaded.config), allowedModels: where.allowedModels ?? null,
     fix: `gateway projects update ${arg(where.project)} --org ${arg(where.org)} --default-max-tokens N`,
   });

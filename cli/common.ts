@@ -1,38 +1,18 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { AmountTooLargeError, parseUsdToMicros } from '../src/lib/money.js';
-import { loadGatewayConfig, type GatewayConfig } from '../src/config/gateway-config.js';
-import { compileSchemas, validatePluginSettings } from '../src/config/schemas.js';
-import { selectPlugins } from '../plugins/index.js';
-import { modalityRules } from '../src/gateway.js';
-import { createInvalidationBus, type Invalidator } from '../src/tenancy/invalidation.js';
-import { loadCatalog, type ProviderCatalog } from '../src/providers/catalog.js';
-import { routingSettings } from '../src/routing/groups.js';
-import { secretBoxFor } from '../src/lib/secrets.js';
-import { openStore } from '../src/store/index.js';
+import type { Invalidator } from '../src/tenancy/invalidation.js';
 import type { Store } from '../src/store/types.js';
 
-/** What the commands share: the config file, the store opened on it, the provider catalogue. */
+/*
+ * What the commands share: the --config option, amounts, stdin, the store opened on the
+ * config's database. Every command file imports this one while the program is built (for
+ * `--help` too), so it loads nothing heavy at its top: the config, the store and the
+ * invalidation bus are imported when `withStore` runs (./config.ts, ./catalog.ts).
+ */
 
 const DEFAULT_CONFIG = 'gateway.yaml';
 
 export const configOption = (): Option => new Option('-c, --config <file>', 'gateway.yaml to use').default(DEFAULT_CONFIG);
-
-export function loadConfig(file: string): GatewayConfig {
-  return loadGatewayConfig(file, compileSchemas());
-}
-
-/** Loads the config and every provider file: what `validate` checks and `serve` needs. */
-export function loadAll(file: string): { config: GatewayConfig; catalog: ProviderCatalog } {
-  const config = loadConfig(file);
-  const plugins = selectPlugins(config);
-  for (const p of plugins) if (p.settingsSchema) validatePluginSettings(p.name, p.settingsSchema, config.settings[p.name], config);
-  const catalog = loadCatalog({
-    dir: config.providersDir, schemas: compileSchemas(), overrides: config.providers, overridesSource: config, modalities: modalityRules(plugins),
-  });
-  // Model groups are checked as the server checks them (`validate` names a group's bad target) and count as models (`--models smart`).
-  catalog.setGroups(routingSettings(config, catalog).groups);
-  return { config, catalog };
-}
 
 /**
  * Runs `fn` on the store of the config's database, beside a running server (SQLite in
@@ -41,7 +21,11 @@ export function loadAll(file: string): { config: GatewayConfig; catalog: Provide
  * PostgreSQL as the config says; it connects only when a command announces something.
  */
 export async function withStore<T>(file: string, fn: (store: Store, invalidation: Invalidator) => Promise<T>, opts: { secrets?: boolean } = {}): Promise<T> {
+  const { loadConfig } = await import('./config.js');
   const config = loadConfig(file);
+  const [{ openStore }, { secretBoxFor }, { createInvalidationBus }] = await Promise.all([
+    import('../src/store/index.js'), import('../src/lib/secrets.js'), import('../src/tenancy/invalidation.js'),
+  ]);
   const store = openStore(config.database.url, undefined, { secrets: opts.secrets ? secretBoxFor(config)?.box : undefined });
   const invalidation = createInvalidationBus({
     databaseUrl: config.database.url, redisUrl: config.redis?.url, redisKeyPrefix: config.redis?.keyPrefix,

@@ -1,20 +1,22 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCredits, bootstrapDemo, createOrg, requireOrg, deleteProviderKey, revokeKey, setProviderKey } from '../src/tenancy/admin.js';
-import { ConfigError, FILE_NOT_FOUND } from '../src/config/yaml-file.js';
-import { selectPlugins } from '../plugins/index.js';
 import { addReloadCommand } from './reload.js';
-import { createGateway } from '../src/gateway.js';
 import { displayUsd, microsToUsd, parseUsdToMicros } from '../src/lib/money.js';
 import { packageVersion } from '../src/lib/paths.js';
-import { startSimulator } from '../simulator/server.js';
-import { describeUpstreams, portInUse, startConfiguredSimulator } from './simulator.js';
 import type { Retention } from '../src/store/types.js';
-import { configOption, loadAll, loadConfig, usdAmount, withStore } from './common.js';
+import { configOption, usdAmount, withStore } from './common.js';
 import { addAuditCommand, changing, recordCommand } from './audit.js';
 import { addKeyCommands, addLogsCommand, addProjectCommands, addUserCommands } from './management.js';
 import { addCacheStatsCommand } from './cache.js';
 import { addKeyRotateCommand } from './lifecycle.js';
 import { addKeysList, addOrgsList } from './lists.js';
+
+/*
+ * The `gateway` program. Building it (for `--help` too) loads only commander and the command
+ * files; an action imports what it runs when it runs (`await import(…)`): the gateway and the
+ * plugins for `serve`, the simulator for `simulate`, the store through `withStore`
+ * (CONTRIBUTING.md, "A CLI command").
+ */
 
 function port(value: string): number {
   const n = Number(value);
@@ -23,6 +25,9 @@ function port(value: string): number {
 }
 
 async function serve(opts: { config: string; port?: number; simulatorPort?: number; metricsPort?: number }): Promise<void> {
+  const [{ loadAll }, { portInUse, startConfiguredSimulator }, { createGateway }, { selectPlugins }] = await Promise.all([
+    import('./catalog.js'), import('./simulator.js'), import('../src/gateway.js'), import('../plugins/index.js'),
+  ]);
   // Every provider file is checked before anything starts: a refused file never leaves a simulator behind it.
   const { config, url: simUrl } = await startConfiguredSimulator(loadAll(opts.config).config, opts.simulatorPort);
   if (simUrl) console.log(`provider simulator listening on ${simUrl}`);
@@ -97,7 +102,8 @@ export function buildProgram(): Command {
   addReloadCommand(program);
   program.command('validate').description('Check gateway.yaml and every provider file; exit non-zero with file, line and path of each fault. Lists which providers the built-in simulator answers and which go to real hosts, and warns of a real host with no api_key.')
     .addOption(configOption())
-    .action((opts: { config: string }) => {
+    .action(async (opts: { config: string }) => {
+      const [{ loadAll }, { describeUpstreams }] = await Promise.all([import('./catalog.js'), import('./simulator.js')]);
       const { config, catalog } = loadAll(opts.config);
       console.log(`${opts.config}: valid (${catalog.providers.size} providers, ${catalog.allRoutes().length} model routes)`);
       const upstreams = describeUpstreams(config, catalog);
@@ -108,6 +114,7 @@ export function buildProgram(): Command {
     .option('-p, --port <n>', 'port to listen on', port, 8790).option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--latency-ms <n>', 'delay added to every response', (v) => Number(v), 0)
     .action(async (opts: { port: number; host: string; latencyMs: number }) => {
+      const { startSimulator } = await import('../simulator/server.js');
       const sim = await startSimulator({ port: opts.port, host: opts.host, latencyMs: opts.latencyMs });
       console.log(`provider simulator listening on ${sim.url}`);
     });
@@ -115,6 +122,7 @@ export function buildProgram(): Command {
   program.command('sweep').description('Run the maintenance tasks once now (music and image retention sweeps, expired stored responses); the server also runs them periodically.')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
+      const [{ loadConfig }, { createGateway }, { selectPlugins }] = await Promise.all([import('./config.js'), import('../src/gateway.js'), import('../plugins/index.js')]);
       const config = loadConfig(opts.config);
       // Beside a running server on the same SQLite file too: the sweep needs media records and object storage, not the ledger.
       const gateway = await createGateway({ config, plugins: selectPlugins(config), maintenanceOnly: true });
@@ -179,6 +187,7 @@ export function buildProgram(): Command {
     .requiredOption('--org <name>', 'organization name').requiredOption('--provider <id>', 'provider id from providers/*.yaml')
     .requiredOption('--key <key>', 'the provider API key').addOption(configOption())
     .action(async (opts: { org: string; provider: string; key: string; config: string }) => {
+      const { loadAll } = await import('./catalog.js');
       const known = loadAll(opts.config).catalog.providers;
       if (!known.has(opts.provider)) throw new Error(`unknown provider "${opts.provider}" (known: ${[...known.keys()].join(', ')})`);
       const { pushed } = await withStore(opts.config, async (s, inv) => {
@@ -210,6 +219,8 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (err) {
+    // Loaded by now if the error is one: every command that reads gateway.yaml imported it.
+    const { ConfigError, FILE_NOT_FOUND } = await import('../src/config/yaml-file.js');
     if (err instanceof ConfigError) {
       const missing = err.problems.length === 1 && err.problems[0]?.message === FILE_NOT_FOUND;
       console.error(`configuration refused:\n${err.message}${missing ? `\n(give the file with --config FILE; without it, gateway.yaml in the current directory, ${process.cwd()})` : ''}`);

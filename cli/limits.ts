@@ -1,6 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { changeKey, changeProject, requireOrg, requireProject } from '../src/tenancy/admin.js';
-import { periodBounds } from '../src/limits/index.js';
 import { applyLimitsPatch, LimitsInputError, type LimitField, type LimitsPatch } from '../src/limits/patch.js';
 import type { BudgetPeriod, LimitMode, LimitSpec, ScopeOwner } from '../src/model/limits.js';
 import { displayUsd, parseUsdToMicros } from '../src/lib/money.js';
@@ -92,6 +91,7 @@ export function describeLimits(l: LimitSpec): string {
 /** What a budget has spent this period, by the request log, and when it resets. */
 async function budgetLine(store: Store, owner: ScopeOwner, l: LimitSpec, now: number): Promise<string | undefined> {
   if (!l.budget) return undefined;
+  const { periodBounds } = await import('../src/limits/index.js');
   const { start, end } = periodBounds(l.budget.period, now);
   const spent = await store.limits.spentSince(owner, start);
   const left = Math.max(0, l.budget.micros - spent);
@@ -119,7 +119,7 @@ export function addKeyLimitCommands(keys: Command): void {
         return { limits: next, where: { org: org?.name ?? key.orgId, project: project?.name ?? key.projectId, projectDefault: project?.defaultMaxTokens ?? null, allowedModels: key.allowedModels } };
       });
       console.log(`limits of key ${prefix.slice(0, 11)}…: ${describeLimits(limits)}`);
-      warnIfBudgetTooSmall(opts.config, limits, where);
+      await warnIfBudgetTooSmall(opts.config, limits, where);
     });
 
   keys.command('show <prefix>').description('Show the key starting with PREFIX: its project, status, limits (its own and its project\'s), and each budget\'s spend this period and when it resets.')
@@ -160,6 +160,6 @@ export function addProjectLimitCommand(projects: Command): void {
         return { limits: next, projectDefault: project.defaultMaxTokens };
       });
       console.log(`limits of project "${name}" in "${opts.org}": ${describeLimits(limits)}`);
-      warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
+      await warnIfBudgetTooSmall(opts.config, limits, { org: opts.org, project: name, projectDefault });
     });
 }

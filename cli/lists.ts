@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { requireOrg, requireProject } from '../src/tenancy/admin.js';
-import { keyView, orgView, projectView } from '../src/management/views.js';
 import { displayUsd } from '../src/lib/money.js';
 import { configOption, withStore } from './common.js';
 import { describeLimits } from './limits.js';
@@ -26,6 +25,7 @@ export function addOrgsList(orgs: Command): void {
   orgs.command('list').description('List every organization: balance, retention, projects, creation time.')
     .option('--json', JSON_HELP).addOption(configOption())
     .action(async (opts: { json?: boolean; config: string }) => {
+      const { orgView } = await import('../src/management/views.js');
       const rows = await withStore(opts.config, async (s) => Promise.all((await s.tenancy.listOrgs(null)).map(async ({ org }) => ({ org, projects: (await s.tenancy.listProjects(org.id)).length }))));
       print(rows, opts.json, (r) => ({ ...orgView(r.org, 'operator'), projects: r.projects }), 'no organizations yet (create one with `gateway orgs create NAME --credits USD`)', (list) => table([
         { header: 'NAME', cell: (r) => r.org.name },
@@ -42,6 +42,7 @@ export function addProjectsList(projects: Command): void {
   projects.command('list').description('List the projects of an organization: live keys, limits, default max_tokens.')
     .requiredOption('--org <name>', 'organization name').option('--json', JSON_HELP).addOption(configOption())
     .action(async (opts: { org: string; json?: boolean; config: string }) => {
+      const { projectView } = await import('../src/management/views.js');
       const rows = await withStore(opts.config, async (s) => s.tenancy.listProjects((await requireOrg(s, opts.org)).id));
       print(rows, opts.json, projectView, `"${opts.org}" has no projects`, (list) => table([
         { header: 'NAME', cell: (p) => p.name },
@@ -64,6 +65,7 @@ export function addKeysList(keys: Command): void {
         const project = opts.project === undefined ? undefined : await requireProject(s, org, opts.project);
         return s.tenancy.listKeys(org.id, project?.id);
       });
+      const { keyView } = await import('../src/management/views.js');
       const now = Date.now();
       print(rows.map((k) => keyView(k, now)), opts.json, (k) => k, `no API keys in "${opts.org}"${opts.project ? ` / ${opts.project}` : ''}`, (list) => table([
         { header: 'PREFIX', cell: (k) => `${k.prefix}…` },

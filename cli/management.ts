@@ -2,14 +2,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { allowedModels, changeProject, createKey, createProject, createUser, MAX_DEFAULT_MAX_TOKENS, requireOrg, requireProject } from '../src/tenancy/admin.js';
 import { randomBase62 } from '../src/lib/ids.js';
 import { readFileSync } from 'node:fs';
-import { bodyLoggingOf, parseGuardrails } from '../src/guardrails/schema.js';
 import type { BodyLogging, GuardrailSpec } from '../src/model/guardrails.js';
 import { displayUsd } from '../src/lib/money.js';
 import { UNSUPPORTED_PARAMS_POLICIES, type UnsupportedParamsPolicy } from '../src/providers/types.js';
 import type { OrgRole } from '../src/store/accounts.js';
 import { changing, recordCommand } from './audit.js';
 import { addKeyCacheCommand, addProjectCacheCommand } from './cache.js';
-import { configOption, loadAll, readStdin, withStore } from './common.js';
+import { configOption, readStdin, withStore } from './common.js';
 import { warnIfBudgetTooSmall } from './budget-warning.js';
 import { addUserLifecycleCommands } from './lifecycle.js';
 import { addProjectsList, addUsersList } from './lists.js';
@@ -41,7 +40,7 @@ export function addKeyCommands(keys: Command): void {
     .addOption(configOption())
     .action(async (opts: LimitFlags & { org: string; project: string; name?: string; expires?: number; models?: string; config: string }) => {
       const limits = limitsFromFlags(opts);
-      const models = opts.models === undefined ? null : allowedModels(loadAll(opts.config).catalog, opts.models.split(',').map((m) => m.trim()).filter(Boolean), '--models');
+      const models = opts.models === undefined ? null : allowedModels((await import('./catalog.js')).loadAll(opts.config).catalog, opts.models.split(',').map((m) => m.trim()).filter(Boolean), '--models');
       const r = await withStore(opts.config, async (s) => {
         const made = await createKey(s, opts.org, { project: opts.project, name: opts.name, expiresAt: opts.expires ?? null, allowedModels: models, limits });
         await recordCommand(s, 'keys create', {
@@ -56,7 +55,7 @@ export function addKeyCommands(keys: Command): void {
       ].filter(Boolean);
       console.log(`created key ${r.prefix}… in "${r.org.name}" / ${r.project.name}${notes.length ? ` (${notes.join('; ')})` : ''}; store it now, it is not shown again:`);
       console.log(r.key);
-      warnIfBudgetTooSmall(opts.config, limits, { org: r.org.name, project: r.project.name, projectDefault: r.project.defaultMaxTokens, allowedModels: models });
+      await warnIfBudgetTooSmall(opts.config, limits, { org: r.org.name, project: r.project.name, projectDefault: r.project.defaultMaxTokens, allowedModels: models });
     });
   addKeyLimitCommands(keys);
   addKeyCacheCommand(keys);
@@ -74,7 +73,7 @@ export function addProjectCommands(program: Command): void {
         return made;
       });
       console.log(`created project "${project.name}" (${project.id}) in "${org.name}"${describeLimits(limits) !== 'none' ? ` with limits ${describeLimits(limits)}` : ''}`);
-      warnIfBudgetTooSmall(opts.config, limits, { org: org.name, project: project.name, projectDefault: project.defaultMaxTokens });
+      await warnIfBudgetTooSmall(opts.config, limits, { org: org.name, project: project.name, projectDefault: project.defaultMaxTokens });
     });
   addProjectLimitCommand(projects);
   addProjectCacheCommand(projects);
@@ -100,6 +99,7 @@ export function addProjectCommands(program: Command): void {
       if (opts.bodyLogging === undefined && (opts.bodyRetentionDays !== undefined || opts.bodyMaxBytes !== undefined)) {
         throw new Error('--body-retention-days and --body-max-bytes go with --body-logging');
       }
+      const { bodyLoggingOf, parseGuardrails } = await import('../src/guardrails/schema.js');
       const maxTokens = opts.defaultMaxTokens === 'none' ? null : opts.defaultMaxTokens;
       const policy = opts.unsupportedParams === 'none' ? null : opts.unsupportedParams;
       const guardrails: GuardrailSpec[] | undefined = opts.guardrails === undefined ? undefined

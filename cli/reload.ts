@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configOption, loadConfig } from './common.js';
+import { configOption } from './common.js';
 
 /**
  * `gateway reload`: asks a running gateway to re-read gateway.yaml and providers/
@@ -18,7 +18,7 @@ export function addReloadCommand(program: Command): void {
       if (!token) throw new Error('gateway reload needs an operator\'s management token: --token or TOLLGATE_TOKEN (create one in the console, or POST /api/v1/tokens)');
       let base = opts.url;
       if (base === undefined) {
-        const { server } = loadConfig(opts.config);
+        const { server } = (await import('./config.js')).loadConfig(opts.config);
         base = `http://${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.port}`;
       }
       const res = await fetch(`${base.replace(/\/+$/, '')}/api/v1/reload`, {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadAll } from '../cli/common.js';
+import { loadAll } from '../cli/catalog.js';
 import { buildProgram } from '../cli/index.js';
 import { ConfigError } from '../src/config/yaml-file.js';
 import type { Simulator } from '../simulator/server.js';

@@ -1,7 +1,7 @@
 import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAll } from '../cli/common.js';
+import { loadAll } from '../cli/catalog.js';
 import { describeUpstreams } from '../cli/simulator.js';
 import { selectPlugins } from '../plugins/index.js';
 import { buildMp3, framesForSeconds } from '../simulator/mp3.js';
