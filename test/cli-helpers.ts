@@ -147,8 +147,8 @@ export interface Server {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `gateway serve --config FILE --port 0 [...args]` and waits for its "listening on" line. */
-export async function serve(config: string, timeoutMs = 15_000, args: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+/** Starts `gateway serve --config FILE --port 0 [...args]` and waits for its "listening on" line (a bound for a hung start, not a speed check: a loaded 2-core machine has taken over 15 s). */
+export async function serve(config: string, timeoutMs = 60_000, args: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Server> {
   const child = spawnCli(['serve', '--config', config, '--port', '0', ...args], env);
   let out = '';
   let err = '';

@@ -232,7 +232,7 @@ describe('the simulator port', () => {
 
   it('--simulator-port 0 takes any free port, and the providers pointed at the simulator follow it', () =>
     withBusyPort(async (port) => {
-      const server = await serve(ownSimulator(port), 15_000, ['--simulator-port', '0']);
+      const server = await serve(ownSimulator(port), 60_000, ['--simulator-port', '0']);
       const simUrl = /provider simulator listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(server.stdout());
       expect(simUrl?.[2]).toBeDefined();
       expect(Number(simUrl?.[2])).not.toBe(port);
