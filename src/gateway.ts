@@ -341,7 +341,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         // After the last request ended: its spans are exported before the process goes.
         await telemetry?.close();
         await upstream.close();
-        // After the last request settled: its settle (or its replay) reaches Redis before the client goes.
+        // After the last request settled: its budget check, and its settle (or its replay), reach Redis before the client goes.
+        await alerts.close();
         await limiter.close();
         await invalidation.close();
         redis?.disconnect();

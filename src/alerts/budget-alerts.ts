@@ -6,8 +6,23 @@ import type { SqlWebhookStore } from '../store/webhook-store.js';
 /** The default thresholds of every budget, in percent of the period's budget (`webhooks.budget_thresholds`; docs/limits.md, "Alerts"). */
 const BUDGET_THRESHOLDS: readonly number[] = [50, 80, 100];
 
-/** Crossings this instance remembers as recorded; past it the memory starts over (a few extra inserts, which find the row). */
+/** Crossings (and sets of scopes checked) this instance remembers; past it the memory starts over (a few extra inserts, which find the row). */
 const MAX_REMEMBERED = 10_000;
+
+/** The least time between two peeks of the same budget scopes by one instance (docs/limits.md, "Alerts"). */
+const CHECK_INTERVAL_MS = 1000;
+
+interface ScopeCheck {
+  subject: AlertSubject;
+  scopes: readonly LimitScope[];
+  /** The largest cost bound of the settles waiting for the next check. */
+  boundMicros: Micros;
+  lastRun: number;
+  running: boolean;
+  /** A settle is waiting for a check. */
+  waiting: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
 
 /** What a settled request names: its org, key and project (the pipeline's exchange). */
 export interface AlertSubject {
@@ -18,8 +33,11 @@ export interface AlertSubject {
 
 /**
  * Budget thresholds (by default 50, 80 and 100 % of a key's or a project's budget this period),
- * checked after each settle that spent something on a budget scope: the spend is read
- * from the limits engine (one peek, the same store the budget is counted in), and each
+ * checked after the settles that spent something on a budget scope: the spend is read
+ * from the limits engine (one peek, the same store the budget is counted in) at most once
+ * per `intervalMs` for the same scopes — settles meanwhile are checked together by one peek
+ * at the end of the interval, so a busy key costs one Redis call a second, not one a
+ * request, and a crossing is recorded within the interval of the settle that made it — and each
  * threshold it has reached is recorded with an INSERT that only one caller of all
  * instances wins (`alert_events`, unique per org, scope, threshold and period start).
  * The winner's event goes out through the outbox (WebhookDeliverer). A crossing this
@@ -27,6 +45,9 @@ export interface AlertSubject {
  */
 export class BudgetAlerts {
   private readonly recorded = new Set<string>();
+  /** The checks of each set of budget scopes (a key and its project): when the last ran, and the settles waiting for the next. */
+  private readonly checks = new Map<string, ScopeCheck>();
+  private closed = false;
 
   constructor(
     private readonly limiter: Limiter,
@@ -34,6 +55,7 @@ export class BudgetAlerts {
     private readonly now: () => number,
     private readonly onError: (err: Error) => void,
     private readonly thresholds: readonly number[] = BUDGET_THRESHOLDS,
+    private readonly intervalMs = CHECK_INTERVAL_MS,
   ) {}
 
   /**
@@ -41,10 +63,69 @@ export class BudgetAlerts {
    * `boundMicros` is the settled request's cost bound: 100 % counts as reached when what is
    * left no longer covers it (admission guarantees spend never exceeds the budget, so the
    * spend itself rarely lands exactly on it; the next such request would be refused).
+   * Resolves when this settle's check has run, or has been left to the one waiting for the interval's end.
    */
-  async afterSettle(subject: AlertSubject, scopes: readonly LimitScope[], costMicros: Micros, boundMicros: Micros = 0): Promise<void> {
+  afterSettle(subject: AlertSubject, scopes: readonly LimitScope[], costMicros: Micros, boundMicros: Micros = 0): Promise<void> {
     const budgeted = scopes.filter((s) => s.limits.budget !== undefined);
-    if (costMicros <= 0 || budgeted.length === 0 || !subject.org) return;
+    if (costMicros <= 0 || budgeted.length === 0 || !subject.org || this.closed) return Promise.resolve();
+    const id = budgeted.map((s) => s.id).join(' ');
+    let check = this.checks.get(id);
+    if (!check) {
+      if (this.checks.size >= MAX_REMEMBERED) this.forgetIdle();
+      this.checks.set(id, (check = { subject, scopes: budgeted, boundMicros: 0, lastRun: -Infinity, running: false, waiting: false, timer: undefined }));
+    }
+    // The latest settle names the scopes (their limits may have changed); the bound is the largest waiting.
+    check.subject = subject;
+    check.scopes = budgeted;
+    check.boundMicros = Math.max(check.boundMicros, boundMicros);
+    check.waiting = true;
+    return this.pump(check);
+  }
+
+  /** The gateway is closing: the checks waiting for their interval's end run now (their crossings are not lost), and no more start. */
+  async close(): Promise<void> {
+    const last: Promise<void>[] = [];
+    for (const check of this.checks.values()) {
+      clearTimeout(check.timer);
+      check.timer = undefined;
+      if (check.waiting && !check.running) last.push(this.check(check.subject, check.scopes, check.boundMicros));
+    }
+    this.closed = true;
+    this.checks.clear();
+    await Promise.all(last);
+  }
+
+  /** Runs the waiting check now, or arms one timer for the interval's end; one check of a set of scopes at a time. */
+  private async pump(check: ScopeCheck): Promise<void> {
+    if (check.running || check.timer || !check.waiting || this.closed) return;
+    const wait = check.lastRun + this.intervalMs - performance.now(); // real time: this bounds the load, whatever the clock of the periods
+    if (wait > 0) {
+      check.timer = setTimeout(() => {
+        check.timer = undefined;
+        void this.pump(check);
+      }, wait);
+      check.timer.unref();
+      return;
+    }
+    check.running = true;
+    check.waiting = false;
+    check.lastRun = performance.now();
+    const bound = check.boundMicros;
+    check.boundMicros = 0;
+    try {
+      await this.check(check.subject, check.scopes, bound);
+    } finally {
+      check.running = false;
+    }
+    return this.pump(check);
+  }
+
+  private forgetIdle(): void {
+    for (const [id, check] of this.checks) if (!check.running && !check.timer) this.checks.delete(id);
+  }
+
+  private async check(subject: AlertSubject, budgeted: readonly LimitScope[], boundMicros: Micros): Promise<void> {
+    if (!subject.org) return;
     try {
       const usage = await this.limiter.usageOf(budgeted);
       for (const [i, u] of usage.entries()) {
