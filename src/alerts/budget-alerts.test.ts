@@ -74,4 +74,16 @@ describe('budget alerts: one peek per interval for a busy key', () => {
     await alerts.afterSettle(SUBJECT, [SCOPE], 1); // closed: no check starts
     expect(f.peeks()).toBe(2);
   });
+
+  it('closing while a check is under way waits for it, then checks the settles that came meanwhile', async () => {
+    const f = fakes();
+    const alerts = new BudgetAlerts(f.limiter, f.webhooks, Date.now, (err) => { throw err; }, [50, 80, 100], 60_000);
+    const first = alerts.afterSettle(SUBJECT, [SCOPE], 1); // its peek is under way
+    f.spend(900_000);
+    const second = alerts.afterSettle(SUBJECT, [SCOPE], 899_999); // waits for the interval's end
+    await alerts.close();
+    await Promise.all([first, second]);
+    expect(f.peeks()).toBe(2);
+    expect(f.crossings).toEqual([50, 80]);
+  });
 });

@@ -18,7 +18,8 @@ interface ScopeCheck {
   /** The largest cost bound of the settles waiting for the next check. */
   boundMicros: Micros;
   lastRun: number;
-  running: boolean;
+  /** The check under way, if one is. */
+  run: Promise<void> | undefined;
   /** A settle is waiting for a check. */
   waiting: boolean;
   timer: NodeJS.Timeout | undefined;
@@ -72,7 +73,7 @@ export class BudgetAlerts {
     let check = this.checks.get(id);
     if (!check) {
       if (this.checks.size >= MAX_REMEMBERED) this.forgetIdle();
-      this.checks.set(id, (check = { subject, scopes: budgeted, boundMicros: 0, lastRun: -Infinity, running: false, waiting: false, timer: undefined }));
+      this.checks.set(id, (check = { subject, scopes: budgeted, boundMicros: 0, lastRun: -Infinity, run: undefined, waiting: false, timer: undefined }));
     }
     // The latest settle names the scopes (their limits may have changed); the bound is the largest waiting.
     check.subject = subject;
@@ -84,20 +85,20 @@ export class BudgetAlerts {
 
   /** The gateway is closing: the checks waiting for their interval's end run now (their crossings are not lost), and no more start. */
   async close(): Promise<void> {
-    const last: Promise<void>[] = [];
-    for (const check of this.checks.values()) {
+    this.closed = true;
+    const checks = [...this.checks.values()];
+    this.checks.clear();
+    await Promise.all(checks.map(async (check) => {
       clearTimeout(check.timer);
       check.timer = undefined;
-      if (check.waiting && !check.running) last.push(this.check(check.subject, check.scopes, check.boundMicros));
-    }
-    this.closed = true;
-    this.checks.clear();
-    await Promise.all(last);
+      await check.run; // a check under way finishes; the settles that came meanwhile are checked after it
+      if (check.waiting) await this.check(check.subject, check.scopes, check.boundMicros);
+    }));
   }
 
   /** Runs the waiting check now, or arms one timer for the interval's end; one check of a set of scopes at a time. */
   private async pump(check: ScopeCheck): Promise<void> {
-    if (check.running || check.timer || !check.waiting || this.closed) return;
+    if (check.run || check.timer || !check.waiting || this.closed) return;
     const wait = check.lastRun + this.intervalMs - performance.now(); // real time: this bounds the load, whatever the clock of the periods
     if (wait > 0) {
       check.timer = setTimeout(() => {
@@ -107,21 +108,18 @@ export class BudgetAlerts {
       check.timer.unref();
       return;
     }
-    check.running = true;
     check.waiting = false;
     check.lastRun = performance.now();
     const bound = check.boundMicros;
     check.boundMicros = 0;
-    try {
-      await this.check(check.subject, check.scopes, bound);
-    } finally {
-      check.running = false;
-    }
+    check.run = this.check(check.subject, check.scopes, bound); // never rejects
+    await check.run;
+    check.run = undefined;
     return this.pump(check);
   }
 
   private forgetIdle(): void {
-    for (const [id, check] of this.checks) if (!check.running && !check.timer) this.checks.delete(id);
+    for (const [id, check] of this.checks) if (!check.run && !check.timer) this.checks.delete(id);
   }
 
   private async check(subject: AlertSubject, budgeted: readonly LimitScope[], boundMicros: Micros): Promise<void> {
