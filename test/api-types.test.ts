@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { ApiRoutes } from '../src/management/api-types.js';
 import { coreOpenApiDocument, type OpenApiDocument } from '../src/management/openapi-doc.js';
-import { renderApiTypes } from '../src/management/openapi-files.js';
-import type { TypesTarget } from '../src/management/openapi-types.js';
+import { renderApiTypes, type TypesTarget } from '../src/management/openapi-files.js';
 
 /**
  * The management API's TypeScript types are generated from its route schemas (the same
@@ -16,6 +15,8 @@ const DIRS: Record<TypesTarget, string> = { server: 'src/management', console: '
 const TARGETS = Object.keys(DIRS) as TypesTarget[];
 /** A target's files as one text, to look for a type wherever the generator put it. */
 const joined = (doc: OpenApiDocument, target: TypesTarget): string => Object.values(renderApiTypes(doc, target)).join('\n');
+/** Both targets' files as one text. */
+const all = (doc: OpenApiDocument): string => TARGETS.map((t) => joined(doc, t)).join('\n');
 
 describe('generated management API types', () => {
   it.each(TARGETS)('the %s copy matches the route schemas, file by file', async (target) => {
@@ -34,9 +35,15 @@ describe('generated management API types', () => {
     const doc = await coreOpenApiDocument();
     const server = joined(doc, 'server');
     const client = joined(doc, 'console');
-    // A body field with a default is always present for a handler, optional for a client.
-    expect(server).toMatch(/'POST \/api\/v1\/orgs': \{[\s\S]*?retention: 'standard' \| 'none';/);
-    expect(client).toMatch(/'POST \/api\/v1\/orgs': \{[\s\S]*?retention\?: 'standard' \| 'none';/);
+    // One request contract: a client may leave a defaulted field out; a handler always has it (ApiDefaults).
+    expect(server).toMatch(/'POST \/api\/v1\/orgs': \{[\s\S]*?retention\?: 'standard' \| 'none';/);
+    expect(server).toContain("'POST /api/v1/orgs': { body: 'retention'; };");
+    expectTypeOf<ApiRoutes['POST /api/v1/orgs']['body']['retention']>().toEqualTypeOf<'standard' | 'none'>();
+    expectTypeOf<ApiRoutes['POST /api/v1/orgs']['body']['credits_usd']>().toEqualTypeOf<number | string | undefined>();
+    expectTypeOf<ApiRoutes['GET /api/v1/orgs/:org/logs']['query']['limit']>().toEqualTypeOf<number>();
+    // The console takes it from there, type-only (nothing of the server reaches its bundle), and keeps no copy.
+    expect(client).toContain("import type { ApiRequests } from '../../src/management/api-types';");
+    expect(client).not.toContain('interface ApiRequests');
     // Path parameters: each `:name` of the route's key, a string (the generator refuses a route declaring otherwise);
     // titled response schemas are named types.
     expect(server).toContain("'GET /api/v1/orgs/:org/projects/:project': {};");
@@ -55,9 +62,8 @@ describe('generated management API types', () => {
     // A route answering what another answers, or taking the same query, says so.
     expect(client).toContain("'POST /api/v1/orgs/:org/credits': { response: ApiAnswers['GET /api/v1/orgs/:org/credits']['response']; };");
     expect(joined(doc, 'server')).toContain("'GET /api/v1/audit': { query: ApiRequests['GET /api/v1/orgs/:org/audit']['query']; };");
+    for (const name of ['CacheSetting', 'LimitsInput', 'Project']) expect(all(doc).split(`export type ${name} = {`)).toHaveLength(2);
     for (const target of TARGETS) {
-      const text = joined(doc, target);
-      for (const name of ['CacheSetting', 'LimitsInput']) expect(text.split(`export type ${name} = {`)).toHaveLength(2);
       for (const [file, body] of Object.entries(renderApiTypes(doc, target))) expect(body.split('\n').length, `${target} ${file}`).toBeLessThanOrEqual(400);
     }
   });
@@ -88,14 +94,19 @@ describe('generated management API types', () => {
         },
       },
     };
-    const out = joined(doc, 'console');
+    const out = all(doc);
     expect(out).toContain("export type Thing = {\n  id: string;\n};");
     expect(out).toContain('response: Thing | null;');
     expect(out).toContain('limit?: number;');
     for (const line of ['n: number | null;', "kind?: 'a' | 'it\\'s' | null;", 'amount?: number | string;', 'tags?: Array<string>;', 'meta?: Record<string, unknown>;', 'flag?: true;', "'x-odd'?: Record<string, number>;"]) {
       expect(out).toContain(line);
     }
-    expect(joined(doc, 'server')).toContain('limit: number;');
+    expect(joined(doc, 'server')).toContain("'PUT /api/v1/things/:thing': { query: 'limit'; };");
+    // A default below the top level is refused: the handler's type would say optional.
+    const deep = structuredClone(doc);
+    const body = deep.paths['/api/v1/things/{thing}'].put.requestBody.content['application/json'].schema as { properties: Record<string, unknown> };
+    body.properties.inner = { type: 'object', properties: { depth: { type: 'integer', default: 1 } } };
+    expect(() => renderApiTypes(deep, 'server')).toThrow(/PUT \/api\/v1\/things\/:thing body: a default below the top level \(in inner\)/);
   });
 
   it('refuses an untitled shape met twice (a title names it once)', () => {

@@ -6,7 +6,8 @@ import { packageRoot } from '../src/lib/paths.js';
 /*
  * The import direction of the house (docs/architecture.md):
  *   cli → plugins, simulator, src · plugins → src/sdk.ts only · simulator → src
- *   src → nothing outside src (the core never imports a plugin).
+ *   src → nothing outside src (the core never imports a plugin)
+ *   console → its own files, and type-only the request contract (src/management/api-types.ts).
  * Checked on the sources as text: every relative `import … from`, `export … from` and
  * `import(…)` is resolved to a repository path and judged by the folder it lands in.
  */
@@ -14,7 +15,11 @@ import { packageRoot } from '../src/lib/paths.js';
 const ROOT = packageRoot();
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?\sfrom\s*['"]([^'"]+)['"]|(?:^|[\s;(])import\s*\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
-interface Edge { from: string; to: string }
+/** An import; `typeOnly` when it is `import type`/`export type` (erased from the built code). */
+interface Edge { from: string; to: string; typeOnly?: true }
+
+/** The management API's request contract (generated): the one file of the core the console may import, type-only. */
+const CONTRACT = 'src/management/api-types';
 
 function sources(dir: string): string[] {
   const out: string[] = [];
@@ -33,7 +38,7 @@ function importsOf(file: string, text: string): Edge[] {
     const spec = m[1] ?? m[2] ?? m[3] ?? '';
     if (!spec.startsWith('.')) continue;
     const target = relative(ROOT, resolve(ROOT, dirname(file), spec)).replace(/\.js$/, '.ts').split('\\').join('/');
-    edges.push({ from: file, to: target });
+    edges.push(/^[\s;]*(?:import|export)\s+type\s/.test(m[0]) ? { from: file, to: target, typeOnly: true } : { from: file, to: target });
   }
   return edges;
 }
@@ -42,7 +47,7 @@ const isTestOnly = (file: string): boolean => /\.(test|testkit)\.ts$/.test(file)
 const top = (path: string): string => path.split('/')[0] ?? '';
 
 /** Why an edge breaks the house rules, or undefined when it is allowed. */
-function violation({ from, to }: Edge): string | undefined {
+function violation({ from, to, typeOnly }: Edge): string | undefined {
   const area = top(from);
   if (area === 'src') return top(to) === 'src' ? undefined : 'the core imports only the core';
   if (area === 'plugins') {
@@ -54,7 +59,10 @@ function violation({ from, to }: Edge): string | undefined {
   }
   if (area === 'simulator') return ['src', 'simulator'].includes(top(to)) ? undefined : 'the simulator imports only itself and src/';
   if (area === 'cli') return ['src', 'plugins', 'simulator', 'cli'].includes(top(to)) ? undefined : 'the CLI imports src/, plugins/ and simulator/';
-  if (area === 'console') return top(to) === 'console' ? undefined : 'the web console is a browser client of the management API: it imports only its own files';
+  if (area === 'console') {
+    if (top(to) === 'console' || (to.replace(/\.ts$/, '') === CONTRACT && typeOnly)) return undefined;
+    return 'the web console is a browser client of the management API: it imports only its own files and, type-only, the request contract';
+  }
   return undefined;
 }
 
@@ -71,6 +79,7 @@ describe('the house: who may import whom', () => {
     expect(edges).toContainEqual({ from: 'plugins/chat/index.ts', to: 'src/sdk.ts' });
     expect(edges.some((e) => e.from.startsWith('simulator/'))).toBe(true);
     expect(edges).toContainEqual({ from: 'console/src/app.tsx', to: 'console/src/api' });
+    expect(edges).toContainEqual({ from: 'console/src/api-types.ts', to: CONTRACT, typeOnly: true });
   });
 
   it('flags what the rules forbid', () => {
@@ -82,6 +91,8 @@ describe('the house: who may import whom', () => {
     expect(violation({ from: 'simulator/server.ts', to: 'plugins/chat/index.ts' })).toBeDefined();
     expect(violation({ from: 'simulator/server.ts', to: 'cli/index.ts' })).toBeDefined();
     expect(violation({ from: 'console/src/api.ts', to: 'src/management/views.ts' })).toBeDefined();
+    expect(violation({ from: 'console/src/api.ts', to: CONTRACT })).toBeDefined();
+    expect(violation({ from: 'console/src/api.ts', to: CONTRACT, typeOnly: true })).toBeUndefined();
     expect(importsOf('src/x.ts', "const m = await import('../plugins/index.js');\nexport { a } from '../bench/b.js';"))
       .toEqual([{ from: 'src/x.ts', to: 'plugins/index.ts' }, { from: 'src/x.ts', to: 'bench/b.ts' }]);
   });
@@ -94,7 +105,7 @@ describe('the house: who may import whom', () => {
     expect(edges.filter((e) => top(e.from) === 'plugins' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 
-  it('the web console imports only its own files (it reaches the gateway over HTTP, /api/v1)', () => {
+  it('the web console imports only its own files and, type-only, the request contract (it reaches the gateway over HTTP, /api/v1)', () => {
     expect(edges.filter((e) => top(e.from) === 'console' && violation(e)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 

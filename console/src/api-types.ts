@@ -4,23 +4,20 @@
  * test/api-types.test.ts fails while this file is stale.
  */
 
+import type { ApiRequests } from '../../src/management/api-types';
 import type { ApiAnswers } from './api-types/answers';
-import type { ApiRequests } from './api-types/requests';
 
 export type { CreatedToken, CreatedWebhook, Credit, Invitation, Me, Member, MemberAdded, MeSelf, Org, ProviderKey, SignedIn, Token, Webhook, WebhookDelivery } from './api-types/account';
+export type { CacheSetting, LimitsInput } from '../../src/management/api-types';
 export type { AuditItem, Bucket, Deployment, LogDetail, LogItem, Percentiles, ReloadResult, Totals } from './api-types/logs';
 export type { ApiKey, CreatedKey, KeyDetail, KeyListItem, Limits, LimitUsage, Project, ProjectDetail, RotatedKey } from './api-types/projects';
-export type { CacheSetting, LimitsInput } from './api-types/requests';
 
-/** What a route takes: nothing unless ApiRequests lists it. */
-type Taken<K> = K extends keyof ApiRequests
-  ? {
-      query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;
-      body: ApiRequests[K] extends { body: infer B } ? B : undefined;
-    }
-  : { query: Record<string, never>; body: undefined };
-
-/** What each route takes (query, body) and answers (its 2xx body). */
-export type ApiRoutes = { [K in keyof ApiAnswers]: Taken<K> & ApiAnswers[K] };
+/** What each route takes (query and body, as a client sends them) and answers (its 2xx body). */
+export type ApiRoutes = {
+  [K in keyof ApiAnswers & keyof ApiRequests]: {
+    query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;
+    body: ApiRequests[K] extends { body: infer B } ? B : undefined;
+  } & ApiAnswers[K];
+};
 
 export type RouteKey = keyof ApiRoutes;

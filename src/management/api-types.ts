@@ -4,6 +4,8 @@
  * test/api-types.test.ts fails while this file is stale.
  */
 
+// The request contract: the console imports it too (type-only), so a request is typed once.
+
 export type CacheSetting = {
   /** off (default), exact, or semantic (exact first, then by meaning) */
   mode?: 'off' | 'exact' | 'semantic';
@@ -36,7 +38,7 @@ export type LimitsInput = {
   mode?: 'exact' | 'lease' | null;
 };
 
-/** What each route takes besides its path parameters: query and body, as validated (a field with a default is always present). Each route's summary is on its route() and in the console's copy. */
+/** What each route takes besides its path parameters: the query and body a client sends (a field with a default may be left out). Each route's summary is on its route() and in console/src/api-types/answers.ts. */
 export interface ApiRequests {
   'POST /api/v1/session': {
     body: {
@@ -73,7 +75,7 @@ export interface ApiRequests {
       name: string;
       /** USD amount, at most 6 decimals (micro-USD) */
       credits_usd?: number | string;
-      retention: 'standard' | 'none';
+      retention?: 'standard' | 'none';
       /** An existing user to make its owner */
       owner_email?: string;
     };
@@ -195,7 +197,7 @@ export interface ApiRequests {
   'GET /api/v1/orgs/:org/credits': {
     query: {
       /** Rows per page, 1–200 */
-      limit: number;
+      limit?: number;
       /** From the previous page */
       cursor?: string;
     };
@@ -255,27 +257,27 @@ export interface ApiRequests {
       /** `ok` (< 400), `error` (≥ 400) or an HTTP status */
       status?: string;
       /** Rows per page, 1–200 */
-      limit: number;
+      limit?: number;
       cursor?: string;
     };
   };
   'GET /api/v1/orgs/:org/logs/:id': {};
   'GET /api/v1/orgs/:org/usage': {
     query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'project' | 'key' | 'model' | 'from' | 'to'> & {
-      group_by: string;
+      group_by?: string;
     };
   };
   'GET /api/v1/orgs/:org/overview': {};
   'GET /api/v1/orgs/:org/logs/export': {
     query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'q' | 'project' | 'key' | 'model' | 'from' | 'to' | 'status'> & {
-      format: 'csv' | 'jsonl';
+      format?: 'csv' | 'jsonl';
     };
   };
   'GET /api/v1/orgs/:org/latency': { query: Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], 'project' | 'key' | 'model' | 'from' | 'to'>; };
   'GET /api/v1/orgs/:org/cache': {
     query: {
       /** Days back, 1–90 (default 30) */
-      days: number;
+      days?: number;
     };
   };
   'PUT /api/v1/me/password': {
@@ -302,7 +304,7 @@ export interface ApiRequests {
       /** http(s) URL the events are POSTed to */
       url: string;
       /** Event types it receives */
-      events: Array<'budget.threshold' | 'balance.below'>;
+      events?: Array<'budget.threshold' | 'balance.below'>;
       /** Send a Slack-compatible `{text}` body */
       slack?: boolean;
     };
@@ -312,7 +314,7 @@ export interface ApiRequests {
   'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': {
     query: {
       /** Rows per page, 1–200 */
-      limit: number;
+      limit?: number;
     };
   };
   'GET /api/v1/orgs/:org/balance-alert': {};
@@ -335,10 +337,10 @@ export interface ApiRequests {
       /** Until this time (exclusive) */
       to?: string;
       /** Rows per page, 1–500 */
-      limit: number;
+      limit?: number;
       cursor?: string;
       /** json (pages), csv or jsonl (every matching row, for export) */
-      format: 'json' | 'csv' | 'jsonl';
+      format?: 'json' | 'csv' | 'jsonl';
     };
   };
   'GET /api/v1/audit': { query: ApiRequests['GET /api/v1/orgs/:org/audit']['query']; };
@@ -346,15 +348,32 @@ export interface ApiRequests {
   'POST /api/v1/reload': {};
 }
 
+/** The query and body fields each route fills in with their default when a client leaves them out. */
+export interface ApiDefaults {
+  'POST /api/v1/orgs': { body: 'retention'; };
+  'GET /api/v1/orgs/:org/credits': { query: 'limit'; };
+  'GET /api/v1/orgs/:org/logs': { query: 'limit'; };
+  'GET /api/v1/orgs/:org/usage': { query: 'group_by'; };
+  'GET /api/v1/orgs/:org/logs/export': { query: 'format'; };
+  'GET /api/v1/orgs/:org/cache': { query: 'days'; };
+  'POST /api/v1/orgs/:org/webhooks': { body: 'events'; };
+  'GET /api/v1/orgs/:org/webhooks/:webhook/deliveries': { query: 'limit'; };
+  'GET /api/v1/orgs/:org/audit': { query: 'limit' | 'format'; };
+  'GET /api/v1/audit': { query: 'limit' | 'format'; };
+}
+
 /** The `:names` in a route's key. */
 type ParamNames<K extends string> = K extends `${string}:${infer P}/${infer Rest}` ? P | ParamNames<Rest> : K extends `${string}:${infer P}` ? P : never;
+type DefaultsOf<K, P extends 'query' | 'body'> = K extends keyof ApiDefaults ? (ApiDefaults[K] extends { [X in P]: infer D } ? D : never) : never;
+/** A part after validation: the fields named in D always present. */
+type Filled<T, D> = [D] extends [never] ? T : T extends object ? T & { [F in D & keyof T]-?: Exclude<T[F], undefined> } : T;
 
 /** What each route's handler receives, validated: path parameters (each `:name` of its key, a string), query and body. */
 export type ApiRoutes = {
   [K in keyof ApiRequests]: {
     params: [ParamNames<K>] extends [never] ? Record<string, never> : { [P in ParamNames<K>]: string };
-    query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;
-    body: ApiRequests[K] extends { body: infer B } ? B : undefined;
+    query: Filled<ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>, DefaultsOf<K, 'query'>>;
+    body: Filled<ApiRequests[K] extends { body: infer B } ? B : undefined, DefaultsOf<K, 'body'>>;
   };
 };
 

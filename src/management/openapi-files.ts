@@ -1,17 +1,22 @@
 import type { OpenApiDocument, OpenApiOperation } from './openapi-doc.js';
-import { comment, documentSchemas, jsonSchemaOf, parameters, TypeWriter, type NamedType, type Rendered, type TypesTarget } from './openapi-types.js';
+import { comment, defaultedFields, documentSchemas, jsonSchemaOf, parameters, TypeWriter, type NamedType, type Rendered } from './openapi-types.js';
 
 /*
- * The files `npm run gen:api` writes for a target, each shape in one of them once.
+ * The files `npm run gen:api` writes, each shape in one of them once.
  *
- * server (src/management/): api-types.ts — the named shapes the requests use, then
- *   `ApiRequests`, one row per route with the query and body it takes (a route's path
- *   parameters are the `:names` of its key, each a string), and `ApiRoutes` made from them.
- * console (console/src/): api-types/requests.ts — the same rows, only the routes that take
- *   a query or a body; api-types/answers.ts — every route's answer; api-types/<group>.ts —
+ * server (src/management/): api-types.ts — the request contract, shared by the handlers and
+ *   the console: the named shapes the requests use; `ApiRequests`, one row per route with
+ *   the query and body a client sends (a route's path parameters are the `:names` of its
+ *   key, each a string); `ApiDefaults`, the fields validation fills in; and `ApiRoutes`,
+ *   what a handler receives (those fields always present).
+ * console (console/src/): api-types/answers.ts — every route's answer; api-types/<group>.ts —
  *   the answers' named shapes, each with the routes (`GROUPS`) that first use it; and
- *   api-types.ts, `ApiRoutes` made from them and every named shape re-exported.
+ *   api-types.ts, `ApiRoutes` made from them and the request contract (imported type-only:
+ *   erased from the bundle), every named shape re-exported.
  */
+
+/** Which folder's files: src/management/ (the request contract) or console/src/. */
+export type TypesTarget = 'server' | 'console';
 
 type Schema = Record<string, unknown>;
 type Part = 'query' | 'body' | 'response';
@@ -36,6 +41,8 @@ interface RouteTypes {
   parts: Partial<Record<Part, string>>;
   /** Named shapes its query and body use, and those its answer uses. */
   takes: Set<string>;
+  /** The query and body fields validation fills in (`defaultedFields`). */
+  defaults: Partial<Record<'query' | 'body', string[]>>;
   answers: Set<string>;
 }
 
@@ -83,15 +90,15 @@ class PartIndex {
 }
 
 /** The routes' types, and the named shapes they use. */
-function routeTypes(doc: OpenApiDocument, target: TypesTarget): { routes: RouteTypes[]; named: Map<string, NamedType> } {
-  const writer = new TypeWriter(target, documentSchemas(doc));
+function routeTypes(doc: OpenApiDocument): { routes: RouteTypes[]; named: Map<string, NamedType> } {
+  const writer = new TypeWriter(documentSchemas(doc));
   const index = { query: new PartIndex('ApiRequests', 'query'), body: new PartIndex('ApiRequests', 'body'), response: new PartIndex('ApiAnswers', 'response') };
   const shapes = new Map<string, string[]>();
   const routes: RouteTypes[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops) as Array<[string, OpenApiOperation & { tags?: string[]; summary?: string }]>) {
       const key = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`;
-      const route: RouteTypes = { key, group: groupOf(op.tags?.[0] ?? ''), summary: op.summary, parts: {}, takes: new Set(), answers: new Set() };
+      const route: RouteTypes = { key, group: groupOf(op.tags?.[0] ?? ''), summary: op.summary, parts: {}, takes: new Set(), answers: new Set(), defaults: {} };
       const pathParams = parameters(op, 'path');
       for (const [name, p] of Object.entries(pathParams.properties as Record<string, Schema>)) {
         // ApiRoutes gives every `:name` of the key as a string: a route declaring otherwise would be typed wrong.
@@ -103,19 +110,25 @@ function routeTypes(doc: OpenApiDocument, target: TypesTarget): { routes: RouteT
         for (const ref of written.refs) (part === 'response' ? route.answers : route.takes).add(ref);
         for (const s of written.shapes) shapes.set(s, [...(shapes.get(s) ?? []), `${key} ${part}`]);
       };
+      const filled = (part: 'query' | 'body', schema: Schema): void => {
+        const fields = defaultedFields(schema, `${key} ${part}`);
+        if (fields.length) route.defaults[part] = fields;
+      };
       const query = parameters(op, 'query');
-      if (Object.keys(query.properties as object).length) add('query', writer.render(query), query);
+      if (Object.keys(query.properties as object).length) {
+        add('query', writer.render(query), query);
+        filled('query', query);
+      }
       const body = jsonSchemaOf(op.requestBody);
       if (body) {
         const r = writer.render(body);
         add('body', { ...r, text: `${r.text}${op.requestBody?.required ? '' : ' | undefined'}` }, op.requestBody?.required ? body : undefined);
+        filled('body', body);
       }
-      if (target === 'console') {
-        const ok = Object.entries(op.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status)).map(([, r]) => jsonSchemaOf(r));
-        const answers = ok.map((s) => (s ? writer.render(s) : bare('null')));
-        const text = [...new Set(answers.map((a) => a.text))].join(' | ') || 'never';
-        add('response', { text, refs: new Set(answers.flatMap((a) => [...a.refs])), shapes: answers.flatMap((a) => a.shapes) }, ok.length === 1 ? ok[0] : undefined);
-      }
+      const ok = Object.entries(op.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status)).map(([, r]) => jsonSchemaOf(r));
+      const answers = ok.map((s) => (s ? writer.render(s) : bare('null')));
+      const text = [...new Set(answers.map((a) => a.text))].join(' | ') || 'never';
+      add('response', { text, refs: new Set(answers.flatMap((a) => [...a.refs])), shapes: answers.flatMap((a) => a.shapes) }, ok.length === 1 ? ok[0] : undefined);
       routes.push(route);
     }
   }
@@ -175,20 +188,51 @@ function closure(names: Iterable<string>, named: Map<string, NamedType>): Set<st
   return out;
 }
 
-const TAKEN = ['query: ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>;', 'body: ApiRequests[K] extends { body: infer B } ? B : undefined;'];
+/** Where each named shape is written: `contract` (the request contract, src/management/api-types.ts) when a query or body uses it, else the first group (GROUPS' order) whose answers do, so a file imports only from the ones before it. */
+function homes(routes: readonly RouteTypes[], named: Map<string, NamedType>): Map<string, string> {
+  const taken = closure(routes.flatMap((r) => [...r.takes]), named);
+  const home = new Map<string, string>();
+  for (const g of GROUP_NAMES) for (const n of closure(routes.filter((r) => r.group === g).flatMap((r) => [...r.answers]), named)) if (!taken.has(n) && !home.has(n)) home.set(n, g);
+  for (const n of taken) home.set(n, CONTRACT);
+  return home;
+}
+const CONTRACT = 'contract';
+
+/** The `ApiDefaults` rows: per route, the query and body fields validation fills in. */
+function defaultsTable(routes: readonly RouteTypes[]): string {
+  const rows = routes.filter((r) => r.defaults.query || r.defaults.body).map((r) => {
+    const parts = (['query', 'body'] as const).filter((p) => r.defaults[p]).map((p) => `${p}: ${(r.defaults[p] as string[]).map((f) => `'${f}'`).join(' | ')};`);
+    return `  '${r.key}': { ${parts.join(' ')} };\n`;
+  });
+  return `/** The query and body fields each route fills in with their default when a client leaves them out. */\nexport interface ApiDefaults {\n${rows.join('')}}\n`;
+}
+
+const TAKEN = (wrap: (part: string, key: 'query' | 'body') => string) => [
+  `query: ${wrap('ApiRequests[K] extends { query: infer Q } ? Q : Record<string, never>', 'query')};`,
+  `body: ${wrap('ApiRequests[K] extends { body: infer B } ? B : undefined', 'body')};`,
+];
 
 function serverFiles(routes: RouteTypes[], named: Map<string, NamedType>): Record<string, string> {
-  const types = ordered([...named]).map(([n, t]) => typeDecl(n, t));
+  const home = homes(routes, named);
+  const types = ordered([...named].filter(([n]) => home.get(n) === CONTRACT)).map(([n, t]) => typeDecl(n, t));
+  const filled = TAKEN((part, key) => `Filled<${part}, DefaultsOf<K, '${key}'>>`);
   return {
-    'api-types.ts': `${HEADER}\n${types.map((t) => `${t}\n`).join('')}${table('ApiRequests', 'What each route takes besides its path parameters: query and body, as validated (a field with a default is always present). Each route\'s summary is on its route() and in the console\'s copy.', routes, ['query', 'body'], false)}
+    'api-types.ts': `${HEADER}
+// The request contract: the console imports it too (type-only), so a request is typed once.
+
+${types.map((t) => `${t}\n`).join('')}${table('ApiRequests', 'What each route takes besides its path parameters: the query and body a client sends (a field with a default may be left out). Each route\'s summary is on its route() and in console/src/api-types/answers.ts.', routes, ['query', 'body'], false)}
+${defaultsTable(routes)}
 /** The \`:names\` in a route's key. */
 type ParamNames<K extends string> = K extends \`\${string}:\${infer P}/\${infer Rest}\` ? P | ParamNames<Rest> : K extends \`\${string}:\${infer P}\` ? P : never;
+type DefaultsOf<K, P extends 'query' | 'body'> = K extends keyof ApiDefaults ? (ApiDefaults[K] extends { [X in P]: infer D } ? D : never) : never;
+/** A part after validation: the fields named in D always present. */
+type Filled<T, D> = [D] extends [never] ? T : T extends object ? T & { [F in D & keyof T]-?: Exclude<T[F], undefined> } : T;
 
 /** What each route's handler receives, validated: path parameters (each \`:name\` of its key, a string), query and body. */
 export type ApiRoutes = {
   [K in keyof ApiRequests]: {
     params: [ParamNames<K>] extends [never] ? Record<string, never> : { [P in ParamNames<K>]: string };
-${TAKEN.map((t) => `    ${t}\n`).join('')}  };
+${filled.map((t) => `    ${t}\n`).join('')}  };
 };
 
 export type RouteKey = keyof ApiRoutes;
@@ -196,43 +240,37 @@ export type RouteKey = keyof ApiRoutes;
   };
 }
 
+/** The request contract's path from a console file (console/src/ or console/src/api-types/). */
+const contractFrom = (depth: number): string => `${'../'.repeat(depth + 2)}src/management/api-types`;
+
 function consoleFiles(routes: RouteTypes[], named: Map<string, NamedType>): Record<string, string> {
-  const taken = closure(routes.flatMap((r) => [...r.takes]), named);
-  // A shape lives in the first group (GROUPS' order) whose routes use it, so a file imports only from the ones before it.
-  const home = new Map<string, string>();
-  for (const g of GROUP_NAMES) for (const n of closure(routes.filter((r) => r.group === g).flatMap((r) => [...r.answers]), named)) if (!taken.has(n) && !home.has(n)) home.set(n, g);
-  for (const n of taken) home.set(n, 'requests');
+  const home = homes(routes, named);
   const imports = (file: string, names: Iterable<string>): string => {
     const from = new Map<string, string[]>();
     for (const n of new Set(names)) if (home.get(n) !== file) from.set(home.get(n) as string, [...(from.get(home.get(n) as string) ?? []), n]);
-    return [...from].sort(([a], [b]) => byName(a, b)).map(([f, ns]) => `import type { ${ns.sort(byName).join(', ')} } from './${f}';\n`).join('');
+    return [...from].sort(([a], [b]) => byName(a, b)).map(([f, ns]) => `import type { ${ns.sort(byName).join(', ')} } from '${f === CONTRACT ? contractFrom(1) : `./${f}`}';\n`).join('');
   };
-  const shapesFile = (file: string, head = ''): string => {
+  const shapesFile = (file: string): string => {
     const mine = ordered([...named].filter(([n]) => home.get(n) === file));
     const uses = imports(file, mine.flatMap(([, t]) => [...t.refs]));
-    return `${HEADER}\n${uses}${uses ? '\n' : ''}${head}${mine.map(([n, t]) => typeDecl(n, t)).join('\n')}`;
+    return `${HEADER}\n${uses}${uses ? '\n' : ''}${mine.map(([n, t]) => typeDecl(n, t)).join('\n')}`;
   };
-  const takers = routes.filter((r) => r.parts.query !== undefined || r.parts.body !== undefined);
-  const files: Record<string, string> = {
-    'api-types/requests.ts': `${shapesFile('requests')}\n${table('ApiRequests', 'What the routes that take a query or a body take (a field with a default may be left out).', takers, ['query', 'body'])}`,
-  };
+  const files: Record<string, string> = {};
   for (const g of GROUP_NAMES) files[`api-types/${g}.ts`] = shapesFile(g);
   const answerImports = imports('answers', new Set(routes.flatMap((r) => [...r.answers])));
   files['api-types/answers.ts'] = `${HEADER}\n${answerImports}\n${table('ApiAnswers', 'What each route answers: its 2xx body.', routes, ['response'])}`;
-  const reexports = [...new Set(home.values())].sort(byName).map((f) => `export type { ${[...named.keys()].filter((n) => home.get(n) === f).sort(byName).join(', ')} } from './api-types/${f}';\n`);
+  const from = (f: string): string => (f === CONTRACT ? contractFrom(0) : `./api-types/${f}`);
+  const reexports = [...new Set(home.values())].sort(byName).map((f) => `export type { ${[...named.keys()].filter((n) => home.get(n) === f).sort(byName).join(', ')} } from '${from(f)}';\n`);
   files['api-types.ts'] = `${HEADER}
+import type { ApiRequests } from '${contractFrom(0)}';
 import type { ApiAnswers } from './api-types/answers';
-import type { ApiRequests } from './api-types/requests';
 
 ${reexports.join('')}
-/** What a route takes: nothing unless ApiRequests lists it. */
-type Taken<K> = K extends keyof ApiRequests
-  ? {
-${TAKEN.map((t) => `      ${t}\n`).join('')}    }
-  : { query: Record<string, never>; body: undefined };
-
-/** What each route takes (query, body) and answers (its 2xx body). */
-export type ApiRoutes = { [K in keyof ApiAnswers]: Taken<K> & ApiAnswers[K] };
+/** What each route takes (query and body, as a client sends them) and answers (its 2xx body). */
+export type ApiRoutes = {
+  [K in keyof ApiAnswers & keyof ApiRequests]: {
+${TAKEN((part) => part).map((t) => `    ${t}\n`).join('')}  } & ApiAnswers[K];
+};
 
 export type RouteKey = keyof ApiRoutes;
 `;
@@ -241,6 +279,6 @@ export type RouteKey = keyof ApiRoutes;
 
 /** The files of a target, by their path under its folder (src/management/, console/src/). */
 export function renderApiTypes(doc: OpenApiDocument, target: TypesTarget): Record<string, string> {
-  const { routes, named } = routeTypes(doc, target);
+  const { routes, named } = routeTypes(doc);
   return target === 'server' ? serverFiles(routes, named) : consoleFiles(routes, named);
 }

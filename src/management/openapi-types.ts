@@ -15,13 +15,6 @@ import type { OpenApiDocument, OpenApiOperation } from './openapi-doc.js';
 
 type Schema = Record<string, unknown>;
 
-/**
- * `server`: what a handler receives — path parameters, query and body after validation
- * (a field with a default is always present); `console`: what a client sends (defaults
- * optional) and what each route answers.
- */
-export type TypesTarget = 'server' | 'console';
-
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 /** A value as a TypeScript literal, strings in single quotes (the code's style). */
 const literal = (v: unknown): string =>
@@ -74,7 +67,11 @@ export interface NamedType {
   refs: Set<string>;
 }
 
-/** Writes JSON Schemas as TypeScript for one target, naming each titled shape once. */
+/**
+ * Writes JSON Schemas as TypeScript, naming each titled shape once. A field is optional
+ * unless required: what a client sends (a field with a default may be left out); what a
+ * handler receives after validation adds `defaultedFields` (ApiDefaults in api-types.ts).
+ */
 export class TypeWriter {
   /** Named types by title. */
   readonly named = new Map<string, NamedType>();
@@ -84,7 +81,7 @@ export class TypeWriter {
   /** What the type being written uses: named types, and unnamed shapes. */
   private out: Omit<Rendered, 'text'> = { refs: new Set(), shapes: [] };
 
-  constructor(readonly target: TypesTarget, schemas: Iterable<Schema>) {
+  constructor(schemas: Iterable<Schema>) {
     const seen = new Set<string>();
     for (const s of schemas) {
       const t = titledObject(s);
@@ -186,14 +183,26 @@ export class TypeWriter {
       return extra === false ? 'Record<string, never>' : 'Record<string, unknown>';
     }
     const lines = props.map(([name, p]) => {
-      const present = required.has(name) || (this.target === 'server' && p.default !== undefined);
-      return `${comment(p.description, '  ')}  ${key(name)}${present ? '' : '?'}: ${indented(this.type(p), '  ')};\n`;
+      return `${comment(p.description, '  ')}  ${key(name)}${required.has(name) ? '' : '?'}: ${indented(this.type(p), '  ')};\n`;
     });
     if (extra && typeof extra === 'object') lines.push('  [field: string]: unknown;\n');
     const body = `${base ? `${base.title} & ` : ''}{\n${lines.join('')}}`;
     if (!top && title === undefined && props.length >= 2) this.out.shapes.push(body);
     return body;
   }
+}
+
+/**
+ * The fields of a query or body that validation fills in when a client leaves them out (their
+ * schema has a `default`). Only top-level ones are typed so; a default deeper down is refused.
+ */
+export function defaultedFields(s: Schema, where: string): string[] {
+  const fields = Object.entries(propsOf(s));
+  for (const [name, p] of fields) {
+    const deeper = [...schemasIn(p)].slice(1).find((x) => x.default !== undefined);
+    if (deeper) throw new Error(`${where}: a default below the top level (in ${name}) would be typed optional for the handler: move it up or fill it in the handler`);
+  }
+  return fields.filter(([name, p]) => p.default !== undefined && !requiredOf(s).has(name)).map(([name]) => name);
 }
 
 /** Path or query parameters (OpenAPI lists them one by one) as one object schema. */

@@ -4,7 +4,7 @@
  * test/api-types.test.ts fails while this file is stale.
  */
 
-import type { CacheSetting } from './requests';
+import type { CacheSetting } from '../../../src/management/api-types';
 
 export type ApiKey = {
   /** key_… */
