@@ -15,6 +15,7 @@ export type { ModalityRules, ProviderCatalog } from './providers/catalog.js';
 export type { LimitSpec } from './model/limits.js';
 export type { GatewayConfig } from './config/gateway-config.js';
 export type { ReplyFilter, RequestView, ShortCircuit, ShortCircuitContext, StageHook } from './pipeline/hooks.js';
+export { settingsBlock } from './pipeline/plugin.js';
 export { jsonTextSlots } from './guardrails/slots.js';
 export { STAGES, type Stage } from './pipeline/stages.js';
 

@@ -2,7 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type EndpointDef, exchangeSlot, GatewayError, type GatewayPlugin } from '../../src/sdk.js';
+import { type EndpointDef, exchangeSlot, GatewayError, type GatewayPlugin, settingsBlock } from '../../src/sdk.js';
 import { type MultipartForm, spoolMultipart } from './multipart.js';
 import { speechHandler } from './speech.js';
 import { cachingSpeech, speechCache } from './speech-cache.js';
@@ -28,13 +28,9 @@ function checkTranscriptionEndpoint(e: EndpointDef): string | undefined {
  */
 export const audioPlugin: GatewayPlugin = {
   name: 'audio',
-  settingsSchema: {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      upload_dir: { type: 'string', minLength: 1, description: 'Where uploads are spooled (a private folder is made inside); the system temp folder by default.' },
-    },
-  },
+  settingsSchema: settingsBlock({
+    upload_dir: { type: 'string', minLength: 1, description: 'Where uploads are spooled (a private folder is made inside); the system temp folder by default.' },
+  }),
   modalities: {
     speech: { requiredPricing: ['input_character'], dialects: [] },
     transcription: { requiredPricing: ['audio_second'], dialects: [], checkEndpoint: checkTranscriptionEndpoint },

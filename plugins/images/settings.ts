@@ -1,3 +1,4 @@
+import { settingsBlock } from '../../src/sdk.js';
 /** `settings.images` in gateway.yaml. Every field has a default; the block may be omitted. */
 export interface ImagesSettings {
   /** Hours a hosted image (a `url` response) is kept before the sweep deletes it. */
@@ -5,11 +6,7 @@ export interface ImagesSettings {
   sweep_interval_ms: number;
 }
 
-export const imagesSettingsSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    url_retention_hours: { type: 'integer', minimum: 1, default: 24 },
-    sweep_interval_ms: { type: 'integer', minimum: 1000, default: 300_000 },
-  },
-} as const;
+export const imagesSettingsSchema = settingsBlock({
+  url_retention_hours: { type: 'integer', minimum: 1, default: 24 },
+  sweep_interval_ms: { type: 'integer', minimum: 1000, default: 300_000 },
+});

@@ -1,3 +1,4 @@
+import { settingsBlock } from '../../src/sdk.js';
 /** `settings.music` in gateway.yaml. Every field has a default; the block may be omitted. */
 export interface MusicSettings {
   /** How long to wait for the upstream (spec: 4 minutes), then 504. */
@@ -24,27 +25,23 @@ export interface MusicSettings {
 
 const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 
-export const musicSettingsSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    timeout_ms: { type: 'integer', minimum: 1, default: 240_000 },
-    retention_days: { type: 'integer', minimum: 1, default: 30 },
-    sweep_interval_ms: { type: 'integer', minimum: 1000, default: 300_000 },
-    log_text_retention_days: { type: 'integer', minimum: 1 },
-    delivery: { enum: ['proxy', 'redirect'], default: 'proxy' },
-    presign_ttl_seconds: { type: 'integer', minimum: 1, maximum: 604_800, default: 300 },
-    max_concurrent_deliveries: { type: 'integer', minimum: 1, default: 3 },
-    image_fetch: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },
-        max_bytes: { type: 'integer', minimum: 1, maximum: MAX_IMAGE_BYTES, default: MAX_IMAGE_BYTES },
-        allow_hosts: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-        allow_http: { type: 'boolean', default: false },
-      },
+export const musicSettingsSchema = settingsBlock({
+  timeout_ms: { type: 'integer', minimum: 1, default: 240_000 },
+  retention_days: { type: 'integer', minimum: 1, default: 30 },
+  sweep_interval_ms: { type: 'integer', minimum: 1000, default: 300_000 },
+  log_text_retention_days: { type: 'integer', minimum: 1 },
+  delivery: { enum: ['proxy', 'redirect'], default: 'proxy' },
+  presign_ttl_seconds: { type: 'integer', minimum: 1, maximum: 604_800, default: 300 },
+  max_concurrent_deliveries: { type: 'integer', minimum: 1, default: 3 },
+  image_fetch: {
+    type: 'object',
+    additionalProperties: false,
+    default: {},
+    properties: {
+      timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },
+      max_bytes: { type: 'integer', minimum: 1, maximum: MAX_IMAGE_BYTES, default: MAX_IMAGE_BYTES },
+      allow_hosts: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+      allow_http: { type: 'boolean', default: false },
     },
   },
-} as const;
+});

@@ -2,7 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
-import { type GatewayError, invalidField } from '../lib/errors.js';
+import { GatewayError, invalidField } from '../lib/errors.js';
 import type { OrgRouteDef } from '../pipeline/plugin.js';
 import type { Store } from '../store/types.js';
 import { audited, auditedPluginRoute } from './audit-hook.js';
@@ -44,6 +44,12 @@ export interface TypedRoute<M extends Method, U extends string> extends Omit<Man
  */
 export function route<M extends Method, U extends string>(def: TypedRoute<M, U>): ManagementRoute {
   return def as unknown as ManagementRoute;
+}
+
+/** `value`, or a 404 `not_found` saying "No <what>" when there is none (nothing found, nothing changed). */
+export function found<T>(value: T | null | undefined | false, what: string): T {
+  if (value === null || value === undefined || value === false) throw new GatewayError('not_found', [`No ${what}`]);
+  return value;
 }
 
 /** A GET route answering a list of the caller's org's rows as `{ data: [...] }`, each row its view (`item`). */

@@ -2,7 +2,7 @@ import { GatewayError } from '../lib/errors.js';
 import { callerOf, sessionUser } from './authn.js';
 import { newSession, newToken, sessionCookie, SESSION_COOKIE } from './credentials.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { found, route, type ManagementRoute } from './http.js';
 import { verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, list, NAME, obj, params, str, time } from './schemas.js';
 import { NO_PASSWORD } from '../store/sso.js';
@@ -94,9 +94,7 @@ export function accountRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('token'), response: { 200: TOKEN } },
       async handler(request) {
         const id = request.params.token;
-        const revoked = await d.store.accounts.revokeToken(callerOf(request).user.id, id);
-        if (!revoked) throw new GatewayError('not_found', [`No token ${id}`]);
-        return tokenView(revoked);
+        return tokenView(found(await d.store.accounts.revokeToken(callerOf(request).user.id, id), `token ${id}`));
       },
     }),
   ];

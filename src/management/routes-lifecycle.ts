@@ -3,7 +3,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { User } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { found, route, type ManagementRoute } from './http.js';
 import { MAX_PASSWORD_LENGTH, verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, int, obj, params, str, time } from './schemas.js';
 import { CREATED_KEY, iso, keyView } from './views.js';
@@ -63,8 +63,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('user'), body: input({ active: bool() }, ['active']), response: { 200: USER } },
       async handler(request) {
         const ref = request.params.user;
-        const user = ref.includes('@') ? await store.accounts.findUserByEmail(ref) : await store.accounts.getUser(ref);
-        if (!user) throw new GatewayError('not_found', [`No user ${ref}`]);
+        const user = found(ref.includes('@') ? await store.accounts.findUserByEmail(ref) : await store.accounts.getUser(ref), `user ${ref}`);
         const { active } = request.body;
         if (!active && user.id === callerOf(request).user.id) throw invalidField('active', 'you cannot deactivate yourself');
         const change = await setActive(store, user.id, active);
@@ -85,9 +84,8 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
         const orgId = scopeOf(request).org.id;
         const id = request.params.key;
         const { grace_seconds: grace } = request.body;
-        const rotated = await rotateKey(store, d.invalidation, orgId, id, grace, d.now());
-        const item = rotated && (await store.tenancy.getKey(orgId, id));
-        if (!rotated || !item) throw new GatewayError('not_found', [`No active API key ${id}`]);
+        const rotated = found(await rotateKey(store, d.invalidation, orgId, id, grace, d.now()), `active API key ${id}`);
+        const item = found(await store.tenancy.getKey(orgId, id), `active API key ${id}`);
         return { ...keyView(item, d.now()), key: rotated.key, previous_expires_at: iso(rotated.record.previousExpiresAt ?? d.now()) };
       },
     }),

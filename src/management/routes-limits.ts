@@ -1,5 +1,4 @@
 import { changeKey, changeProject, MAX_DEFAULT_MAX_TOKENS } from '../tenancy/admin.js';
-import { GatewayError } from '../lib/errors.js';
 import type { LimitScope, LimitSpec } from '../model/limits.js';
 import type { KeyListItem, ProjectSummary } from '../store/tenancy.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
@@ -7,7 +6,7 @@ import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardr
 import { DEFAULT_BODY_LOGGING } from '../model/guardrails.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { found, route, type ManagementRoute } from './http.js';
 import type { LimitsInput } from './api-types.js';
 import { limitsFromBody, LIMITS_INPUT, readUsage, USAGE, usageView } from './limits-api.js';
 import { keyScope, projectScope } from '../pipeline/admission.js';
@@ -50,11 +49,7 @@ interface Limited<R> {
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const loader = <R>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => {
-    const found = await find(orgId, id);
-    if (!found) throw new GatewayError('not_found', [`No ${noun} ${id}`]);
-    return found;
-  };
+  const loader = <R>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => found(await find(orgId, id), `${noun} ${id}`);
   const keys: Limited<KeyListItem> = {
     noun: 'API key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
   };
@@ -74,7 +69,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     kind: Limited<R>, orgId: string, id: string, limits: LimitsInput | undefined, write: (r: R, change: { limits?: LimitSpec }) => Promise<unknown>,
   ) => {
     const r = await kind.load(orgId, id);
-    if (!(await write(r, limits === undefined ? {} : { limits: limitsFromBody(limits, r.limits) }))) throw new GatewayError('not_found', [`No ${kind.noun} ${r.id}`]);
+    found(await write(r, limits === undefined ? {} : { limits: limitsFromBody(limits, r.limits) }), `${kind.noun} ${r.id}`);
     return detail(kind, orgId, r.id);
   };
   return [

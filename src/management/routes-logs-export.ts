@@ -4,7 +4,7 @@ import type { Percentiles } from '../store/log-stats.js';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import { route, type ManagementRoute } from './http.js';
-import { filterOf, RANGE_FILTERS, ROW_FILTERS, searchFilterOf } from './routes-logs.js';
+import { filterOf, RANGE_FILTERS, rowsQuery, searchFilterOf } from './routes-logs.js';
 import { input, int, maybe, obj, params, str, time } from './schemas.js';
 import { iso, logItemView } from './views.js';
 
@@ -59,11 +59,9 @@ const percentilesView = (p: Percentiles) => ({ p50: p.p50, p95: p.p95, count: p.
 export function logExportRoutes(d: ManagementDeps): ManagementRoute[] {
   return [
     route({
-      method: 'GET', url: '/api/v1/orgs/:org/logs/export', access: 'member', tag: 'logs',
-      summary: 'The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all).',
+      method: 'GET', url: '/api/v1/orgs/:org/logs/export', access: 'member', tag: 'logs', summary: 'The matching request-log rows as a CSV or JSON-lines file, newest first, streamed (any size; the same filters and search as the list, no range: all).',
       schema: {
-        params: params('org'),
-        querystring: input({ ...ROW_FILTERS, format: str('', { enum: ['csv', 'jsonl'], default: 'csv' }) }),
+        ...rowsQuery({ format: str('', { enum: ['csv', 'jsonl'], default: 'csv' }) }),
         response: { 200: str('CSV (a header line, then one row a line, cost_usd exact to the micro-dollar) or JSON lines (the list\'s items, with cost_micros)') },
       },
       async handler(request, reply) {

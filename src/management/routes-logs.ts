@@ -1,11 +1,12 @@
-import { GatewayError, invalidField } from '../lib/errors.js';
+import { invalidField } from '../lib/errors.js';
 import { microsToUsd } from '../lib/money.js';
 import type { LogCursor, LogFilter, UsageBucket, UsageDimension } from '../store/log-query.js';
 import { scopeOf } from './authn.js';
 import { REFUSAL_CODES, resolveSearch } from './log-search.js';
 import { byUser, emailsOf } from './usage-users.js';
+import type { ApiRequests } from './api-types.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { found, route, type ManagementRoute } from './http.js';
 import { decodeCursor, encodeCursor, input, int, maybe, num, obj, PAGE_LIMIT, params, str, time, usd, type JsonSchema } from './schemas.js';
 import { LOG_DETAIL, LOG_ITEM, logDetailView, logListItemView } from './views.js';
 
@@ -18,7 +19,7 @@ export const RANGE_FILTERS = {
   from: time('From this time (inclusive); default: 30 days before `to`'), to: time('Until this time (exclusive); default: now'),
 };
 /** The filters of the log's rows (list, export): a range's, the search text and the status. */
-export const ROW_FILTERS = {
+const ROW_FILTERS = {
   q: str('Search text: a model, a key\'s name or prefix, an error code or words of its message, a req_ id prefix (docs/management.md, "Search")', { minLength: 1, maxLength: 200 }),
   ...RANGE_FILTERS,
   status: str('`ok` (< 400), `error` (≥ 400) or an HTTP status', { pattern: '^(ok|error|[1-5][0-9][0-9])$' }),
@@ -27,7 +28,11 @@ export const ROW_FILTERS = {
 /** `cursor`: the page's last (created_at, request id). */
 const logCursor = (c: { at: number; id: string }): LogCursor => ({ createdAt: c.at, requestId: c.id });
 
-export interface FilterQuery { q?: string; project?: string; key?: string; model?: string; status?: string; from?: string; to?: string }
+/** A log route's filters as a client sends them (the list's; the others take some of them). */
+export type FilterQuery = Partial<Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], keyof typeof ROW_FILTERS>>;
+
+/** A route over the log's rows (list, export): the org, the row filters and the route's own query fields. */
+export const rowsQuery = (own: Record<string, JsonSchema>): { params: JsonSchema; querystring: JsonSchema } => ({ params: params('org'), querystring: input({ ...ROW_FILTERS, ...own }) });
 
 /** The filter of a log list or export, its search text resolved to indexed terms. */
 export async function searchFilterOf(d: ManagementDeps, orgId: string, q: FilterQuery): Promise<LogFilter> {
@@ -104,8 +109,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       method: 'GET', url: '/api/v1/orgs/:org/logs', access: 'member', tag: 'logs',
       summary: 'Request-log rows, newest first, filtered; page on with `next_cursor` (stable under new traffic: no duplicates, no gaps).',
       schema: {
-        params: params('org'),
-        querystring: input({ ...ROW_FILTERS, limit: PAGE_LIMIT(200, 50), cursor: str() }),
+        ...rowsQuery({ limit: PAGE_LIMIT(200, 50), cursor: str() }),
         response: { 200: obj({ data: { type: 'array', items: LOG_ITEM }, next_cursor: maybe(str('Pass as `cursor` for the next page; null on the last')) }) },
       },
       async handler(request) {
@@ -123,8 +127,7 @@ export function logRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const { org } = scopeOf(request);
         const { id } = request.params;
-        const row = await d.store.logQuery.get(org.id, id);
-        if (!row) throw new GatewayError('not_found', [`No request ${id} in this organization's log (rows are written within a second)`]);
+        const row = found(await d.store.logQuery.get(org.id, id), `request ${id} in this organization's log (rows are written within a second)`);
         return logDetailView(row, org, await d.store.bodies.get(org.id, row.requestId));
       },
     }),

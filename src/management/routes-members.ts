@@ -2,7 +2,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { Invitation } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { orgListRoute, route, type ManagementRoute } from './http.js';
+import { found, orgListRoute, route, type ManagementRoute } from './http.js';
 import { acceptInvitation, addMember, changeMembership, endInvitation, inviteMember } from '../tenancy/admin.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
@@ -75,9 +75,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
         const { org } = scopeOf(request);
         const { user } = request.params;
         changed(await changeMembership(store, org.id, user, request.body.role), user);
-        const member = (await store.accounts.listMembers(org.id)).find((m) => m.userId === user);
-        if (!member) throw new GatewayError('not_found', [`No member ${user}`]);
-        return memberView(member);
+        return memberView(found((await store.accounts.listMembers(org.id)).find((m) => m.userId === user), `member ${user}`));
       },
     }),
     route({
@@ -135,9 +133,7 @@ export function invitationRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'invitation'), response: { 200: INVITATION } },
       async handler(request) {
         const { invitation: id } = request.params;
-        const revoked = await endInvitation(store, id, 'revoked', { orgId: scopeOf(request).org.id });
-        if (!revoked) throw new GatewayError('not_found', [`No pending invitation ${id}`]);
-        return invitationView(revoked);
+        return invitationView(found(await endInvitation(store, id, 'revoked', { orgId: scopeOf(request).org.id }), `pending invitation ${id}`));
       },
     }),
   ];

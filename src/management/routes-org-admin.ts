@@ -6,7 +6,7 @@ import { CreditRefusedError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import { invitationRoutes, memberRoutes } from './routes-members.js';
 import type { ManagementDeps } from './deps.js';
-import { route, type ManagementRoute } from './http.js';
+import { found, route, type ManagementRoute } from './http.js';
 import { usdInput } from './routes-orgs.js';
 import { input, list, maybe, obj, PAGE_LIMIT, params, str, usd, USD_INPUT } from './schemas.js';
 import { CREDIT, creditView, PROVIDER_KEY, providerKeyView } from './views.js';
@@ -84,7 +84,7 @@ export function orgAdminRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const { provider } = request.params;
         const orgId = scopeOf(request).org.id;
-        if (!(await removeProviderKey(store, d.invalidation, orgId, provider))) throw new GatewayError('not_found', [`No key of this organization for provider ${provider}`]);
+        found(await removeProviderKey(store, d.invalidation, orgId, provider), `key of this organization for provider ${provider}`);
         return { provider, deleted: true };
       },
     }),

@@ -4,7 +4,7 @@ import { projectNameProblem } from '../tenancy/project-name.js';
 import { DuplicateError } from '../store/types.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { orgListRoute, route, type ManagementRoute } from './http.js';
+import { found, orgListRoute, route, type ManagementRoute } from './http.js';
 import { usdInput } from './usd.js';
 
 export { usdInput };
@@ -126,8 +126,7 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'key'), response: { 200: API_KEY } },
       async handler(request) {
         const id = request.params.key;
-        const revoked = await store.tenancy.revokeKey(scopeOf(request).org.id, id);
-        if (!revoked) throw new GatewayError('not_found', [`No API key ${id}`]);
+        const revoked = found(await store.tenancy.revokeKey(scopeOf(request).org.id, id), `API key ${id}`);
         await d.invalidation.invalidate('api_key', revoked.prefix);
         return keyView(revoked, d.now());
       },
@@ -136,7 +135,5 @@ export function orgRoutes(d: ManagementDeps): ManagementRoute[] {
 }
 
 async function projectOf(d: ManagementDeps, p: { project: string }, orgId: string) {
-  const project = await d.store.tenancy.getProject(orgId, p.project);
-  if (!project) throw new GatewayError('not_found', [`No project ${p.project}`]);
-  return project;
+  return found(await d.store.tenancy.getProject(orgId, p.project), `project ${p.project}`);
 }

@@ -6,7 +6,7 @@ import { microsToUsd } from '../lib/money.js';
 import { type BalanceAlert, WEBHOOK_EVENTS, type Webhook, type WebhookDelivery } from '../store/webhook-store.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { orgListRoute, route, type ManagementRoute } from './http.js';
+import { found, orgListRoute, route, type ManagementRoute } from './http.js';
 import { bool, input, int, list, maybe, obj, PAGE_LIMIT, params, str, time, usd, USD_INPUT } from './schemas.js';
 import { usdInput } from './usd.js';
 import { iso } from './views.js';
@@ -41,11 +41,7 @@ const deliveryView = (d: WebhookDelivery) => ({
 /** An org's alert webhooks (docs/management.md, "Webhooks"): list, create (secret shown once), delete, test, delivery history. */
 export function webhookRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const webhookOf = async (orgId: string, id: string): Promise<Webhook> => {
-    const w = await store.webhooks.get(orgId, id);
-    if (!w) throw new GatewayError('not_found', [`No webhook ${id}`]);
-    return w;
-  };
+  const webhookOf = async (orgId: string, id: string): Promise<Webhook> => found(await store.webhooks.get(orgId, id), `webhook ${id}`);
   return [
     orgListRoute({
       url: '/api/v1/orgs/:org/webhooks', access: 'admin', tag: 'webhooks', summary: "The org's alert webhooks (never their secrets).", item: WEBHOOK,
@@ -79,7 +75,7 @@ export function webhookRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'webhook'), response: { 200: obj({ id: str(), deleted: bool() }) } },
       async handler(request) {
         const { webhook } = request.params;
-        if (!(await store.webhooks.delete(scopeOf(request).org.id, webhook))) throw new GatewayError('not_found', [`No webhook ${webhook}`]);
+        found(await store.webhooks.delete(scopeOf(request).org.id, webhook), `webhook ${webhook}`);
         return { id: webhook, deleted: true };
       },
     }),

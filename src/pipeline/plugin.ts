@@ -256,6 +256,9 @@ export interface TaskDef {
   run(): Promise<string>;
 }
 
+/** A plugin's `settingsSchema`: an object of these fields and no others (give each its default, so the block may be omitted). */
+export const settingsBlock = (properties: Record<string, object>): object => ({ type: 'object', additionalProperties: false, properties });
+
 export interface GatewayPlugin {
   readonly name: string;
   /** The modalities this plugin serves, with what a provider file needs to serve them. */
