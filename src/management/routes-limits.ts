@@ -4,6 +4,7 @@ import type { KeyListItem, ProjectSummary } from '../store/tenancy.js';
 import { UNSUPPORTED_PARAMS_POLICIES } from '../providers/types.js';
 import { BODY_LOGGING_INPUT, checkGuardrails, GUARDRAILS_INPUT } from '../guardrails/schema.js';
 import { DEFAULT_BODY_LOGGING } from '../model/guardrails.js';
+import type { FastifyRequest } from 'fastify';
 import { scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
 import { found, route, type ManagementRoute } from './http.js';
@@ -37,9 +38,12 @@ const PROJECT_PATCH_BODY: JsonSchema = {
   minProperties: 1,
 };
 
-/** A key or a project as these routes read it: its view, and what its limits count now. */
-interface Limited<R> {
+/** A key or a project as these routes read it: its view, what its limits count now, and its detail route. */
+interface Limited<R, P extends string = string> {
   noun: string;
+  /** Its path parameter, and its detail route's URL, tag, summary and answer. */
+  param: P;
+  detail: Pick<ManagementRoute, 'url' | 'tag' | 'summary'> & { answer: JsonSchema };
   /** The key or project, or a 404 naming it. */
   load(orgId: string, id: string): Promise<R>;
   view(r: R): object;
@@ -50,16 +54,29 @@ interface Limited<R> {
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
   const loader = <R>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => found(await find(orgId, id), `${noun} ${id}`);
-  const keys: Limited<KeyListItem> = {
-    noun: 'API key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
+  const keys: Limited<KeyListItem, 'key'> = {
+    noun: 'API key', param: 'key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
+    detail: {
+      url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', answer: KEY_DETAIL,
+      summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
+    },
   };
-  const projects: Limited<ProjectSummary> = {
-    noun: 'project', load: loader('project', async (orgId, id) => (await store.tenancy.listProjects(orgId)).find((p) => p.id === id)), view: projectView, scope: projectScope,
+  const projects: Limited<ProjectSummary, 'project'> = {
+    noun: 'project', param: 'project', load: loader('project', async (orgId, id) => (await store.tenancy.listProjects(orgId)).find((p) => p.id === id)), view: projectView, scope: projectScope,
+    detail: { url: '/api/v1/orgs/:org/projects/:project', tag: 'projects', answer: PROJECT_DETAIL, summary: 'One project with its limits (shared by all its keys) and their current counts.' },
   };
   const detail = async <R>(kind: Limited<R>, orgId: string, id: string) => {
     const r = await kind.load(orgId, id);
     return { ...kind.view(r), usage: usageView(await readUsage(d.limiter, kind.scope(r))) };
   };
+  /** GET one key or project (member access). */
+  const detailRoute = <R, P extends string>(kind: Limited<R, P>): ManagementRoute => ({
+    method: 'GET', url: kind.detail.url, access: 'member', tag: kind.detail.tag, summary: kind.detail.summary,
+    schema: { params: params('org', kind.param), response: { 200: kind.detail.answer } },
+    async handler(request: FastifyRequest & { params: Record<P, string> }) {
+      return detail(kind, scopeOf(request).org.id, request.params[kind.param]);
+    },
+  });
   /**
    * A PATCH: the new limits are checked before anything is written (a bad limit leaves
    * everything as it was), `write` stores the change (nothing back: deleted meanwhile, a
@@ -73,30 +90,15 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
     return detail(kind, orgId, r.id);
   };
   return [
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/keys/:key', access: 'member', tag: 'keys',
-      summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
-      schema: { params: params('org', 'key'), response: { 200: KEY_DETAIL } },
-      async handler(request) {
-        return detail(keys, scopeOf(request).org.id, request.params.key);
-      },
-    }),
+    detailRoute(keys),
+    detailRoute(projects),
     route({
       method: 'PATCH', url: '/api/v1/orgs/:org/keys/:key', access: 'admin', tag: 'keys',
       summary: 'Renames the key and/or changes its limits and its response-cache setting (docs/cache.md): fields left out keep their value, null removes a limit or the setting. Every instance is told at once (its key cache evicted).',
       schema: { params: params('org', 'key'), body: PATCH_BODY, response: { 200: KEY_DETAIL } },
       async handler(request) {
-        const { body } = request;
-        return patch(keys, scopeOf(request).org.id, request.params.key, body.limits, (key, change) =>
-          changeKey(store, d.invalidation, key, { ...change, cache: body.cache, name: body.name?.trim() }));
-      },
-    }),
-    route({
-      method: 'GET', url: '/api/v1/orgs/:org/projects/:project', access: 'member', tag: 'projects',
-      summary: 'One project with its limits (shared by all its keys) and their current counts.',
-      schema: { params: params('org', 'project'), response: { 200: PROJECT_DETAIL } },
-      async handler(request) {
-        return detail(projects, scopeOf(request).org.id, request.params.project);
+        return patch(keys, scopeOf(request).org.id, request.params.key, request.body.limits, (key, change) =>
+          changeKey(store, d.invalidation, key, { ...change, cache: request.body.cache, name: request.body.name?.trim() }));
       },
     }),
     route({
