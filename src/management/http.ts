@@ -52,6 +52,12 @@ export function found<T>(value: T | null | undefined | false, what: string): T {
   return value;
 }
 
+/** A change that keeps every org an owner (a role, a removal, a deactivation): done, else a 404 "No <what>" or a 409 `last_owner`. */
+export function changed(result: 'ok' | 'not_found' | 'last_owner', what: string): void {
+  found(result !== 'not_found', what);
+  if (result === 'last_owner') throw new GatewayError('last_owner');
+}
+
 /** A GET route answering a list of the caller's org's rows as `{ data: [...] }`, each row its view (`item`). */
 export function orgListRoute<U extends string>(def: Pick<ManagementRoute, 'access' | 'tag' | 'summary'> & {
   url: U; item: JsonSchema; list(orgId: string): Promise<unknown[]>;

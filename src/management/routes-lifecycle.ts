@@ -3,7 +3,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { User } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { found, route, type ManagementRoute } from './http.js';
+import { changed, found, route, type ManagementRoute } from './http.js';
 import { MAX_PASSWORD_LENGTH, verifyPassword } from '../tenancy/passwords.js';
 import { bool, EMAIL, input, int, obj, params, str, time } from './schemas.js';
 import { CREATED_KEY, iso, keyView } from './views.js';
@@ -66,9 +66,7 @@ export function lifecycleRoutes(d: ManagementDeps): ManagementRoute[] {
         const user = found(ref.includes('@') ? await store.accounts.findUserByEmail(ref) : await store.accounts.getUser(ref), `user ${ref}`);
         const { active } = request.body;
         if (!active && user.id === callerOf(request).user.id) throw invalidField('active', 'you cannot deactivate yourself');
-        const change = await setActive(store, user.id, active);
-        if (change === 'not_found') throw new GatewayError('not_found', [`No user ${ref}`]);
-        if (change === 'last_owner') throw new GatewayError('last_owner');
+        changed(await setActive(store, user.id, active), `user ${ref}`);
         return userView({ ...user, active });
       },
     }),

@@ -2,7 +2,7 @@ import { GatewayError, invalidField } from '../lib/errors.js';
 import type { Invitation } from '../store/accounts.js';
 import { callerOf, scopeOf } from './authn.js';
 import type { ManagementDeps } from './deps.js';
-import { found, orgListRoute, route, type ManagementRoute } from './http.js';
+import { changed, found, orgListRoute, route, type ManagementRoute } from './http.js';
 import { acceptInvitation, addMember, changeMembership, endInvitation, inviteMember } from '../tenancy/admin.js';
 import { conflictAs409 } from './routes-orgs.js';
 import { EMAIL, input, list, maybe, obj, params, ROLE, str, time } from './schemas.js';
@@ -31,10 +31,6 @@ const ADDED = obj({
  */
 export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const changed = (result: 'ok' | 'not_found' | 'last_owner', userId: string): void => {
-    if (result === 'not_found') throw new GatewayError('not_found', [`No member ${userId}`]);
-    if (result === 'last_owner') throw new GatewayError('last_owner');
-  };
   return [
     orgListRoute({
       url: '/api/v1/orgs/:org/members', access: 'member', tag: 'members', summary: 'The org\'s members and their roles.', item: MEMBER,
@@ -74,7 +70,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       async handler(request) {
         const { org } = scopeOf(request);
         const { user } = request.params;
-        changed(await changeMembership(store, org.id, user, request.body.role), user);
+        changed(await changeMembership(store, org.id, user, request.body.role), `member ${user}`);
         return memberView(found((await store.accounts.listMembers(org.id)).find((m) => m.userId === user), `member ${user}`));
       },
     }),
@@ -83,7 +79,7 @@ export function memberRoutes(d: ManagementDeps): ManagementRoute[] {
       schema: { params: params('org', 'user'), response: { 200: obj({ user_id: str(), removed: { type: 'boolean' } }) } },
       async handler(request) {
         const { user } = request.params;
-        changed(await changeMembership(store, scopeOf(request).org.id, user, null), user);
+        changed(await changeMembership(store, scopeOf(request).org.id, user, null), `member ${user}`);
         return { user_id: user, removed: true };
       },
     }),
