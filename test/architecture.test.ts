@@ -221,3 +221,12 @@ describe('the rooms of src/', () => {
     expect(cycles(edges.filter((e) => e.to.startsWith('src/')))).toEqual([]);
   });
 });
+
+describe('the size of a file', () => {
+  it('no production file is over 400 lines (a longer one is asking to be split)', () => {
+    const production = ['src', 'plugins', 'simulator', 'cli', 'console/src'].flatMap(sources).filter((f) => !isTestOnly(f));
+    expect(production.length).toBeGreaterThan(300);
+    const long = production.map((f) => ({ f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length - 1 })).filter((x) => x.lines > 400);
+    expect(long.map((x) => `${x.f}: ${x.lines} lines`)).toEqual([]);
+  });
+});
