@@ -188,6 +188,7 @@ function closure(names: Iterable<string>, named: Map<string, NamedType>): Set<st
   return out;
 }
 
+const CONTRACT = 'contract';
 /** Where each named shape is written: `contract` (the request contract, src/management/api-types.ts) when a query or body uses it, else the first group (GROUPS' order) whose answers do, so a file imports only from the ones before it. */
 function homes(routes: readonly RouteTypes[], named: Map<string, NamedType>): Map<string, string> {
   const taken = closure(routes.flatMap((r) => [...r.takes]), named);
@@ -196,7 +197,6 @@ function homes(routes: readonly RouteTypes[], named: Map<string, NamedType>): Ma
   for (const n of taken) home.set(n, CONTRACT);
   return home;
 }
-const CONTRACT = 'contract';
 
 /** The `ApiDefaults` rows: per route, the query and body fields validation fills in. */
 function defaultsTable(routes: readonly RouteTypes[]): string {
