@@ -46,8 +46,8 @@ export function route<M extends Method, U extends string>(def: TypedRoute<M, U>)
   return def as unknown as ManagementRoute;
 }
 
-/** `value`, or a 404 `not_found` saying "No <what>" when there is none (nothing found, nothing changed). */
-export function found<T>(value: T | null | undefined | false, what: string): T {
+/** `value`, or a 404 `not_found` saying "No <what>" when there is none (nothing found, nothing changed; a count is not accepted: 0 would pass). */
+export function found<T extends object | string | true>(value: T | null | undefined | false, what: string): T {
   if (value === null || value === undefined || value === false) throw new GatewayError('not_found', [`No ${what}`]);
   return value;
 }

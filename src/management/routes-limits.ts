@@ -53,7 +53,7 @@ interface Limited<R, P extends string = string> {
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const loader = <R>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => found(await find(orgId, id), `${noun} ${id}`);
+  const loader = <R extends object>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => found(await find(orgId, id), `${noun} ${id}`);
   const keys: Limited<KeyListItem, 'key'> = {
     noun: 'API key', param: 'key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
     detail: {
@@ -83,7 +83,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
    * 404), and the answer is the detail read after.
    */
   const patch = async <R extends { id: string; limits: LimitSpec }>(
-    kind: Limited<R>, orgId: string, id: string, limits: LimitsInput | undefined, write: (r: R, change: { limits?: LimitSpec }) => Promise<unknown>,
+    kind: Limited<R>, orgId: string, id: string, limits: LimitsInput | undefined, write: (r: R, change: { limits?: LimitSpec }) => Promise<object | undefined>,
   ) => {
     const r = await kind.load(orgId, id);
     found(await write(r, limits === undefined ? {} : { limits: limitsFromBody(limits, r.limits) }), `${kind.noun} ${r.id}`);
