@@ -4,7 +4,7 @@ import type { UpstreamBody } from '../pipeline/upstream-body.js';
 export interface CapturedBody {
   /** The body to read instead of the upstream's: the same bytes, in the same reads. */
   body: UpstreamBody;
-  /** Everything read, or undefined when it went past the cap (or was not read whole): not stored then. */
+  /** Everything read, or undefined when it went past the cap, broke, or was not read whole: not stored then. */
   bytes(): Buffer | undefined;
 }
 
@@ -33,7 +33,13 @@ class TeeBody implements UpstreamBody, AsyncIterator<Buffer> {
 
   async next(): Promise<IteratorResult<Buffer>> {
     this.source ??= this.body[Symbol.asyncIterator]();
-    const r = await this.source.next();
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await this.source.next();
+    } catch (err) {
+      this.giveUp(); // a body that broke is not a reply to store, whatever the plugin makes of it
+      throw err;
+    }
     if (r.done !== true) this.keep(r.value);
     return r;
   }
