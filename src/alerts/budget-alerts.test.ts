@@ -86,4 +86,31 @@ describe('budget alerts: one peek per interval for a busy key', () => {
     expect(f.peeks()).toBe(2);
     expect(f.crossings).toEqual([50, 80]);
   });
+
+  it('a failed check, even one whose error report throws, leaves the scopes checked again at the next settle', async () => {
+    const f = fakes();
+    let failNext = true;
+    const peek = f.limiter.usageOf.bind(f.limiter);
+    f.limiter.usageOf = async (scopes) => {
+      if (failNext) {
+        failNext = false;
+        await peek(scopes);
+        throw new Error('redis went away');
+      }
+      return peek(scopes);
+    };
+    const reported: string[] = [];
+    const alerts = new BudgetAlerts(f.limiter, f.webhooks, Date.now, (err) => {
+      reported.push(err.message);
+      throw err;
+    }, [50, 80, 100], 20);
+    await expect(alerts.afterSettle(SUBJECT, [SCOPE], 1)).rejects.toThrow('redis went away');
+    await sleep(40);
+    f.spend(600_000);
+    await alerts.afterSettle(SUBJECT, [SCOPE], 599_999);
+    expect(reported).toEqual(['redis went away']);
+    expect(f.peeks()).toBe(2);
+    expect(f.crossings).toEqual([50]);
+    await alerts.close();
+  });
 });

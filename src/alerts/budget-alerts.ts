@@ -6,13 +6,16 @@ import type { SqlWebhookStore } from '../store/webhook-store.js';
 /** The default thresholds of every budget, in percent of the period's budget (`webhooks.budget_thresholds`; docs/limits.md, "Alerts"). */
 const BUDGET_THRESHOLDS: readonly number[] = [50, 80, 100];
 
-/** Crossings (and sets of scopes checked) this instance remembers; past it the memory starts over (a few extra inserts, which find the row). */
+/** Crossings this instance remembers; past it the memory starts over (a few extra inserts, which find the row). */
 const MAX_REMEMBERED = 10_000;
 
 /** The least time between two peeks of the same budget scopes by one instance (docs/limits.md, "Alerts"). */
 const CHECK_INTERVAL_MS = 1000;
 
 interface ScopeCheck {
+  /** Its key in `checks`: the budget scopes' ids. */
+  id: string;
+  /** The latest settle's org, key and project (never the exchange itself: an entry outlives its request). */
   subject: AlertSubject;
   scopes: readonly LimitScope[];
   /** The largest cost bound of the settles waiting for the next check. */
@@ -46,7 +49,10 @@ export interface AlertSubject {
  */
 export class BudgetAlerts {
   private readonly recorded = new Set<string>();
-  /** The checks of each set of budget scopes (a key and its project): when the last ran, and the settles waiting for the next. */
+  /**
+   * The checks of each set of budget scopes (a key and its project): when the last ran, and
+   * the settles waiting for the next. An entry idle for an interval is forgotten.
+   */
   private readonly checks = new Map<string, ScopeCheck>();
   private closed = false;
 
@@ -71,12 +77,9 @@ export class BudgetAlerts {
     if (costMicros <= 0 || budgeted.length === 0 || !subject.org || this.closed) return Promise.resolve();
     const id = budgeted.map((s) => s.id).join(' ');
     let check = this.checks.get(id);
-    if (!check) {
-      if (this.checks.size >= MAX_REMEMBERED) this.forgetIdle();
-      this.checks.set(id, (check = { subject, scopes: budgeted, boundMicros: 0, lastRun: -Infinity, run: undefined, waiting: false, timer: undefined }));
-    }
+    if (!check) this.checks.set(id, (check = { id, subject, scopes: budgeted, boundMicros: 0, lastRun: -Infinity, run: undefined, waiting: false, timer: undefined }));
     // The latest settle names the scopes (their limits may have changed); the bound is the largest waiting.
-    check.subject = subject;
+    check.subject = { org: subject.org, apiKey: subject.apiKey, project: subject.project };
     check.scopes = budgeted;
     check.boundMicros = Math.max(check.boundMicros, boundMicros);
     check.waiting = true;
@@ -96,30 +99,40 @@ export class BudgetAlerts {
     }));
   }
 
-  /** Runs the waiting check now, or arms one timer for the interval's end; one check of a set of scopes at a time. */
+  /** Runs the waiting check now, or leaves it to the timer at the interval's end; one check of a set of scopes at a time. */
   private async pump(check: ScopeCheck): Promise<void> {
     if (check.run || check.timer || !check.waiting || this.closed) return;
-    const wait = check.lastRun + this.intervalMs - performance.now(); // real time: this bounds the load, whatever the clock of the periods
-    if (wait > 0) {
-      check.timer = setTimeout(() => {
-        check.timer = undefined;
-        void this.pump(check);
-      }, wait);
-      check.timer.unref();
-      return;
-    }
+    if (this.sinceLastRun(check) < this.intervalMs) return this.arm(check);
     check.waiting = false;
     check.lastRun = performance.now();
     const bound = check.boundMicros;
     check.boundMicros = 0;
-    check.run = this.check(check.subject, check.scopes, bound); // never rejects
-    await check.run;
-    check.run = undefined;
-    return this.pump(check);
+    try {
+      await (check.run = this.check(check.subject, check.scopes, bound)); // rejects only if onError throws
+    } finally {
+      check.run = undefined;
+    }
+    if (check.waiting) return this.pump(check);
+    this.arm(check);
   }
 
-  private forgetIdle(): void {
-    for (const [id, check] of this.checks) if (!check.run && !check.timer) this.checks.delete(id);
+  /** Real time since the last peek: this bounds the load, whatever the clock of the periods. */
+  private sinceLastRun(check: ScopeCheck): number {
+    return performance.now() - check.lastRun;
+  }
+
+  /**
+   * A timer for the interval's end: it runs the settles that came meanwhile, or forgets the
+   * entry when none did (the map holds the scopes settled within the last interval only).
+   */
+  private arm(check: ScopeCheck): void {
+    if (this.closed) return;
+    check.timer = setTimeout(() => {
+      check.timer = undefined;
+      if (check.waiting) this.pump(check).catch(() => undefined); // a failure went to onError already
+      else if (!check.run && this.checks.get(check.id) === check) this.checks.delete(check.id);
+    }, Math.max(0, this.intervalMs - this.sinceLastRun(check)));
+    check.timer.unref();
   }
 
   private async check(subject: AlertSubject, budgeted: readonly LimitScope[], boundMicros: Micros): Promise<void> {
