@@ -107,6 +107,9 @@ describe('generated management API types', () => {
     const body = deep.paths['/api/v1/things/{thing}'].put.requestBody.content['application/json'].schema as { properties: Record<string, unknown> };
     body.properties.inner = { type: 'object', properties: { depth: { type: 'integer', default: 1 } } };
     expect(() => renderApiTypes(deep, 'server')).toThrow(/PUT \/api\/v1\/things\/:thing body: a default below the top level \(in inner\)/);
+    // A field named `default` is not a default.
+    body.properties.inner = { type: 'object', properties: { default: { type: 'string' } } };
+    expect(renderApiTypes(deep, 'server')['api-types.ts']).toContain('default?: string;');
   });
 
   it('refuses an untitled shape met twice (a title names it once)', () => {

@@ -16,7 +16,7 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: read
       (error: Error) => !ctl.signal.aborted && setState({ data: undefined, error, loading: false }),
     );
     return () => ctl.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // The caller's deps name what the load reads (the load itself is a new function each render).
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { ...state, reload };
@@ -108,7 +108,6 @@ function useModal(open: boolean, onOpen: () => void = () => undefined, deps: rea
     }
     if (!open && d.open) d.close();
     // Not onOpen: a new function each render, it would refill the fields at every keystroke.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [open, ...deps]);
   return ref;
 }

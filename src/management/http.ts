@@ -5,6 +5,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, Fast
 import { GatewayError, invalidField } from '../lib/errors.js';
 import type { OrgRouteDef } from '../pipeline/plugin.js';
 import type { Store } from '../store/types.js';
+import type { MembershipChange } from '../store/accounts.js';
+import type { ActivationChange } from '../store/lifecycle.js';
 import { audited, auditedPluginRoute } from './audit-hook.js';
 import { ROUTE_AUDIT, type RouteAudit } from './audit-routes.js';
 import { authorize, scopeOf, callerOf } from './authn.js';
@@ -53,14 +55,14 @@ export function found<T extends object | string | true>(value: T | null | undefi
 }
 
 /** A change that keeps every org an owner (a role, a removal, a deactivation): done, else a 404 "No <what>" or a 409 `last_owner`. */
-export function changed(result: 'ok' | 'not_found' | 'last_owner', what: string): void {
+export function changed(result: MembershipChange | ActivationChange, what: string): void {
   found(result !== 'not_found', what);
   if (result === 'last_owner') throw new GatewayError('last_owner');
 }
 
 /** A GET route answering a list of the caller's org's rows as `{ data: [...] }`, each row its view (`item`). */
-export function orgListRoute<U extends string>(def: Pick<ManagementRoute, 'access' | 'tag' | 'summary'> & {
-  url: U; item: JsonSchema; list(orgId: string): Promise<unknown[]>;
+export function orgListRoute(def: Pick<ManagementRoute, 'access' | 'tag' | 'summary'> & {
+  url: string; item: JsonSchema; list(orgId: string): Promise<unknown[]>;
 }): ManagementRoute {
   return route({
     method: 'GET', url: def.url, access: def.access, tag: def.tag, summary: def.summary,

@@ -1,5 +1,5 @@
 import type { OpenApiDocument, OpenApiOperation } from './openapi-doc.js';
-import { comment, defaultedFields, documentSchemas, jsonSchemaOf, parameters, TypeWriter, type NamedType, type Rendered } from './openapi-types.js';
+import { canonical, comment, defaultedFields, documentSchemas, jsonSchemaOf, parameters, propsOf, requiredOf, TypeWriter, type NamedType, type Rendered } from './openapi-types.js';
 
 /*
  * The files `npm run gen:api` writes, each shape in one of them once.
@@ -69,14 +69,14 @@ class PartIndex {
   }
 
   private derive(schema: Schema, writer: TypeWriter): Rendered | undefined {
-    const props = (schema.properties ?? {}) as Record<string, Schema>;
-    const required = new Set((schema.required ?? []) as string[]);
+    const props = propsOf(schema);
+    const required = requiredOf(schema);
     let best: { route: string; shared: string[] } | undefined;
     for (const s of this.seen) {
       if (s.schema?.title !== undefined) continue;
-      const theirs = (s.schema?.properties ?? {}) as Record<string, Schema>;
-      const theirRequired = new Set((s.schema?.required ?? []) as string[]);
-      const shared = Object.keys(theirs).filter((k) => props[k] && JSON.stringify(props[k]) === JSON.stringify(theirs[k]) && required.has(k) === theirRequired.has(k));
+      const theirs = propsOf(s.schema ?? {});
+      const theirRequired = requiredOf(s.schema ?? {});
+      const shared = Object.keys(theirs).filter((k) => props[k] && canonical(props[k]) === canonical(theirs[k]) && required.has(k) === theirRequired.has(k));
       if (shared.length >= 4 && shared.length > (best?.shared.length ?? 0)) best = { route: s.route, shared };
     }
     if (!best) return undefined;

@@ -27,14 +27,14 @@ const union = (parts: string[]): string => [...new Set(parts)].join(' | ') || 'n
 const indented = (text: string, indent: string): string => text.replace(/\n/g, `\n${indent}`);
 
 /** JSON with sorted keys: two schemas are the same shape when these are equal. */
-function canonical(v: unknown): string {
+export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x)
     ? Object.fromEntries(Object.entries(x as Schema).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
     : x));
 }
 
-const propsOf = (s: Schema): Record<string, Schema> => (s.properties ?? {}) as Record<string, Schema>;
-const requiredOf = (s: Schema): Set<string> => new Set((s.required ?? []) as string[]);
+export const propsOf = (s: Schema): Record<string, Schema> => (s.properties ?? {}) as Record<string, Schema>;
+export const requiredOf = (s: Schema): Set<string> => new Set((s.required ?? []) as string[]);
 /** A titled schema that is an object or a nullable object: its object part (`maybe(ORG)` names ORG). */
 function titledObject(s: Schema): { title: string; schema: Schema } | undefined {
   if (typeof s.title !== 'string' || !IDENT.test(s.title)) return undefined;
@@ -199,11 +199,19 @@ export class TypeWriter {
 export function defaultedFields(s: Schema, where: string): string[] {
   const fields = Object.entries(propsOf(s));
   for (const [name, p] of fields) {
-    const deeper = [...schemasIn(p)].slice(1).find((x) => x.default !== undefined);
-    if (deeper) throw new Error(`${where}: a default below the top level (in ${name}) would be typed optional for the handler: move it up or fill it in the handler`);
+    if (subschemas(p).some(hasDefault)) throw new Error(`${where}: a default below the top level (in ${name}) would be typed optional for the handler: move it up or fill it in the handler`);
   }
   return fields.filter(([name, p]) => p.default !== undefined && !requiredOf(s).has(name)).map(([name]) => name);
 }
+
+/** The schemas directly inside one: its fields', its items', its alternatives'. */
+function subschemas(s: Schema): Schema[] {
+  const extra = typeof s.additionalProperties === 'object' ? [s.additionalProperties as Schema] : [];
+  const items = s.items && typeof s.items === 'object' ? [s.items as Schema] : [];
+  const alternatives = [s.anyOf, s.oneOf, s.allOf].flatMap((a) => (Array.isArray(a) ? (a as Schema[]) : []));
+  return [...Object.values(propsOf(s)), ...items, ...alternatives, ...extra];
+}
+const hasDefault = (s: Schema): boolean => s.default !== undefined || subschemas(s).some(hasDefault);
 
 /** Path or query parameters (OpenAPI lists them one by one) as one object schema. */
 export function parameters(op: OpenApiOperation, where: 'path' | 'query'): Schema {

@@ -44,8 +44,7 @@ interface Limited<R, P extends string = string> {
   /** Its path parameter, and its detail route's URL, tag, summary and answer. */
   param: P;
   detail: Pick<ManagementRoute, 'url' | 'tag' | 'summary'> & { answer: JsonSchema };
-  /** The key or project, or a 404 naming it. */
-  load(orgId: string, id: string): Promise<R>;
+  find(orgId: string, id: string): Promise<R | undefined>;
   view(r: R): object;
   scope(r: R): LimitScope;
 }
@@ -53,24 +52,25 @@ interface Limited<R, P extends string = string> {
 /** One key or project with its limits and what they count now; PATCH changes the limits (absent fields kept, null removes). */
 export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const { store } = d;
-  const loader = <R extends object>(noun: string, find: (orgId: string, id: string) => Promise<R | undefined>) => async (orgId: string, id: string): Promise<R> => found(await find(orgId, id), `${noun} ${id}`);
+  /** The key or project, or a 404 naming it. */
+  const load = async <R extends object>(kind: Limited<R>, orgId: string, id: string): Promise<R> => found(await kind.find(orgId, id), `${kind.noun} ${id}`);
   const keys: Limited<KeyListItem, 'key'> = {
-    noun: 'API key', param: 'key', load: loader('API key', (orgId, id) => store.tenancy.getKey(orgId, id)), view: (k) => keyView(k, d.now()), scope: keyScope,
+    noun: 'API key', param: 'key', find: (orgId, id) => store.tenancy.getKey(orgId, id), view: (k) => keyView(k, d.now()), scope: keyScope,
     detail: {
       url: '/api/v1/orgs/:org/keys/:key', tag: 'keys', answer: KEY_DETAIL,
       summary: 'One API key with its limits and their current counts: requests and tokens in the window, requests in flight, budget spent this period and when it resets.',
     },
   };
   const projects: Limited<ProjectSummary, 'project'> = {
-    noun: 'project', param: 'project', load: loader('project', async (orgId, id) => (await store.tenancy.listProjects(orgId)).find((p) => p.id === id)), view: projectView, scope: projectScope,
+    noun: 'project', param: 'project', find: async (orgId, id) => (await store.tenancy.listProjects(orgId)).find((p) => p.id === id), view: projectView, scope: projectScope,
     detail: { url: '/api/v1/orgs/:org/projects/:project', tag: 'projects', answer: PROJECT_DETAIL, summary: 'One project with its limits (shared by all its keys) and their current counts.' },
   };
-  const detail = async <R>(kind: Limited<R>, orgId: string, id: string) => {
-    const r = await kind.load(orgId, id);
+  const detail = async <R extends object>(kind: Limited<R>, orgId: string, id: string) => {
+    const r = await load(kind, orgId, id);
     return { ...kind.view(r), usage: usageView(await readUsage(d.limiter, kind.scope(r))) };
   };
   /** GET one key or project (member access). */
-  const detailRoute = <R, P extends string>(kind: Limited<R, P>): ManagementRoute => ({
+  const detailRoute = <R extends object, P extends string>(kind: Limited<R, P>): ManagementRoute => ({
     method: 'GET', url: kind.detail.url, access: 'member', tag: kind.detail.tag, summary: kind.detail.summary,
     schema: { params: params('org', kind.param), response: { 200: kind.detail.answer } },
     async handler(request: FastifyRequest & { params: Record<P, string> }) {
@@ -85,7 +85,7 @@ export function limitRoutes(d: ManagementDeps): ManagementRoute[] {
   const patch = async <R extends { id: string; limits: LimitSpec }>(
     kind: Limited<R>, orgId: string, id: string, limits: LimitsInput | undefined, write: (r: R, change: { limits?: LimitSpec }) => Promise<object | undefined>,
   ) => {
-    const r = await kind.load(orgId, id);
+    const r = await load(kind, orgId, id);
     found(await write(r, limits === undefined ? {} : { limits: limitsFromBody(limits, r.limits) }), `${kind.noun} ${r.id}`);
     return detail(kind, orgId, r.id);
   };

@@ -29,7 +29,7 @@ const ROW_FILTERS = {
 const logCursor = (c: { at: number; id: string }): LogCursor => ({ createdAt: c.at, requestId: c.id });
 
 /** A log route's filters as a client sends them (the list's; the others take some of them). */
-export type FilterQuery = Partial<Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], keyof typeof ROW_FILTERS>>;
+export type FilterQuery = Pick<ApiRequests['GET /api/v1/orgs/:org/logs']['query'], keyof typeof ROW_FILTERS>;
 
 /** A route over the log's rows (list, export): the org, the row filters and the route's own query fields. */
 export const rowsQuery = (own: Record<string, JsonSchema>): { params: JsonSchema; querystring: JsonSchema } => ({ params: params('org'), querystring: input({ ...ROW_FILTERS, ...own }) });
