@@ -23,7 +23,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { Child, gatewayNodeFlags, killAll } from './lib/procs.mjs';
+import { median } from './lib/load.mjs';
+import { Child, gatewayArgs, killAll } from './lib/procs.mjs';
 import { forgetRedisKeys, LIMIT_FLAGS, REDIS_PREFIX, REDIS_URL, redisAnswers } from './lib/production.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -36,7 +37,8 @@ const { values: args } = parseArgs({
 });
 if (args.help) {
   // The file's opening comment is its help.
-  const head = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1).filter((l) => l.startsWith('//'));
+  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+  const head = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')));
   console.log(head.map((l) => l.slice(3)).join('\n'));
   process.exit(0);
 }
@@ -110,7 +112,7 @@ async function startGateway({ name, root, tmp, sim, redis }) {
   const key = cli('keys', 'create', '--org', 'bench', ...LIMIT_FLAGS).trim().split('\n').pop();
   // Under callgrind, V8 compiles and collects on the main thread (--single-threaded): when an
   // optimisation lands and how much a collection finds then follow the requests, not the clock.
-  const nodeArgs = [...gatewayNodeFlags(root), ...(args.callgrind ? ['--single-threaded'] : []), join(root, 'bin/gateway.js'), 'serve', '--config', file];
+  const nodeArgs = [...(args.callgrind ? ['--single-threaded'] : []), ...gatewayArgs(root, file)];
   const child = args.callgrind
     ? await Child.start({
       name, cwd: tmp, ready: /listening on (http:\/\/\S+)/, timeoutMs: 600_000, command: 'valgrind',
@@ -120,8 +122,6 @@ async function startGateway({ name, root, tmp, sim, redis }) {
   const pool = new Pool(child.url, { connections: CONCURRENCY, pipelining: 1 });
   return { name, root, child, pool, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, runs: [] };
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 async function main() {
   process.on('exit', killAll);

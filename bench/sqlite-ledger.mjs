@@ -134,7 +134,7 @@ const VARIANTS = [
   { name: 'today, sortable ids', schema: TODAY_SCHEMA, make: perCallTx, sortable: true, note: 'as today, with time-ordered request ids' },
   { name: 'cached-tx', schema: TODAY_SCHEMA, make: cachedTx, note: 'same SQL, transaction functions built once' },
   { name: 'cached-tx+schema', schema: LEAN_SCHEMA, make: cachedTx, note: '+ ledger without AUTOINCREMENT, reservations WITHOUT ROWID' },
-  { name: 'batched-settle', schema: LEAN_SCHEMA, make: batchedSettle, batchedSettle: true, note: '+ settlements queued and applied with the log batch (one transaction per flush)' },
+  { name: 'batched-settle', schema: LEAN_SCHEMA, make: batchedSettle, note: '+ settlements queued and applied with the log batch (one transaction per flush)' },
   {
     name: 'memory-reservations', schema: LEAN_SCHEMA, make: memoryReservations,
     note: 'reservations held in memory (single gateway process per SQLite file); each flush writes the net balance change per org, the ledger rows and the log rows in one transaction',

@@ -15,12 +15,13 @@
 // of the counts is the case's instructions per call, start-up and warm-up cancelled out:
 //   valgrind --tool=callgrind --smc-check=all-non-file node bench/upstream-layer.mjs \
 //     --checkout DIR --only chat --runs 1 --requests 1000   (then --requests 2000)
-import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { Pool } from 'undici';
+import { median } from './lib/load.mjs';
+import { Child, killAll } from './lib/procs.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const { values: opt } = parseArgs({
@@ -46,18 +47,6 @@ const STREAM = JSON.stringify({
   model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, max_tokens: 1100,
   messages: [{ role: 'user', content: 'Write about toll roads. [[sim:tokens=1000]]' }],
 });
-
-function startSimulator(root) {
-  const proc = spawn(process.execPath, [join(root, 'bin', 'gateway.js'), 'simulate', '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((ok) => {
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) ok({ proc, url: m[1] });
-    });
-  });
-}
 
 const cpuUs = () => {
   const u = process.cpuUsage();
@@ -87,7 +76,8 @@ async function streamServer(StreamedReply) {
 }
 
 async function main() {
-  const sim = await startSimulator(checkouts[0]);
+  process.on('exit', killAll);
+  const sim = await Child.start({ name: 'simulator', args: [join(checkouts[0], 'bin', 'gateway.js'), 'simulate', '--port', '0'], cwd: checkouts[0], ready: /listening on (http:\/\/\S+)/ });
   const subjects = [];
   for (const root of checkouts) {
     const { UpstreamClient } = await import(pathToFileURL(join(root, 'dist', 'src', 'pipeline', 'upstream.js')).href);
@@ -99,12 +89,17 @@ async function main() {
     };
     const signal = new AbortController().signal;
     const send = (body) => client.send(route, { path: '/chat/completions', body, contentType: 'application/json' }, 'sim-key', signal);
+    /** A reply other than a 200 would time the wrong thing: refused at once. */
+    const ok = (res) => {
+      if (res.statusCode !== 200) throw new Error(`${root}: the simulator answered ${res.statusCode}`);
+      return res;
+    };
     const chat = async () => {
-      const res = await send(CHAT);
+      const res = ok(await send(CHAT));
       await res.body.text();
     };
     const stream = async () => {
-      const res = await send(STREAM);
+      const res = ok(await send(STREAM));
       for await (const _chunk of res.body);
     };
     const server = await streamServer(StreamedReply);
@@ -130,19 +125,19 @@ async function main() {
     }
   }
   const best = (xs) => Math.min(...xs).toFixed(1);
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)].toFixed(1);
+  const mid = (xs) => median(xs).toFixed(1);
   console.log(`\nCPU µs (process.cpuUsage), best (median) of ${RUNS} alternating runs`);
   console.log(`\n| checkout | send + text(), chat reply | send + for await, 1,000-token stream | StreamedReply, ${CHUNKS} chunks to a client |\n|---|---:|---:|---:|`);
   for (const s of subjects) {
     const r = s.results;
-    console.log(`| ${s.root} | ${best(r.chat)} (${median(r.chat)}) | ${best(r.stream)} (${median(r.stream)}) | ${best(r.reply)} (${median(r.reply)}) |`);
+    console.log(`| ${s.root} | ${best(r.chat)} (${mid(r.chat)}) | ${best(r.stream)} (${mid(r.stream)}) | ${best(r.reply)} (${mid(r.reply)}) |`);
   }
   for (const s of subjects) {
     await s.client.close();
     await s.server.pool.close();
     await s.server.app.close();
   }
-  sim.proc.kill('SIGTERM');
+  await sim.stop();
 }
 
 main().then(

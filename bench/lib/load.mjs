@@ -10,6 +10,9 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** A figure for the progress lines, `—` when it is not a number (no requests, say). */
 export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
+/** The median of a list of numbers (of an even count, the upper of the two middle ones). */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
 /** Nearest-rank percentile of an ascending-sorted array. */
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;

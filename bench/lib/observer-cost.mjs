@@ -6,8 +6,8 @@
 import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { median } from './load.mjs';
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** µs of CPU per request: { metrics, traces, traces10 } (metrics + traces, export included; traces10 at sample_ratio 0.1). */
 export async function observerCost(root, sinkUrl, rounds = 5) {
