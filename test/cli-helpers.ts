@@ -290,9 +290,7 @@ export function useCliServer(prefix: string): CliServer {
     } finally {
       await store.close();
     }
-    // Within the hook's 2 minutes: several of these files starting servers at once, beside
-    // other work on a 2-core machine, were seen to take over serve's default 15 s.
-    env.server = await serve(env.config, 60_000);
+    env.server = await serve(env.config);
   }, 120_000);
   afterAll(async () => {
     try {
