@@ -7,7 +7,7 @@ import type { Store } from '../src/store/types.js';
  * What the commands share: the --config option, amounts, stdin, the store opened on the
  * config's database. Every command file imports this one while the program is built (for
  * `--help` too), so it loads nothing heavy at its top: the config, the store and the
- * invalidation bus are imported when `withStore` runs (./config.ts, ./catalog.ts).
+ * invalidation bus are imported when `withStore` runs (./config.ts).
  */
 
 const DEFAULT_CONFIG = 'gateway.yaml';

@@ -278,8 +278,8 @@ export function inviteMember(store: Store, orgId: string, email: string, role: O
 
 /**
  * Accepts a pending invitation addressed to the user: they join its org with its role.
- * Undefined when it is not theirs, gone, expired or already ended (nothing written);
- * joining an org already joined is the store's DuplicateError.
+ * Undefined when it is not theirs, gone, expired or already ended (nothing written). A user
+ * already in the org gets the store's DuplicateError, the invitation marked accepted by then.
  */
 export async function acceptInvitation(store: Store, id: string, user: Pick<User, 'id' | 'email'>): Promise<{ invitation: Invitation; member: Member } | undefined> {
   const invitation = await store.accounts.resolveInvitation(id, 'accepted', { email: user.email });
